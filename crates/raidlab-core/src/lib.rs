@@ -1,0 +1,17 @@
+//! raidlab's shared vocabulary.
+//!
+//! Everything both engines and the reports agree on lives here: units, topology
+//! expressions (parser, validation, resolution against presets), workloads (the
+//! `k=v` language, fio job files and the deterministic I/O stream generator),
+//! presets (TOML data), the result schema and the published-measurement CSV.
+//! This crate knows nothing about events or files on disk.
+
+pub mod error;
+pub mod preset;
+pub mod result;
+pub mod rng;
+pub mod topology;
+pub mod units;
+pub mod workload;
+
+pub use error::{Error, Result};

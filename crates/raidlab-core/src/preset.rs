@@ -1,0 +1,462 @@
+//! Presets: devices, controllers and the host, as TOML data.
+//!
+//! Every built-in preset is one file under `presets/` (embedded at build
+//! time); each number there carries a comment naming its source. Users add
+//! their own with `--presets FILE.toml`, whose tables may start from a
+//! built-in one with `base = "NAME"` and override any field:
+//!
+//! ```toml
+//! [my-nvme]
+//! base = "s3500-800"
+//! capacity_gb = 960
+//! link_mbps = 3200
+//! ```
+//!
+//! Code never branches on a preset's name: the simulator only sees the typed
+//! parameters below.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Flash SSD parameters (physical and firmware facts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SsdParams {
+    /// One-line description.
+    pub description: String,
+    /// Logical (user) capacity in 10^9 bytes.
+    pub capacity_gb: f64,
+    /// Host link payload rate in 10^6 bytes/s (SATA 3 Gb/s = 300 after 8b/10b).
+    pub link_mbps: f64,
+    /// Host link per-command overhead (command, status and DMA-setup frames), µs.
+    pub link_cmd_us: f64,
+    /// Native command queue depth (NCQ = 32).
+    pub queue_depth: u32,
+    /// Firmware CPU cores working on commands in parallel.
+    pub fw_cores: u32,
+    /// Firmware cost of one read command, µs.
+    pub fw_read_us: f64,
+    /// Firmware cost of one write command, µs.
+    pub fw_write_us: f64,
+    /// Firmware/DMA cost per KiB moved, µs (ECC, buffer management).
+    pub fw_us_per_kb: f64,
+    /// NAND channels.
+    pub channels: u32,
+    /// NAND dies per channel (each die runs one array operation at a time).
+    pub dies_per_channel: u32,
+    /// NAND page size, KiB (program unit).
+    pub page_kb: u32,
+    /// Pages per erase block.
+    pub pages_per_block: u32,
+    /// Page read (array to register) time, µs.
+    pub read_us: f64,
+    /// Page program time, µs.
+    pub program_us: f64,
+    /// Block erase time, µs.
+    pub erase_us: f64,
+    /// Channel (flash bus) transfer rate, 10^6 bytes/s.
+    pub channel_mbps: f64,
+    /// Physical over-provisioning: flash beyond the logical capacity, % of logical.
+    pub spare_pct: f64,
+    /// Volatile DRAM write buffer, KiB.
+    pub write_buffer_kb: u32,
+    /// Write cache enabled by default (`wc=on`).
+    pub write_cache: bool,
+    /// Internal sequential read-ahead, KiB (0 = none).
+    pub readahead_kb: u32,
+    /// Free erase blocks per die below which greedy GC runs.
+    pub gc_free_blocks: u32,
+}
+
+/// Hard-disk parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HddParams {
+    /// One-line description.
+    pub description: String,
+    /// Capacity in 10^9 bytes.
+    pub capacity_gb: f64,
+    /// Spindle speed.
+    pub rpm: f64,
+    /// Track-to-track seek, ms.
+    pub seek_track_ms: f64,
+    /// Average (one-third stroke) seek, ms.
+    pub seek_avg_ms: f64,
+    /// Full-stroke seek, ms.
+    pub seek_full_ms: f64,
+    /// Sustained media rate, 10^6 bytes/s (outer zone).
+    pub media_mbps: f64,
+    /// On-drive cache, MiB.
+    pub cache_mb: u32,
+    /// Host link payload rate, 10^6 bytes/s.
+    pub link_mbps: f64,
+    /// Per-command link overhead, µs.
+    pub link_cmd_us: f64,
+    /// Per-command drive electronics overhead, µs.
+    pub cmd_us: f64,
+    /// Tagged command queue depth (reordering window).
+    pub queue_depth: u32,
+    /// Read-ahead into the segment cache after a sequential read, KiB.
+    pub readahead_kb: u32,
+    /// Write cache enabled by default.
+    pub write_cache: bool,
+}
+
+/// RAID controller parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerParams {
+    /// One-line description.
+    pub description: String,
+    /// PCIe generation (1, 2, 3).
+    pub pcie_gen: u32,
+    /// PCIe lanes.
+    pub pcie_lanes: u32,
+    /// Platform limit of the slot (chipset/north-bridge), 10^6 bytes/s; 0 = none.
+    pub slot_limit_mbps: f64,
+    /// RAID-on-chip cores.
+    pub roc_cores: u32,
+    /// RoC cost per host command, µs.
+    pub roc_cmd_us: f64,
+    /// RoC cost per member (device) command, µs.
+    pub roc_member_cmd_us: f64,
+    /// Internal data path (cache memory / DMA) rate, 10^6 bytes/s.
+    pub dma_mbps: f64,
+    /// Parity (XOR / P+Q) engine rate, 10^6 bytes/s.
+    pub xor_mbps: f64,
+    /// Fixed firmware latency added to every host command, µs.
+    pub fw_latency_us: f64,
+    /// Cache size, MiB (0 = no cache).
+    pub cache_mb: u32,
+    /// Default cache policy: `wb` or `wt`.
+    pub cache: String,
+    /// Default read-ahead policy: `on`, `off` or `adaptive`.
+    pub readahead: String,
+    /// Read-ahead amount, KiB.
+    pub readahead_kb: u32,
+    /// Device ports (direct or through an expander).
+    pub ports: u32,
+    /// Port link payload rate, 10^6 bytes/s.
+    pub port_mbps: f64,
+    /// Outstanding destage writes per member (write-back cache).
+    pub destage_per_member: u32,
+    /// Dirty data younger than this is held to merge sequential writes, ms.
+    pub destage_delay_ms: f64,
+    /// Default stripe unit, KiB.
+    pub default_stripe_kb: u32,
+    /// Maximum outstanding host commands.
+    pub queue_depth: u32,
+}
+
+/// Host software RAID implementation profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwImplParams {
+    /// CPU per array request, µs (at the host's reference clock).
+    pub req_us: f64,
+    /// CPU per member request, µs.
+    pub member_us: f64,
+    /// Parity (XOR) compute rate of one core, 10^6 bytes/s.
+    pub xor_mbps: f64,
+    /// RAID 6 P+Q compute rate of one core, 10^6 bytes/s.
+    pub pq_mbps: f64,
+}
+
+/// Host parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostParams {
+    /// One-line description.
+    pub description: String,
+    /// CPU cores available for I/O.
+    pub cores: u32,
+    /// Clock, GHz.
+    pub ghz: f64,
+    /// Clock at which the µs costs below were measured, GHz.
+    pub ref_ghz: f64,
+    /// Block layer + driver + interrupt cost per I/O, µs.
+    pub block_layer_us: f64,
+    /// Software RAID implementation profiles: `md`, `lvm`, `windows`.
+    pub impls: BTreeMap<String, SwImplParams>,
+}
+
+/// A typed preset.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Preset {
+    /// Flash SSD.
+    Ssd(SsdParams),
+    /// Hard disk.
+    Hdd(HddParams),
+    /// RAID controller or HBA.
+    Controller(ControllerParams),
+    /// Host.
+    Host(HostParams),
+}
+
+impl Preset {
+    /// The preset's kind word (`ssd`, `hdd`, `controller`, `host`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Preset::Ssd(_) => "ssd",
+            Preset::Hdd(_) => "hdd",
+            Preset::Controller(_) => "controller",
+            Preset::Host(_) => "host",
+        }
+    }
+
+    /// One-line description.
+    pub fn description(&self) -> &str {
+        match self {
+            Preset::Ssd(p) => &p.description,
+            Preset::Hdd(p) => &p.description,
+            Preset::Controller(p) => &p.description,
+            Preset::Host(p) => &p.description,
+        }
+    }
+}
+
+struct Entry {
+    /// Original file text (built-ins keep their source comments).
+    text: Option<String>,
+    table: toml::Table,
+    preset: Preset,
+}
+
+/// The set of known presets: built-ins plus any user files.
+pub struct PresetDb {
+    entries: BTreeMap<String, Entry>,
+}
+
+macro_rules! builtin {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("../presets/", $name, ".toml")))),*]
+    };
+}
+
+/// Built-in presets: (name, TOML text).
+pub const BUILTIN: &[(&str, &str)] = builtin!(
+    "x25e",
+    "mtron7535",
+    "s3500-80",
+    "s3500-480",
+    "s3500-800",
+    "hdd-sas10k",
+    "hdd-sas15k",
+    "adaptec5085",
+    "areca1680",
+    "megaraid9265",
+    "megaraid9361",
+    "megaraid9365",
+    "hba",
+    "host",
+);
+
+fn typed(name: &str, table: &toml::Table) -> Result<Preset> {
+    let mut t = table.clone();
+    t.remove("base");
+    let kind = match t.remove("kind") {
+        Some(toml::Value::String(k)) => k,
+        _ => return Err(Error::Preset(format!("'{name}': missing kind (ssd, hdd, controller, host)"))),
+    };
+    let v = toml::Value::Table(t);
+    let err = |e: toml::de::Error| Error::Preset(format!("'{name}': {}", e.message().trim()));
+    Ok(match kind.as_str() {
+        "ssd" => Preset::Ssd(v.try_into().map_err(err)?),
+        "hdd" => Preset::Hdd(v.try_into().map_err(err)?),
+        "controller" => Preset::Controller(v.try_into().map_err(err)?),
+        "host" => Preset::Host(v.try_into().map_err(err)?),
+        k => return Err(Error::Preset(format!("'{name}': unknown kind '{k}' (ssd, hdd, controller, host)"))),
+    })
+}
+
+fn check(name: &str, p: &Preset) -> Result<()> {
+    let bad = |what: &str| Err(Error::Preset(format!("'{name}': {what}")));
+    match p {
+        Preset::Ssd(s) => {
+            if !(s.capacity_gb > 0.0) || !(s.link_mbps > 0.0) || !(s.channel_mbps > 0.0) {
+                return bad("capacity_gb, link_mbps and channel_mbps must be positive");
+            }
+            if s.channels == 0 || s.dies_per_channel == 0 || s.page_kb < 4 || !s.page_kb.is_power_of_two() {
+                return bad("channels and dies_per_channel must be ≥ 1 and page_kb a power of two ≥ 4");
+            }
+            if s.pages_per_block < 2 || s.queue_depth == 0 || s.fw_cores == 0 || s.gc_free_blocks == 0 {
+                return bad("pages_per_block ≥ 2, queue_depth, fw_cores and gc_free_blocks ≥ 1");
+            }
+            if !(s.spare_pct >= 1.0) {
+                return bad("spare_pct must be at least 1 (an FTL needs spare blocks)");
+            }
+        }
+        Preset::Hdd(h) => {
+            if !(h.capacity_gb > 0.0 && h.rpm > 0.0 && h.media_mbps > 0.0 && h.link_mbps > 0.0) || h.queue_depth == 0 {
+                return bad("capacity_gb, rpm, media_mbps, link_mbps and queue_depth must be positive");
+            }
+        }
+        Preset::Controller(c) => {
+            if c.pcie_lanes == 0 || !(1..=5).contains(&c.pcie_gen) || c.roc_cores == 0 || c.ports == 0 {
+                return bad("pcie_gen 1..5, pcie_lanes, roc_cores and ports must be ≥ 1");
+            }
+            if !(c.dma_mbps > 0.0 && c.port_mbps > 0.0 && c.xor_mbps > 0.0) || c.queue_depth == 0 {
+                return bad("dma_mbps, port_mbps, xor_mbps and queue_depth must be positive");
+            }
+            if !matches!(c.cache.as_str(), "wb" | "wt") {
+                return bad("cache must be wb or wt");
+            }
+            if !matches!(c.readahead.as_str(), "on" | "off" | "adaptive") {
+                return bad("readahead must be on, off or adaptive");
+            }
+            if c.destage_per_member == 0 || c.default_stripe_kb < 4 || !c.default_stripe_kb.is_power_of_two() {
+                return bad("destage_per_member ≥ 1 and default_stripe_kb a power of two ≥ 4");
+            }
+        }
+        Preset::Host(h) => {
+            if h.cores == 0 || !(h.ghz > 0.0 && h.ref_ghz > 0.0) {
+                return bad("cores, ghz and ref_ghz must be positive");
+            }
+            for k in ["md", "lvm", "windows"] {
+                if !h.impls.contains_key(k) {
+                    return bad(&format!("impls.{k} is missing"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl PresetDb {
+    /// The built-in presets.
+    pub fn builtin() -> Self {
+        let mut entries = BTreeMap::new();
+        for (name, text) in BUILTIN {
+            let table: toml::Table = toml::from_str(text)
+                .unwrap_or_else(|e| panic!("built-in preset {name} is not valid TOML: {e}"));
+            let preset = typed(name, &table).unwrap_or_else(|e| panic!("built-in preset: {e}"));
+            check(name, &preset).unwrap_or_else(|e| panic!("built-in preset: {e}"));
+            entries.insert(
+                name.to_string(),
+                Entry { text: Some(text.to_string()), table, preset },
+            );
+        }
+        PresetDb { entries }
+    }
+
+    /// Add the presets of a user TOML document (one table per preset).
+    /// A table may name `base = "NAME"` to start from an existing preset.
+    pub fn load_str(&mut self, text: &str) -> Result<()> {
+        let doc: toml::Table =
+            toml::from_str(text).map_err(|e| Error::Preset(format!("not valid TOML: {}", e.message().trim())))?;
+        for (name, v) in doc {
+            let toml::Value::Table(mut t) = v else {
+                return Err(Error::Preset(format!("'{name}' must be a table ([{name}])")));
+            };
+            if !valid_name(&name) {
+                return Err(Error::Preset(format!("'{name}' is not a valid preset name (letters, digits, - _ .)")));
+            }
+            if let Some(base) = t.get("base").cloned() {
+                let toml::Value::String(base) = base else {
+                    return Err(Error::Preset(format!("'{name}': base must be a string")));
+                };
+                let b = self
+                    .entries
+                    .get(&base)
+                    .ok_or_else(|| Error::Preset(format!("'{name}': unknown base preset '{base}'")))?;
+                let mut merged = b.table.clone();
+                for (k, v) in t {
+                    merged.insert(k, v);
+                }
+                t = merged;
+            }
+            let preset = typed(&name, &t)?;
+            check(&name, &preset)?;
+            self.entries.insert(name, Entry { text: None, table: t, preset });
+        }
+        Ok(())
+    }
+
+    /// Look a preset up by name.
+    pub fn get(&self, name: &str) -> Option<&Preset> {
+        self.entries.get(name).map(|e| &e.preset)
+    }
+
+    /// All presets: (name, preset), sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Preset)> {
+        self.entries.iter().map(|(k, e)| (k.as_str(), &e.preset))
+    }
+
+    /// The preset as TOML: a built-in's own file (with its source comments), or
+    /// the merged table of a user preset.
+    pub fn to_toml(&self, name: &str) -> Option<String> {
+        let e = self.entries.get(name)?;
+        Some(match &e.text {
+            Some(t) => t.clone(),
+            None => {
+                let mut t = e.table.clone();
+                t.remove("base");
+                toml::to_string(&t).unwrap_or_default()
+            }
+        })
+    }
+
+    /// Names of all presets, for "did you mean" messages.
+    pub fn names(&self) -> Vec<&str> {
+        self.entries.keys().map(|s| s.as_str()).collect()
+    }
+}
+
+fn valid_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_load_and_have_kinds() {
+        let db = PresetDb::builtin();
+        assert!(matches!(db.get("x25e"), Some(Preset::Ssd(_))));
+        assert!(matches!(db.get("hdd-sas10k"), Some(Preset::Hdd(_))));
+        assert!(matches!(db.get("adaptec5085"), Some(Preset::Controller(_))));
+        assert!(matches!(db.get("host"), Some(Preset::Host(_))));
+        assert!(db.to_toml("x25e").unwrap().contains('#'), "built-ins keep their source comments");
+    }
+
+    #[test]
+    fn every_builtin_number_has_a_source_comment() {
+        for (name, text) in BUILTIN {
+            for line in text.lines() {
+                let l = line.trim();
+                if l.is_empty() || l.starts_with('#') || l.starts_with('[') {
+                    continue;
+                }
+                let is_number = l.split('=').nth(1).is_some_and(|v| {
+                    let v = v.split('#').next().unwrap().trim();
+                    v.parse::<f64>().is_ok()
+                });
+                if is_number {
+                    assert!(l.contains('#'), "{name}: '{l}' has no source comment");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn user_preset_derives_from_builtin() {
+        let mut db = PresetDb::builtin();
+        db.load_str("[my-ssd]\nbase = \"s3500-800\"\ncapacity_gb = 960\nlink_mbps = 3200\n").unwrap();
+        let Some(Preset::Ssd(p)) = db.get("my-ssd") else { panic!() };
+        assert_eq!(p.capacity_gb, 960.0);
+        assert_eq!(p.link_mbps, 3200.0);
+        assert!(db.to_toml("my-ssd").unwrap().contains("capacity_gb = 960"));
+    }
+
+    #[test]
+    fn user_preset_errors_are_typed() {
+        let mut db = PresetDb::builtin();
+        assert!(db.load_str("[a]\nbase = \"nope\"").is_err());
+        assert!(db.load_str("[a]\nbase = \"x25e\"\nbogus = 1").is_err());
+        assert!(db.load_str("[a]\nkind = \"ssd\"").is_err());
+        assert!(db.load_str("not toml [").is_err());
+        assert!(db.load_str("[a]\nbase = \"x25e\"\nchannels = 0").is_err());
+    }
+}

@@ -1,0 +1,119 @@
+//! The result schema of SPEC §4 (`--format json`), shared by both engines.
+
+use serde::Serialize;
+
+/// Version string written into every result.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Per-direction figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DirStats {
+    /// I/Os per second.
+    pub iops: f64,
+    /// 10^6 bytes per second.
+    pub mbps: f64,
+    /// Mean latency, ms.
+    pub lat_avg_ms: f64,
+}
+
+/// Summary over all I/Os of the measurement window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Summary {
+    /// I/Os per second.
+    pub iops: f64,
+    /// 10^6 bytes per second.
+    pub mbps: f64,
+    /// Mean latency, ms.
+    pub lat_avg_ms: f64,
+    /// Maximum latency, ms.
+    pub lat_max_ms: f64,
+    /// Median latency, ms.
+    pub lat_p50_ms: f64,
+    /// 99th percentile latency, ms.
+    pub lat_p99_ms: f64,
+    /// 99.9th percentile latency, ms.
+    pub lat_p999_ms: f64,
+    /// Reads only.
+    pub read: DirStats,
+    /// Writes only.
+    pub write: DirStats,
+}
+
+impl Summary {
+    /// A summary metric by its CSV name (`iops`, `mbps`, `lat_avg_ms`, `lat_max_ms`, ...).
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        Some(match name {
+            "iops" => self.iops,
+            "mbps" => self.mbps,
+            "lat_avg_ms" => self.lat_avg_ms,
+            "lat_max_ms" => self.lat_max_ms,
+            "lat_p50_ms" => self.lat_p50_ms,
+            "lat_p99_ms" => self.lat_p99_ms,
+            "lat_p999_ms" => self.lat_p999_ms,
+            _ => return None,
+        })
+    }
+}
+
+/// One component's load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Component {
+    /// Label, `x25e#0`.
+    pub name: String,
+    /// `ssd`, `hdd`, `controller`, `host`.
+    pub kind: String,
+    /// Busy share of its most loaded internal resource, 0..1.
+    pub utilization: f64,
+    /// That resource (`link`, `firmware`, `nand`, `roc`, `pcie`, `dma`, `cpu`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// The saturated component of the run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bottleneck: bool,
+    /// SSD write amplification (NAND writes / host writes) in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_amplification: Option<f64>,
+}
+
+/// Host CPU use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HostStats {
+    /// Share of all host cores busy with I/O, %.
+    pub cpu_util_pct: f64,
+}
+
+/// Bookkeeping of the run itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SimStats {
+    /// Simulated (or real) seconds measured.
+    pub simulated_s: f64,
+    /// Wall-clock seconds the run took (excluded from determinism checks).
+    pub wall_s: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Host I/Os completed (all, including warm-up).
+    pub host_ios: u64,
+}
+
+/// A complete result document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    /// raidlab version.
+    pub raidlab: String,
+    /// `sim` or `real`.
+    pub engine: String,
+    /// Topology expression.
+    pub topology: String,
+    /// Workload as run (after presets and defaults).
+    pub workload: serde_json::Value,
+    /// Seed.
+    pub seed: u64,
+    /// Summary figures.
+    pub summary: Summary,
+    /// Components.
+    pub components: Vec<Component>,
+    /// Host CPU.
+    pub host: HostStats,
+    /// Run bookkeeping.
+    pub sim: SimStats,
+}

@@ -1,0 +1,972 @@
+//! Topology expressions: the grammar of SPEC §2, parsed with column numbers,
+//! then resolved against presets into a validated, typed tree.
+//!
+//! ```text
+//! node       := device | controller | array | host
+//! device     := [COUNT "*"] NAME [options]
+//! controller := NAME [options] "(" node {"," node} ")"
+//! array      := LEVEL [options] "(" node {"," node} ")"
+//! host       := "host" [options] "(" node ")"
+//! options    := "[" key "=" value {"," key "=" value} "]"
+//! ```
+
+use crate::error::{Error, Result};
+use crate::preset::{ControllerParams, HddParams, HostParams, Preset, PresetDb, SsdParams};
+use crate::units::{parse_percent, parse_size};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Most leaves one expression may expand to (keeps `100000*x25e` from eating memory).
+pub const MAX_DEVICES: u32 = 1024;
+/// Deepest nesting accepted.
+pub const MAX_DEPTH: usize = 32;
+
+/// One `key=value` option with the column of its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opt {
+    /// Key.
+    pub key: String,
+    /// Value as written.
+    pub value: String,
+    /// 1-based column of the key.
+    pub col: usize,
+}
+
+/// Syntax tree of an expression, before presets are consulted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ast {
+    /// `[COUNT*]NAME[opts]`
+    Leaf {
+        /// Preset name or path.
+        name: String,
+        /// Repeat count (1 when absent).
+        count: u32,
+        /// Options.
+        opts: Vec<Opt>,
+        /// 1-based column of the leaf.
+        col: usize,
+    },
+    /// `NAME[opts](children)`: a controller, an array or the host.
+    Group {
+        /// Controller preset, RAID level or `host`.
+        name: String,
+        /// Options.
+        opts: Vec<Opt>,
+        /// Children, in order.
+        children: Vec<Ast>,
+        /// 1-based column of the name.
+        col: usize,
+    },
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    pos: usize,
+    depth: usize,
+}
+
+fn name_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'/' | b'~' | b'+' | b':')
+}
+
+impl<'a> Parser<'a> {
+    fn err<T>(&self, msg: impl Into<String>) -> Result<T> {
+        Err(Error::Syntax { col: self.col(self.pos), msg: msg.into() })
+    }
+    fn col(&self, pos: usize) -> usize {
+        // Columns count characters, not bytes.
+        String::from_utf8_lossy(&self.s[..pos.min(self.s.len())]).chars().count() + 1
+    }
+    fn skip_ws(&mut self) {
+        while self.pos < self.s.len() {
+            let c = self.s[self.pos];
+            if c.is_ascii_whitespace() {
+                self.pos += 1;
+            } else if c == b'#' {
+                while self.pos < self.s.len() && self.s[self.pos] != b'\n' {
+                    self.pos += 1;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.s.get(self.pos).copied()
+    }
+    fn describe(&self) -> String {
+        match self.s.get(self.pos) {
+            None => "end of expression".into(),
+            Some(_) => {
+                let rest = String::from_utf8_lossy(&self.s[self.pos..]);
+                format!("'{}'", rest.chars().next().unwrap_or('?'))
+            }
+        }
+    }
+    fn word(&mut self) -> Result<(String, usize)> {
+        self.skip_ws();
+        let start = self.pos;
+        while self.pos < self.s.len() && name_char(self.s[self.pos]) {
+            self.pos += 1;
+        }
+        if start == self.pos {
+            return self.err(format!("expected a name, found {}", self.describe()));
+        }
+        Ok((String::from_utf8_lossy(&self.s[start..self.pos]).into_owned(), self.col(start)))
+    }
+    fn opts(&mut self) -> Result<Vec<Opt>> {
+        let mut v = Vec::new();
+        if self.peek() != Some(b'[') {
+            return Ok(v);
+        }
+        self.pos += 1;
+        loop {
+            self.skip_ws();
+            let kstart = self.pos;
+            while self.pos < self.s.len() && (self.s[self.pos].is_ascii_alphanumeric() || self.s[self.pos] == b'_') {
+                self.pos += 1;
+            }
+            if kstart == self.pos {
+                return self.err(format!("expected an option key, found {}", self.describe()));
+            }
+            let key = String::from_utf8_lossy(&self.s[kstart..self.pos]).into_owned();
+            let col = self.col(kstart);
+            if self.peek() != Some(b'=') {
+                return self.err(format!("expected '=' after option '{key}', found {}", self.describe()));
+            }
+            self.pos += 1;
+            self.skip_ws();
+            let vstart = self.pos;
+            while self.pos < self.s.len() && !matches!(self.s[self.pos], b',' | b']' | b'[' | b'(' | b')')
+                && !self.s[self.pos].is_ascii_whitespace()
+            {
+                self.pos += 1;
+            }
+            if vstart == self.pos {
+                return self.err(format!("option '{key}' has no value"));
+            }
+            let value = String::from_utf8_lossy(&self.s[vstart..self.pos]).into_owned();
+            if v.iter().any(|o: &Opt| o.key == key) {
+                return Err(Error::Syntax { col, msg: format!("option '{key}' given twice") });
+            }
+            v.push(Opt { key, value, col });
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(v);
+                }
+                _ => return self.err(format!("expected ',' or ']' in options, found {}", self.describe())),
+            }
+        }
+    }
+    fn node(&mut self) -> Result<Ast> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err(format!("nesting deeper than {MAX_DEPTH} levels"));
+        }
+        self.skip_ws();
+        let start = self.pos;
+        // Optional COUNT '*'.
+        let mut count = 1u32;
+        let mut p = self.pos;
+        while p < self.s.len() && self.s[p].is_ascii_digit() {
+            p += 1;
+        }
+        if p > self.pos && {
+            let mut q = p;
+            while q < self.s.len() && self.s[q].is_ascii_whitespace() {
+                q += 1;
+            }
+            self.s.get(q) == Some(&b'*')
+        } {
+            let digits = String::from_utf8_lossy(&self.s[self.pos..p]).into_owned();
+            count = match digits.parse::<u32>() {
+                Ok(n) if (1..=MAX_DEVICES).contains(&n) => n,
+                _ => return self.err(format!("count '{digits}' must be between 1 and {MAX_DEVICES}")),
+            };
+            self.pos = p;
+            self.skip_ws();
+            self.pos += 1; // '*'
+        }
+        let (name, col) = self.word()?;
+        let opts = self.opts()?;
+        let node = if self.peek() == Some(b'(') {
+            if count != 1 {
+                return Err(Error::Syntax { col: self.col(start), msg: "a count ('N*') applies to devices, not to groups".into() });
+            }
+            self.pos += 1;
+            let mut children = vec![self.node()?];
+            loop {
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        children.push(self.node()?);
+                    }
+                    Some(b')') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return self.err(format!("expected ',' or ')', found {}", self.describe())),
+                }
+            }
+            Ast::Group { name, opts, children, col }
+        } else {
+            Ast::Leaf { name, count, opts, col }
+        };
+        self.depth -= 1;
+        Ok(node)
+    }
+}
+
+/// Parse an expression into its syntax tree. `#` starts a comment to end of line.
+pub fn parse(expr: &str) -> Result<Ast> {
+    let mut p = Parser { s: expr.as_bytes(), pos: 0, depth: 0 };
+    if p.peek().is_none() {
+        return p.err("empty topology expression");
+    }
+    let ast = p.node()?;
+    if p.peek().is_some() {
+        return p.err(format!("unexpected {} after the expression", p.describe()));
+    }
+    Ok(ast)
+}
+
+/// RAID level of an array node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Striping.
+    Raid0,
+    /// n-way mirror.
+    Raid1,
+    /// Single parity.
+    Raid5,
+    /// Double parity (P+Q).
+    Raid6,
+    /// Striped mirrors (md near-2).
+    Raid10,
+    /// Concatenation.
+    Concat,
+}
+
+impl Level {
+    /// Parse a level word.
+    pub fn from_word(s: &str) -> Option<Level> {
+        Some(match s {
+            "raid0" => Level::Raid0,
+            "raid1" => Level::Raid1,
+            "raid5" => Level::Raid5,
+            "raid6" => Level::Raid6,
+            "raid10" => Level::Raid10,
+            "concat" => Level::Concat,
+            _ => return None,
+        })
+    }
+    /// The level's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Level::Raid0 => "raid0",
+            Level::Raid1 => "raid1",
+            Level::Raid5 => "raid5",
+            Level::Raid6 => "raid6",
+            Level::Raid10 => "raid10",
+            Level::Concat => "concat",
+        }
+    }
+    /// Fewest active members the level accepts.
+    pub fn min_members(self) -> usize {
+        match self {
+            Level::Raid0 | Level::Concat => 1,
+            Level::Raid1 | Level::Raid10 => 2,
+            Level::Raid5 => 3,
+            Level::Raid6 => 4,
+        }
+    }
+}
+
+/// Parity rotation of RAID 5/6 (md's four layouts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParityLayout {
+    /// md default (`left-symmetric`).
+    LeftSymmetric,
+    /// `left-asymmetric`.
+    LeftAsymmetric,
+    /// `right-symmetric`.
+    RightSymmetric,
+    /// `right-asymmetric`.
+    RightAsymmetric,
+}
+
+impl ParityLayout {
+    /// Parse md's layout word.
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "left-symmetric" | "ls" => ParityLayout::LeftSymmetric,
+            "left-asymmetric" | "la" => ParityLayout::LeftAsymmetric,
+            "right-symmetric" | "rs" => ParityLayout::RightSymmetric,
+            "right-asymmetric" | "ra" => ParityLayout::RightAsymmetric,
+            _ => return None,
+        })
+    }
+}
+
+/// Controller exposure mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The controller runs the arrays inside it.
+    Raid,
+    /// Each device is its own volume; cache and queueing kept.
+    Volume,
+    /// Plain pass-through.
+    Jbod,
+}
+
+/// Controller read-ahead policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAhead {
+    /// Always read ahead.
+    On,
+    /// Never.
+    Off,
+    /// Only for detected sequential streams.
+    Adaptive,
+}
+
+/// Starting state of an SSD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SsdState {
+    /// Fresh out of box: nothing mapped.
+    Fob,
+    /// Written once sequentially.
+    Fill,
+    /// Random-write steady state.
+    Steady,
+}
+
+impl SsdState {
+    /// Parse `fob`, `fill`, `steady`.
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "fob" => SsdState::Fob,
+            "fill" => SsdState::Fill,
+            "steady" => SsdState::Steady,
+            _ => return None,
+        })
+    }
+    /// The state's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            SsdState::Fob => "fob",
+            SsdState::Fill => "fill",
+            SsdState::Steady => "steady",
+        }
+    }
+}
+
+/// The physical model behind a device leaf.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeviceModel {
+    /// Flash SSD.
+    Ssd(Arc<SsdParams>),
+    /// Hard disk.
+    Hdd(Arc<HddParams>),
+}
+
+/// A resolved device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Device {
+    /// Preset name.
+    pub preset: String,
+    /// Unique label, `x25e#0`.
+    pub label: String,
+    /// Physical model.
+    pub model: DeviceModel,
+    /// Volatile write cache on.
+    pub wc: bool,
+    /// Extra over-provisioning: share of logical capacity left unused.
+    pub op: f64,
+    /// Starting state set in the expression (the workload's `state=` overrides).
+    pub state: Option<SsdState>,
+    /// Host link rate after any controller port limit, 10^6 B/s.
+    pub link_mbps: f64,
+    /// 1-based column in the expression.
+    pub col: usize,
+}
+
+impl Device {
+    /// Bytes the device exposes (after `op`), rounded down to 4 KiB.
+    pub fn capacity(&self) -> u64 {
+        let gb = match &self.model {
+            DeviceModel::Ssd(p) => p.capacity_gb,
+            DeviceModel::Hdd(p) => p.capacity_gb,
+        };
+        ((gb * 1e9 * (1.0 - self.op)) as u64) & !4095
+    }
+}
+
+/// A resolved RAID controller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Controller {
+    /// Preset name.
+    pub preset: String,
+    /// Unique label, `adaptec5085#0`.
+    pub label: String,
+    /// Parameters after options.
+    pub params: Arc<ControllerParams>,
+    /// Exposure mode.
+    pub mode: Mode,
+    /// Write-back cache.
+    pub write_back: bool,
+    /// Read-ahead policy.
+    pub readahead: ReadAhead,
+    /// Volumes it holds: devices (volume/jbod) or hardware arrays.
+    pub children: Vec<Node>,
+    /// 1-based column.
+    pub col: usize,
+}
+
+/// A resolved array.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Array {
+    /// Level.
+    pub level: Level,
+    /// Stripe unit (chunk) in bytes.
+    pub stripe: u64,
+    /// RAID 5/6 parity layout.
+    pub layout: ParityLayout,
+    /// Hot spares (the last `spares` children).
+    pub spares: u32,
+    /// Software implementation profile (`md`, `lvm`, `windows`); `None` for hardware.
+    pub imp: Option<String>,
+    /// Members, spares last.
+    pub members: Vec<Node>,
+    /// 1-based column.
+    pub col: usize,
+}
+
+impl Array {
+    /// Members that hold data (spares excluded).
+    pub fn active(&self) -> &[Node] {
+        &self.members[..self.members.len() - self.spares as usize]
+    }
+}
+
+/// A resolved node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    /// Device.
+    Device(Device),
+    /// Controller.
+    Controller(Controller),
+    /// Array.
+    Array(Array),
+}
+
+impl Node {
+    /// Volumes this node exposes to its parent.
+    pub fn volumes(&self) -> usize {
+        match self {
+            Node::Device(_) | Node::Array(_) => 1,
+            Node::Controller(c) => c.children.iter().map(Node::volumes).sum(),
+        }
+    }
+    /// 1-based column.
+    pub fn col(&self) -> usize {
+        match self {
+            Node::Device(d) => d.col,
+            Node::Controller(c) => c.col,
+            Node::Array(a) => a.col,
+        }
+    }
+}
+
+/// A validated topology: the host and the one volume it sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    /// Expression as given.
+    pub expr: String,
+    /// Host parameters.
+    pub host: Arc<HostParams>,
+    /// Root node (exposes exactly one volume).
+    pub root: Node,
+}
+
+impl Topology {
+    /// Every device, in expression order.
+    pub fn devices(&self) -> Vec<&Device> {
+        fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Device>) {
+            match n {
+                Node::Device(d) => out.push(d),
+                Node::Controller(c) => c.children.iter().for_each(|x| walk(x, out)),
+                Node::Array(a) => a.members.iter().for_each(|x| walk(x, out)),
+            }
+        }
+        let mut v = Vec::new();
+        walk(&self.root, &mut v);
+        v
+    }
+}
+
+fn invalid<T>(col: usize, msg: impl Into<String>) -> Result<T> {
+    Err(Error::Invalid { col, msg: msg.into() })
+}
+
+fn unknown_key<T>(o: &Opt, what: &str, allowed: &str) -> Result<T> {
+    invalid(o.col, format!("unknown option '{}' for {what} (allowed: {allowed})", o.key))
+}
+
+fn on_off(o: &Opt) -> Result<bool> {
+    match o.value.as_str() {
+        "on" | "1" | "true" => Ok(true),
+        "off" | "0" | "false" => Ok(false),
+        v => invalid(o.col, format!("{}={v}: expected on or off", o.key)),
+    }
+}
+
+struct Resolver<'a> {
+    db: &'a PresetDb,
+    counters: BTreeMap<String, usize>,
+    devices: u32,
+}
+
+impl Resolver<'_> {
+    fn label(&mut self, name: &str) -> String {
+        let n = self.counters.entry(name.to_string()).or_insert(0);
+        let l = format!("{name}#{n}");
+        *n += 1;
+        l
+    }
+
+    fn unknown_preset<T>(&self, name: &str, col: usize) -> Result<T> {
+        let near: Vec<&str> = self
+            .db
+            .names()
+            .into_iter()
+            .filter(|n| n.starts_with(&name[..name.len().min(3)]))
+            .collect();
+        let hint = if near.is_empty() {
+            String::from(" (see 'raidlab presets')")
+        } else {
+            format!(" (did you mean {}?)", near.join(", "))
+        };
+        invalid(col, format!("unknown preset '{name}'{hint}"))
+    }
+
+    fn node(&mut self, ast: &Ast, in_ctrl: Option<(f64, &str)>, top: bool) -> Result<Vec<Node>> {
+        match ast {
+            Ast::Leaf { name, count, opts, col } => {
+                if Level::from_word(name).is_some() || name == "host" {
+                    return invalid(*col, format!("'{name}' needs members in parentheses: {name}(...)"));
+                }
+                let model = match self.db.get(name) {
+                    Some(Preset::Ssd(p)) => DeviceModel::Ssd(Arc::new(p.clone())),
+                    Some(Preset::Hdd(p)) => DeviceModel::Hdd(Arc::new(p.clone())),
+                    Some(Preset::Controller(_)) => {
+                        return invalid(*col, format!("controller '{name}' needs devices or an array in parentheses: {name}(...)"))
+                    }
+                    Some(Preset::Host(_)) => return invalid(*col, format!("'{name}' is a host preset, not a device")),
+                    None => return self.unknown_preset(name, *col),
+                };
+                let (mut wc, dev_link) = match &model {
+                    DeviceModel::Ssd(p) => (p.write_cache, p.link_mbps),
+                    DeviceModel::Hdd(p) => (p.write_cache, p.link_mbps),
+                };
+                let is_ssd = matches!(model, DeviceModel::Ssd(_));
+                let mut op = 0.0;
+                let mut state = None;
+                for o in opts {
+                    match o.key.as_str() {
+                        "wc" => wc = on_off(o)?,
+                        "op" if is_ssd => {
+                            op = parse_percent(&o.value).map_err(|m| Error::Invalid { col: o.col, msg: m })?;
+                            if op > 0.9 {
+                                return invalid(o.col, "op must leave at least 10% of the capacity");
+                            }
+                        }
+                        "state" if is_ssd => {
+                            state = Some(SsdState::from_word(&o.value).ok_or_else(|| Error::Invalid {
+                                col: o.col,
+                                msg: format!("state={}: expected fob, fill or steady", o.value),
+                            })?)
+                        }
+                        "op" | "state" => return invalid(o.col, format!("option '{}' applies to SSDs, '{name}' is a disk", o.key)),
+                        _ => return unknown_key(o, "a device", "wc, op, state"),
+                    }
+                }
+                self.devices += count;
+                if self.devices > MAX_DEVICES {
+                    return invalid(*col, format!("more than {MAX_DEVICES} devices"));
+                }
+                let link_mbps = match in_ctrl {
+                    Some((port, _)) => dev_link.min(port),
+                    None => dev_link,
+                };
+                Ok((0..*count)
+                    .map(|_| {
+                        Node::Device(Device {
+                            preset: name.clone(),
+                            label: self.label(name),
+                            model: model.clone(),
+                            wc,
+                            op,
+                            state,
+                            link_mbps,
+                            col: *col,
+                        })
+                    })
+                    .collect())
+            }
+            Ast::Group { name, opts, children, col } => {
+                if name == "host" {
+                    return invalid(*col, "host[...] may only wrap the whole expression");
+                }
+                if let Some(level) = Level::from_word(name) {
+                    return Ok(vec![Node::Array(self.array(level, opts, children, *col, in_ctrl)?)]);
+                }
+                let params = match self.db.get(name) {
+                    Some(Preset::Controller(p)) => p.clone(),
+                    Some(Preset::Ssd(_) | Preset::Hdd(_)) => {
+                        return invalid(*col, format!("'{name}' is a device; only controllers, arrays and host take parentheses"))
+                    }
+                    Some(Preset::Host(_)) => return invalid(*col, format!("'{name}' is a host preset")),
+                    None => return self.unknown_preset(name, *col),
+                };
+                if let Some((_, outer)) = in_ctrl {
+                    return invalid(*col, format!("controller '{name}' inside controller '{outer}'"));
+                }
+                let _ = top;
+                Ok(vec![Node::Controller(self.controller(name, params, opts, children, *col)?)])
+            }
+        }
+    }
+
+    fn controller(
+        &mut self,
+        name: &str,
+        mut params: ControllerParams,
+        opts: &[Opt],
+        children: &[Ast],
+        col: usize,
+    ) -> Result<Controller> {
+        let mut mode = None;
+        let mut write_back = params.cache == "wb";
+        let mut readahead = match params.readahead.as_str() {
+            "on" => ReadAhead::On,
+            "off" => ReadAhead::Off,
+            _ => ReadAhead::Adaptive,
+        };
+        for o in opts {
+            match o.key.as_str() {
+                "cache" => {
+                    write_back = match o.value.as_str() {
+                        "wb" => true,
+                        "wt" => false,
+                        v => return invalid(o.col, format!("cache={v}: expected wb or wt")),
+                    }
+                }
+                "readahead" => {
+                    readahead = match o.value.as_str() {
+                        "on" => ReadAhead::On,
+                        "off" => ReadAhead::Off,
+                        "adaptive" => ReadAhead::Adaptive,
+                        v => return invalid(o.col, format!("readahead={v}: expected on, off or adaptive")),
+                    }
+                }
+                "mode" => {
+                    mode = Some(match o.value.as_str() {
+                        "raid" => Mode::Raid,
+                        "volume" => Mode::Volume,
+                        "jbod" => Mode::Jbod,
+                        v => return invalid(o.col, format!("mode={v}: expected raid, volume or jbod")),
+                    })
+                }
+                "cache_mb" => {
+                    params.cache_mb = o
+                        .value
+                        .parse()
+                        .ok()
+                        .filter(|&v: &u32| v <= 1 << 20)
+                        .ok_or_else(|| Error::Invalid { col: o.col, msg: format!("cache_mb={}: expected MiB, e.g. 512", o.value) })?
+                }
+                "pcie" => {
+                    let bad = || Error::Invalid { col: o.col, msg: format!("pcie={}: expected GENxLANES, e.g. 2x8", o.value) };
+                    let (g, l) = o.value.split_once('x').ok_or_else(bad)?;
+                    let g: u32 = g.parse().map_err(|_| bad())?;
+                    let l: u32 = l.parse().map_err(|_| bad())?;
+                    if !(1..=5).contains(&g) || ![1, 2, 4, 8, 16].contains(&l) {
+                        return Err(bad());
+                    }
+                    params.pcie_gen = g;
+                    params.pcie_lanes = l;
+                }
+                _ => return unknown_key(o, "a controller", "cache, readahead, mode, cache_mb, pcie"),
+            }
+        }
+        if params.cache_mb == 0 {
+            write_back = false;
+        }
+        let label = self.label(name);
+        let port = params.port_mbps;
+        let mut kids = Vec::new();
+        for c in children {
+            kids.extend(self.node(c, Some((port, name)), false)?);
+        }
+        let has_array = kids.iter().any(|k| matches!(k, Node::Array(_)));
+        let has_dev = kids.iter().any(|k| matches!(k, Node::Device(_)));
+        let mode = mode.unwrap_or(if has_array { Mode::Raid } else { Mode::Volume });
+        if mode == Mode::Raid && has_dev {
+            return invalid(col, format!("{name} in raid mode holds bare devices: put them in an array, or use mode=volume or mode=jbod"));
+        }
+        if mode != Mode::Raid && has_array {
+            return invalid(col, format!("{name} in mode={} cannot run arrays; drop the mode option", if mode == Mode::Jbod { "jbod" } else { "volume" }));
+        }
+        let ndev = count_devices(&kids);
+        if ndev > params.ports as usize {
+            return invalid(col, format!("{name} has {} ports but {ndev} devices are attached", params.ports));
+        }
+        Ok(Controller {
+            preset: name.to_string(),
+            label,
+            params: Arc::new(params),
+            mode,
+            write_back,
+            readahead,
+            children: kids,
+            col,
+        })
+    }
+
+    fn array(
+        &mut self,
+        level: Level,
+        opts: &[Opt],
+        children: &[Ast],
+        col: usize,
+        in_ctrl: Option<(f64, &str)>,
+    ) -> Result<Array> {
+        let mut stripe: Option<u64> = None;
+        let mut layout = ParityLayout::LeftSymmetric;
+        let mut spares = 0u32;
+        let mut imp: Option<String> = None;
+        for o in opts {
+            match o.key.as_str() {
+                "stripe" => {
+                    let s = parse_size(&o.value).map_err(|m| Error::Invalid { col: o.col, msg: m })?;
+                    if s < 4096 || !s.is_power_of_two() || s > 1 << 30 {
+                        return invalid(o.col, format!("stripe={}: the stripe unit must be a power of two from 4k to 1g", o.value));
+                    }
+                    stripe = Some(s);
+                }
+                "layout" => match level {
+                    Level::Raid5 | Level::Raid6 => {
+                        layout = ParityLayout::from_word(&o.value).ok_or_else(|| Error::Invalid {
+                            col: o.col,
+                            msg: format!("layout={}: expected left-symmetric, left-asymmetric, right-symmetric or right-asymmetric", o.value),
+                        })?
+                    }
+                    Level::Raid10 if o.value == "n2" => {}
+                    Level::Raid10 => return invalid(o.col, format!("layout={}: raid10 supports n2 (near, 2 copies)", o.value)),
+                    _ => return invalid(o.col, format!("layout applies to raid5, raid6 and raid10, not {}", level.word())),
+                },
+                "spares" => {
+                    spares = o.value.parse().ok().filter(|&n: &u32| n <= 64).ok_or_else(|| Error::Invalid {
+                        col: o.col,
+                        msg: format!("spares={}: expected a count", o.value),
+                    })?
+                }
+                "impl" => {
+                    if let Some((_, ctrl)) = in_ctrl {
+                        return invalid(o.col, format!("impl is for host software RAID; this array is run by {ctrl}"));
+                    }
+                    if !matches!(o.value.as_str(), "md" | "lvm" | "windows") {
+                        return invalid(o.col, format!("impl={}: expected md, lvm or windows", o.value));
+                    }
+                    imp = Some(o.value.clone());
+                }
+                _ => return unknown_key(o, "an array", "stripe, layout, spares, impl"),
+            }
+        }
+        if in_ctrl.is_none() && imp.is_none() {
+            imp = Some("md".into());
+        }
+        let mut members = Vec::new();
+        for c in children {
+            let nodes = self.node(c, in_ctrl, false)?;
+            for n in nodes {
+                if let Node::Controller(ctl) = n {
+                    // A controller's volumes become members one by one.
+                    if ctl.children.is_empty() {
+                        return invalid(ctl.col, "controller without volumes");
+                    }
+                    members.push(Node::Controller(ctl));
+                } else {
+                    members.push(n);
+                }
+            }
+        }
+        let volumes: usize = members.iter().map(Node::volumes).sum();
+        let active = volumes as i64 - spares as i64;
+        if active < level.min_members() as i64 {
+            let hint = match level {
+                Level::Raid5 => " (raid5 needs at least 3)",
+                Level::Raid6 => " (raid6 needs at least 4)",
+                Level::Raid1 | Level::Raid10 => " (needs at least 2)",
+                _ => "",
+            };
+            return invalid(col, format!("{} with {} active member{}{hint}", level.word(), active.max(0), if active == 1 { "" } else { "s" }));
+        }
+        let stripe = stripe.unwrap_or(match in_ctrl {
+            Some(_) => 0, // filled in by the controller default below
+            None => 64 * 1024,
+        });
+        Ok(Array { level, stripe, layout, spares, imp, members, col })
+    }
+}
+
+fn count_devices(nodes: &[Node]) -> usize {
+    nodes
+        .iter()
+        .map(|n| match n {
+            Node::Device(_) => 1,
+            Node::Controller(c) => count_devices(&c.children),
+            Node::Array(a) => count_devices(&a.members),
+        })
+        .sum()
+}
+
+/// Give hardware arrays without an explicit stripe their controller's default.
+fn default_stripes(n: &mut Node, ctrl_default: Option<u64>) {
+    match n {
+        Node::Device(_) => {}
+        Node::Controller(c) => {
+            let d = c.params.default_stripe_kb as u64 * 1024;
+            c.children.iter_mut().for_each(|x| default_stripes(x, Some(d)));
+        }
+        Node::Array(a) => {
+            if a.stripe == 0 {
+                a.stripe = ctrl_default.unwrap_or(64 * 1024);
+            }
+            a.members.iter_mut().for_each(|x| default_stripes(x, ctrl_default));
+        }
+    }
+}
+
+/// Parse and resolve an expression against presets.
+pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
+    let ast = parse(expr)?;
+    let Some(Preset::Host(default_host)) = db.get("host") else {
+        return Err(Error::Preset("the 'host' preset is missing".into()));
+    };
+    let mut host = default_host.clone();
+    let inner = match &ast {
+        Ast::Group { name, opts, children, col } if name == "host" => {
+            for o in opts {
+                match o.key.as_str() {
+                    "cores" => {
+                        host.cores = o.value.parse().ok().filter(|&c: &u32| (1..=1024).contains(&c)).ok_or_else(|| {
+                            Error::Invalid { col: o.col, msg: format!("cores={}: expected 1..1024", o.value) }
+                        })?
+                    }
+                    "ghz" => {
+                        host.ghz = o.value.parse().ok().filter(|&g: &f64| g > 0.1 && g < 20.0).ok_or_else(|| {
+                            Error::Invalid { col: o.col, msg: format!("ghz={}: expected a clock such as 3.0", o.value) }
+                        })?
+                    }
+                    _ => return unknown_key(o, "host", "cores, ghz"),
+                }
+            }
+            if children.len() != 1 {
+                return invalid(*col, "host(...) wraps exactly one node");
+            }
+            &children[0]
+        }
+        _ => &ast,
+    };
+    let mut r = Resolver { db, counters: BTreeMap::new(), devices: 0 };
+    let mut nodes = r.node(inner, None, true)?;
+    let mut root = nodes.remove(0);
+    let vols = root.volumes() + nodes.iter().map(Node::volumes).sum::<usize>();
+    if vols != 1 || !nodes.is_empty() {
+        return invalid(
+            root.col(),
+            format!("the root exposes {vols} volumes; combine them into one, e.g. raid0(...)"),
+        );
+    }
+    default_stripes(&mut root, None);
+    Ok(Topology { expr: expr.to_string(), host: Arc::new(host), root })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> PresetDb {
+        PresetDb::builtin()
+    }
+
+    fn err(expr: &str) -> String {
+        resolve(expr, &db()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_every_construct() {
+        let t = resolve(
+            "host[cores=2,ghz=3.0](raid0[stripe=128k,impl=lvm](adaptec5085[cache=wt,readahead=off](raid5[stripe=64k,layout=right-asymmetric](5*x25e[wc=off])), areca1680[mode=volume](2*x25e[op=20%,state=steady]), 2*s3500-80, hba[mode=jbod](hdd-sas15k)))",
+            &db(),
+        )
+        .unwrap();
+        assert_eq!(t.host.cores, 2);
+        assert_eq!(t.devices().len(), 10);
+        let Node::Array(a) = &t.root else { panic!() };
+        assert_eq!(a.imp.as_deref(), Some("lvm"));
+        assert_eq!(a.stripe, 128 * 1024);
+        assert_eq!(a.members.iter().map(Node::volumes).sum::<usize>(), 6);
+        let Node::Controller(c) = &a.members[0] else { panic!() };
+        assert!(!c.write_back);
+        assert_eq!(c.readahead, ReadAhead::Off);
+        let Node::Array(h) = &c.children[0] else { panic!() };
+        assert_eq!(h.layout, ParityLayout::RightAsymmetric);
+        assert!(h.imp.is_none());
+        assert_eq!(t.devices()[0].label, "x25e#0");
+        assert!(!t.devices()[0].wc);
+        assert_eq!(t.devices()[5].state, Some(SsdState::Steady));
+    }
+
+    #[test]
+    fn hardware_arrays_default_to_controller_stripe_and_whitespace_comments_work() {
+        let t = resolve("megaraid9265(\n  raid10(8*s3500-480) # eight drives\n)", &db()).unwrap();
+        let Node::Controller(c) = &t.root else { panic!() };
+        let Node::Array(a) = &c.children[0] else { panic!() };
+        assert_eq!(a.stripe, 256 * 1024);
+        assert_eq!(c.mode, Mode::Raid);
+    }
+
+    #[test]
+    fn errors_name_the_column() {
+        assert!(err("raid0(x25e,").contains("column 12"), "{}", err("raid0(x25e,"));
+        assert!(err("nope").contains("unknown preset 'nope'"));
+        assert!(err("raid5(2*x25e)").contains("raid5 with 2 active members"));
+        assert!(err("raid6(3*x25e)").contains("raid6 with 3"));
+        assert!(err("raid0[stripe=48k](2*x25e)").contains("power of two"));
+        assert!(err("raid0[stripe=48k](2*x25e)").contains("column 7"));
+        assert!(err("adaptec5085[mode=volume](2*x25e)").contains("root exposes 2 volumes"));
+        assert!(err("adaptec5085(raid0(9*x25e))").contains("8 ports but 9"));
+        assert!(err("x25e[foo=1]").contains("unknown option 'foo'"));
+        assert!(err("raid0(x25e) extra").contains("unexpected"));
+        assert!(err("adaptec5085(raid0[impl=md](2*x25e))").contains("impl is for host"));
+        assert!(err("adaptec5085(x25e, raid0(2*x25e))").contains("bare devices"));
+        assert!(err("hdd-sas10k[op=20%]").contains("applies to SSDs"));
+        assert!(err("raid0(host(x25e))").contains("host"));
+        assert!(err("0*x25e").contains("count"));
+        assert!(err("").contains("empty"));
+        assert!(err("x25e[wc=maybe]").contains("expected on or off"));
+        assert!(err("raid0[stripe=64k,stripe=64k](x25e)").contains("twice"));
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = "raid0(".repeat(100) + "x25e" + &")".repeat(100);
+        assert!(err(&deep).contains("nesting"));
+    }
+}

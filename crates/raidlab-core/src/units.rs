@@ -1,0 +1,121 @@
+//! Sizes, percentages and times as users write them.
+//!
+//! Sizes follow fio: `k`, `m`, `g`, `t` are powers of 1024 (`4k` = 4096), an
+//! optional trailing `b`/`ib` is accepted. Simulated time is kept in
+//! nanoseconds ([`Ns`]).
+
+/// Simulated time in nanoseconds.
+pub type Ns = u64;
+
+/// Nanoseconds per microsecond.
+pub const US: Ns = 1_000;
+/// Nanoseconds per millisecond.
+pub const MS: Ns = 1_000_000;
+/// Nanoseconds per second.
+pub const SEC: Ns = 1_000_000_000;
+
+/// Parse a size such as `512`, `4k`, `64K`, `1m`, `4g`, `1.5m` into bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t
+        .strip_suffix("ib")
+        .or_else(|| t.strip_suffix('b'))
+        .unwrap_or(&t);
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1u64 << 20),
+        Some('g') => (&t[..t.len() - 1], 1u64 << 30),
+        Some('t') => (&t[..t.len() - 1], 1u64 << 40),
+        _ => (t, 1u64),
+    };
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!("'{s}' is not a size (examples: 512, 4k, 1m, 4g)"));
+    }
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 512, 4k, 1m, 4g)"))?;
+    let bytes = v * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > (1u64 << 60) as f64 {
+        return Err(format!("size '{s}' is out of range"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Format bytes the way users write them (`4k`, `64k`, `1m`, `512`).
+pub fn format_size(b: u64) -> String {
+    for (shift, suf) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
+        if b >= (1 << shift) && b % (1 << shift) == 0 {
+            return format!("{}{}", b >> shift, suf);
+        }
+    }
+    b.to_string()
+}
+
+/// Parse a percentage `20%` (or `20`) into a fraction in `[0, 1)`.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (example: 20%)"))?;
+    if !(0.0..100.0).contains(&v) {
+        return Err(format!("percentage '{s}' must be in 0..100"));
+    }
+    Ok(v / 100.0)
+}
+
+/// Parse a duration in seconds (`10`, `0.5`, `10s`, `500ms`, `200us`) into ns.
+pub fn parse_duration(s: &str) -> Result<Ns, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e9)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60e9)
+    } else {
+        (t.as_str(), 1e9)
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (examples: 10, 0.5, 500ms)"))?;
+    if !v.is_finite() || v < 0.0 || v * mult > 1e18 {
+        return Err(format!("duration '{s}' is out of range"));
+    }
+    Ok((v * mult).round() as Ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512").unwrap(), 512);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("64K").unwrap(), 65536);
+        assert_eq!(parse_size("1m").unwrap(), 1 << 20);
+        assert_eq!(parse_size("4g").unwrap(), 4 << 30);
+        assert_eq!(parse_size("1.5k").unwrap(), 1536);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+        assert!(parse_size("k").is_err());
+        assert!(parse_size("4x").is_err());
+        assert!(parse_size("-4k").is_err());
+        assert!(parse_size("").is_err());
+        assert_eq!(format_size(65536), "64k");
+        assert_eq!(format_size(1 << 20), "1m");
+        assert_eq!(format_size(1000), "1000");
+    }
+
+    #[test]
+    fn percents_and_durations() {
+        assert!((parse_percent("20%").unwrap() - 0.2).abs() < 1e-12);
+        assert!(parse_percent("100%").is_err());
+        assert!(parse_percent("x").is_err());
+        assert_eq!(parse_duration("10").unwrap(), 10 * SEC);
+        assert_eq!(parse_duration("500ms").unwrap(), 500 * MS);
+        assert_eq!(parse_duration("2us").unwrap(), 2 * US);
+        assert!(parse_duration("abc").is_err());
+    }
+}

@@ -1,0 +1,598 @@
+//! Workloads in fio's vocabulary (SPEC §3), fio job files, and the one
+//! deterministic I/O stream generator both engines use.
+
+use crate::error::{Error, Result};
+use crate::rng::{mix, Rng};
+use crate::topology::SsdState;
+use crate::units::{format_size, parse_duration, parse_size, Ns};
+use serde::Serialize;
+
+/// I/O direction pattern (`rw=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Sequential mixed.
+    Rw,
+    /// Random mixed.
+    RandRw,
+}
+
+impl Rw {
+    fn from_word(s: &str) -> Option<Rw> {
+        Some(match s {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "rw" | "readwrite" => Rw::Rw,
+            "randrw" => Rw::RandRw,
+            _ => return None,
+        })
+    }
+    /// fio's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::Rw => "rw",
+            Rw::RandRw => "randrw",
+        }
+    }
+    /// Random offsets by default.
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+}
+
+/// Offset distribution of random I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "param", rename_all = "lowercase")]
+pub enum Dist {
+    /// Uniform.
+    Random,
+    /// Zipf with exponent θ.
+    Zipf(f64),
+    /// Pareto with shape h.
+    Pareto(f64),
+}
+
+/// The petrov2010 workload presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadPreset {
+    /// 1 job, depth 1.
+    Latency,
+    /// 1 job, depth 32.
+    Light,
+    /// 10 jobs, depth 16 each.
+    Heavy,
+}
+
+/// A parsed workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    /// Direction pattern.
+    pub rw: Rw,
+    /// Block size in bytes (the first of `bssplit` when given).
+    pub bs: u64,
+    /// `(size, weight%)` pairs; empty unless `bssplit` was given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bssplit: Vec<(u64, u32)>,
+    /// Read share for mixed patterns, %.
+    pub rwmixread: u32,
+    /// Share of random I/O, % (IOMeter's "% random").
+    pub percentage_random: u32,
+    /// Outstanding I/Os per job.
+    pub iodepth: u32,
+    /// Jobs.
+    pub numjobs: u32,
+    /// Span addressed, bytes (`None` = whole volume).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Measured time, ns (`None` = one pass over `size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Ns>,
+    /// Warm-up time, ns.
+    pub ramp_time: Ns,
+    /// Offset distribution.
+    pub random_distribution: Dist,
+    /// Think time between I/Os of one job, ns.
+    pub thinktime: Ns,
+    /// Random seed (`None` = the command's `--seed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Preset used, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preset: Option<WorkloadPreset>,
+    /// Starting state of every SSD.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_state")]
+    pub state: Option<SsdState>,
+}
+
+fn ser_state<S: serde::Serializer>(s: &Option<SsdState>, ser: S) -> std::result::Result<S::Ok, S::Error> {
+    match s {
+        Some(st) => ser.serialize_str(st.word()),
+        None => ser.serialize_none(),
+    }
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            rw: Rw::Read,
+            bs: 4096,
+            bssplit: Vec::new(),
+            rwmixread: 50,
+            percentage_random: 0,
+            iodepth: 1,
+            numjobs: 1,
+            size: None,
+            runtime: None,
+            ramp_time: 0,
+            random_distribution: Dist::Random,
+            thinktime: 0,
+            seed: None,
+            preset: None,
+            state: None,
+        }
+    }
+}
+
+/// Keys of the `k=v` language.
+pub const KEYS: &[&str] = &[
+    "rw", "bs", "bssplit", "rwmixread", "percentage_random", "iodepth", "numjobs", "size", "runtime",
+    "ramp_time", "random_distribution", "thinktime", "seed", "preset", "state",
+];
+
+fn werr<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Workload(msg.into()))
+}
+
+fn int(key: &str, v: &str, lo: u64, hi: u64) -> Result<u64> {
+    match v.parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => werr(format!("{key}={v}: expected a whole number from {lo} to {hi}")),
+    }
+}
+
+fn block(key: &str, v: &str) -> Result<u64> {
+    let b = parse_size(v).map_err(|m| Error::Workload(format!("{key}: {m}")))?;
+    if b < 512 || b % 512 != 0 || b > 64 << 20 {
+        return werr(format!("{key}={v}: block sizes are multiples of 512 from 512 to 64m"));
+    }
+    Ok(b)
+}
+
+impl Workload {
+    /// Parse `k=v k=v ...`. `preset=` applies first; explicit keys override it.
+    pub fn parse(s: &str) -> Result<Workload> {
+        let mut pairs = Vec::new();
+        for tok in s.split_whitespace() {
+            let Some((k, v)) = tok.split_once('=') else {
+                return werr(format!("'{tok}' is not key=value"));
+            };
+            if k.is_empty() || v.is_empty() {
+                return werr(format!("'{tok}' is not key=value"));
+            }
+            if pairs.iter().any(|(pk, _): &(&str, &str)| *pk == k) {
+                return werr(format!("key '{k}' given twice"));
+            }
+            pairs.push((k, v));
+        }
+        Self::from_pairs(&pairs)
+    }
+
+    /// Build from key/value pairs (shared by the string and job-file readers).
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Result<Workload> {
+        let mut w = Workload::default();
+        if let Some((_, p)) = pairs.iter().find(|(k, _)| *k == "preset") {
+            let (preset, jobs, depth) = match *p {
+                "latency" => (WorkloadPreset::Latency, 1, 1),
+                "light" => (WorkloadPreset::Light, 1, 32),
+                "heavy" => (WorkloadPreset::Heavy, 10, 16),
+                v => return werr(format!("preset={v}: expected latency, light or heavy")),
+            };
+            w.preset = Some(preset);
+            w.numjobs = jobs;
+            w.iodepth = depth;
+        }
+        let mut explicit_random = None;
+        for &(k, v) in pairs {
+            match k {
+                "preset" => {}
+                "rw" => w.rw = Rw::from_word(v).ok_or_else(|| Error::Workload(format!("rw={v}: expected read, write, randread, randwrite, rw or randrw")))?,
+                "bs" => w.bs = block(k, v)?,
+                "bssplit" => {
+                    let mut split = Vec::new();
+                    for part in v.split(':') {
+                        let (b, pct) = part.split_once('/').ok_or_else(|| Error::Workload(format!("bssplit={v}: expected SIZE/PERCENT:SIZE/PERCENT, e.g. 4k/60:64k/40")))?;
+                        split.push((block(k, b)?, int(k, pct, 0, 100)? as u32));
+                    }
+                    let total: u32 = split.iter().map(|x| x.1).sum();
+                    if total != 100 {
+                        return werr(format!("bssplit={v}: percentages add up to {total}, not 100"));
+                    }
+                    w.bssplit = split;
+                }
+                "rwmixread" => w.rwmixread = int(k, v, 0, 100)? as u32,
+                "percentage_random" => explicit_random = Some(int(k, v, 0, 100)? as u32),
+                "iodepth" => w.iodepth = int(k, v, 1, 65536)? as u32,
+                "numjobs" => w.numjobs = int(k, v, 1, 4096)? as u32,
+                "size" => {
+                    let s = parse_size(v).map_err(|m| Error::Workload(format!("size: {m}")))?;
+                    if s == 0 {
+                        return werr("size=0: the span must not be empty");
+                    }
+                    w.size = Some(s)
+                }
+                "runtime" => {
+                    let t = parse_duration(v).map_err(|m| Error::Workload(format!("runtime: {m}")))?;
+                    if t == 0 {
+                        return werr("runtime=0: give a positive time");
+                    }
+                    w.runtime = Some(t)
+                }
+                "ramp_time" => w.ramp_time = parse_duration(v).map_err(|m| Error::Workload(format!("ramp_time: {m}")))?,
+                "random_distribution" => w.random_distribution = parse_dist(v)?,
+                "thinktime" => w.thinktime = int(k, v, 0, 60_000_000)? * 1000,
+                "seed" | "randseed" => w.seed = Some(int(k, v, 0, u64::MAX)?),
+                "state" => w.state = Some(SsdState::from_word(v).ok_or_else(|| Error::Workload(format!("state={v}: expected fob, fill or steady")))?),
+                _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
+            }
+        }
+        if !w.bssplit.is_empty() {
+            w.bs = w.bssplit[0].0;
+        }
+        w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
+        Ok(w)
+    }
+
+    /// Largest block size the workload issues.
+    pub fn max_bs(&self) -> u64 {
+        self.bssplit.iter().map(|x| x.0).max().unwrap_or(self.bs).max(self.bs)
+    }
+
+    /// The workload as fio job-file lines (`key=value`), for export and labels.
+    pub fn to_pairs(&self) -> Vec<(String, String)> {
+        let mut v = vec![("rw".to_string(), self.rw.word().to_string())];
+        if self.bssplit.is_empty() {
+            v.push(("bs".into(), format_size(self.bs)));
+        } else {
+            let s: Vec<String> = self.bssplit.iter().map(|(b, p)| format!("{}/{p}", format_size(*b))).collect();
+            v.push(("bssplit".into(), s.join(":")));
+        }
+        if matches!(self.rw, Rw::Rw | Rw::RandRw) {
+            v.push(("rwmixread".into(), self.rwmixread.to_string()));
+        }
+        let default_random = if self.rw.is_random() { 100 } else { 0 };
+        if self.percentage_random != default_random {
+            v.push(("percentage_random".into(), self.percentage_random.to_string()));
+        }
+        v.push(("iodepth".into(), self.iodepth.to_string()));
+        v.push(("numjobs".into(), self.numjobs.to_string()));
+        if let Some(s) = self.size {
+            v.push(("size".into(), format_size(s)));
+        }
+        if let Some(r) = self.runtime {
+            v.push(("runtime".into(), format!("{}", r as f64 / 1e9)));
+        }
+        if self.ramp_time > 0 {
+            v.push(("ramp_time".into(), format!("{}", self.ramp_time as f64 / 1e9)));
+        }
+        match self.random_distribution {
+            Dist::Random => {}
+            Dist::Zipf(t) => v.push(("random_distribution".into(), format!("zipf:{t}"))),
+            Dist::Pareto(h) => v.push(("random_distribution".into(), format!("pareto:{h}"))),
+        }
+        if self.thinktime > 0 {
+            v.push(("thinktime".into(), (self.thinktime / 1000).to_string()));
+        }
+        v
+    }
+}
+
+fn parse_dist(v: &str) -> Result<Dist> {
+    let bad = || Error::Workload(format!("random_distribution={v}: expected random, zipf:THETA or pareto:H"));
+    if v == "random" {
+        return Ok(Dist::Random);
+    }
+    let (kind, p) = v.split_once(':').ok_or_else(bad)?;
+    let x: f64 = p.parse().map_err(|_| bad())?;
+    match kind {
+        "zipf" if x > 0.0 && x < 10.0 && (x - 1.0).abs() > 1e-9 => Ok(Dist::Zipf(x)),
+        "pareto" if x > 0.0 && x < 1.0 => Ok(Dist::Pareto(x)),
+        _ => Err(bad()),
+    }
+}
+
+/// fio options accepted in job files but without effect on the model
+/// (they describe how fio itself runs, which raidlab fixes by construction).
+const FIO_ACCEPTED: &[&str] = &[
+    "name", "filename", "ioengine", "direct", "time_based", "group_reporting", "norandommap",
+    "randrepeat", "buffered", "invalidate", "thread", "description", "stonewall", "new_group",
+];
+
+/// Read a fio job file: `[global]` plus one job section.
+pub fn parse_job_file(text: &str) -> Result<Workload> {
+    let mut section: Option<String> = None;
+    let mut jobs = 0;
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        let lno = i + 1;
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if name != "global" {
+                jobs += 1;
+                if jobs > 1 {
+                    return werr(format!("job file line {lno}: more than one job section ([{name}]); raidlab runs one job definition (use numjobs=)"));
+                }
+            }
+            section = Some(name.to_string());
+            continue;
+        }
+        if section.is_none() {
+            return werr(format!("job file line {lno}: option outside a section"));
+        }
+        let (k, v) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => (line, ""),
+        };
+        let k = match k {
+            "readwrite" => "rw",
+            "blocksize" => "bs",
+            "randseed" => "seed",
+            "rwmixwrite" => {
+                let w = int(k, v, 0, 100)?;
+                pairs.retain(|(pk, _)| pk != "rwmixread");
+                pairs.push(("rwmixread".into(), (100 - w).to_string()));
+                continue;
+            }
+            other => other,
+        };
+        if FIO_ACCEPTED.contains(&k) {
+            continue;
+        }
+        if !KEYS.contains(&k) {
+            return werr(format!("job file line {lno}: unsupported fio option '{k}'"));
+        }
+        if v.is_empty() {
+            return werr(format!("job file line {lno}: option '{k}' needs a value"));
+        }
+        // Job sections override [global].
+        pairs.retain(|(pk, _)| pk != k);
+        pairs.push((k.to_string(), v.to_string()));
+    }
+    if jobs == 0 {
+        return werr("job file has no job section");
+    }
+    let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Workload::from_pairs(&refs)
+}
+
+/// One I/O as the application issues it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Io {
+    /// Byte offset in the volume.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Read (true) or write.
+    pub read: bool,
+}
+
+/// The deterministic I/O stream of one job. The same workload, span, seed
+/// and job index give the same sequence, in the simulator and the real engine.
+#[derive(Debug, Clone)]
+pub struct JobStream {
+    rng: Rng,
+    rw: Rw,
+    bs: u64,
+    split: Vec<(u64, u32)>,
+    mix: u32,
+    pct_random: u32,
+    span: u64,
+    cursor: u64,
+    dist: Dist,
+    zipf_norm: f64,
+    remaining: Option<u64>,
+}
+
+impl JobStream {
+    /// Stream for job `job` of `w` over a span of `span` bytes starting at 0.
+    /// `span` must be at least the largest block size.
+    pub fn new(w: &Workload, span: u64, seed: u64, job: u32, limit_ios: Option<u64>) -> JobStream {
+        let dist = w.random_distribution;
+        let blocks = (span / w.bs.max(1)).max(1) as f64;
+        let zipf_norm = match dist {
+            Dist::Zipf(t) => (blocks.powf(1.0 - t) - 1.0) / (1.0 - t),
+            _ => 0.0,
+        };
+        JobStream {
+            rng: Rng::new(mix(seed, job as u64 + 1)),
+            rw: w.rw,
+            bs: w.bs,
+            split: w.bssplit.clone(),
+            mix: w.rwmixread,
+            pct_random: w.percentage_random,
+            span,
+            cursor: 0,
+            dist,
+            zipf_norm,
+            remaining: limit_ios,
+        }
+    }
+
+    fn pick_block(&mut self, nblocks: u64) -> u64 {
+        match self.dist {
+            Dist::Random => self.rng.below(nblocks),
+            Dist::Zipf(t) => {
+                // Inverse of the continuous Zipf CDF H(x) = (x^(1-θ) - 1)/(1-θ) over [1, n].
+                let u = self.rng.unit() * self.zipf_norm;
+                let x = (u * (1.0 - t) + 1.0).powf(1.0 / (1.0 - t));
+                let rank = (x as u64).saturating_sub(1).min(nblocks - 1);
+                scatter(rank, nblocks)
+            }
+            Dist::Pareto(h) => {
+                // fio's pareto:h puts a share h of the accesses ... on 1-h of the blocks:
+                // rank = n * u^(1/a) with a = log(1-h)/log(h) the 80/20-style exponent.
+                let a = ((1.0 - h).ln() / h.ln()).max(1e-3);
+                let rank = ((nblocks as f64) * self.rng.unit().powf(1.0 / a)) as u64;
+                scatter(rank.min(nblocks - 1), nblocks)
+            }
+        }
+    }
+}
+
+/// Spread ranks over the span so hot blocks are not all at the start
+/// (a bijection on `0..n`: multiplication by an odd constant modulo a power
+/// of two, cycle-walking back into range).
+fn scatter(rank: u64, n: u64) -> u64 {
+    let m = n.next_power_of_two();
+    let mut x = rank;
+    loop {
+        x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1) & (m - 1);
+        x ^= x >> (m.trailing_zeros() / 2).max(1);
+        x &= m - 1;
+        if x < n {
+            return x;
+        }
+    }
+}
+
+impl Iterator for JobStream {
+    type Item = Io;
+
+    fn next(&mut self) -> Option<Io> {
+        if let Some(r) = &mut self.remaining {
+            if *r == 0 {
+                return None;
+            }
+            *r -= 1;
+        }
+        let read = match self.rw {
+            Rw::Read | Rw::RandRead => true,
+            Rw::Write | Rw::RandWrite => false,
+            Rw::Rw | Rw::RandRw => self.rng.below(100) < self.mix as u64,
+        };
+        let len = if self.split.is_empty() {
+            self.bs
+        } else {
+            let mut p = self.rng.below(100) as u32;
+            let mut chosen = self.split[self.split.len() - 1].0;
+            for &(b, w) in &self.split {
+                if p < w {
+                    chosen = b;
+                    break;
+                }
+                p -= w;
+            }
+            chosen
+        };
+        let random = self.pct_random >= 100 || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64);
+        let offset = if random {
+            let nblocks = (self.span / len).max(1);
+            self.pick_block(nblocks) * len
+        } else {
+            if self.cursor + len > self.span {
+                self.cursor = 0;
+            }
+            let o = self.cursor;
+            self.cursor += len;
+            o
+        };
+        self.cursor = if random { offset + len } else { self.cursor };
+        Some(Io { offset, len: len as u32, read })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_and_overrides() {
+        let w = Workload::parse("preset=heavy rw=randwrite bs=8k").unwrap();
+        assert_eq!((w.numjobs, w.iodepth, w.bs), (10, 16, 8192));
+        assert_eq!(w.percentage_random, 100);
+        let w = Workload::parse("iodepth=4 preset=light").unwrap();
+        assert_eq!((w.numjobs, w.iodepth), (1, 4));
+        let w = Workload::parse("preset=latency rw=read").unwrap();
+        assert_eq!((w.numjobs, w.iodepth, w.percentage_random), (1, 1, 0));
+    }
+
+    #[test]
+    fn every_key_parses() {
+        let w = Workload::parse(
+            "rw=randrw bssplit=4k/60:64k/40 rwmixread=70 percentage_random=50 iodepth=8 numjobs=2 size=4g runtime=2 ramp_time=0.5 random_distribution=zipf:1.2 thinktime=10 seed=9 state=steady",
+        )
+        .unwrap();
+        assert_eq!(w.bssplit, vec![(4096, 60), (65536, 40)]);
+        assert_eq!(w.size, Some(4 << 30));
+        assert_eq!(w.runtime, Some(2_000_000_000));
+        assert_eq!(w.ramp_time, 500_000_000);
+        assert_eq!(w.thinktime, 10_000);
+        assert_eq!(w.state, Some(SsdState::Steady));
+        assert_eq!(w.random_distribution, Dist::Zipf(1.2));
+    }
+
+    #[test]
+    fn bad_keys_and_values() {
+        for (s, want) in [
+            ("rw=sideways", "rw=sideways"),
+            ("bs=3", "multiples of 512"),
+            ("foo=1", "unknown key 'foo'"),
+            ("iodepth=0", "iodepth=0"),
+            ("bssplit=4k/50", "add up to 50"),
+            ("preset=medium", "preset=medium"),
+            ("random_distribution=zipf:x", "random_distribution"),
+            ("bs", "not key=value"),
+            ("bs=4k bs=8k", "twice"),
+        ] {
+            let e = Workload::parse(s).unwrap_err().to_string();
+            assert!(e.contains(want), "{s}: {e}");
+        }
+    }
+
+    #[test]
+    fn job_file() {
+        let w = parse_job_file("; comment\n[global]\nioengine=libaio\ndirect=1\nbs=8k\n[job1]\nrw=randwrite\niodepth=16\nnumjobs=10\nrwmixwrite=30\n").unwrap();
+        assert_eq!((w.bs, w.iodepth, w.numjobs, w.rwmixread), (8192, 16, 10, 70));
+        assert_eq!(w.rw, Rw::RandWrite);
+        let e = parse_job_file("[j]\nverify=crc32c\n").unwrap_err().to_string();
+        assert!(e.contains("unsupported fio option 'verify'"), "{e}");
+        assert!(parse_job_file("[a]\n[b]\n").is_err());
+        assert!(parse_job_file("bs=4k\n").is_err());
+    }
+
+    #[test]
+    fn streams_are_deterministic_aligned_and_in_span() {
+        let w = Workload::parse("rw=randrw bssplit=4k/50:16k/50 random_distribution=zipf:1.1").unwrap();
+        let a: Vec<Io> = JobStream::new(&w, 1 << 30, 1, 0, Some(2000)).collect();
+        let b: Vec<Io> = JobStream::new(&w, 1 << 30, 1, 0, Some(2000)).collect();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 2000);
+        assert!(a.iter().all(|io| io.offset % io.len as u64 == 0 && io.offset + io.len as u64 <= 1 << 30));
+        let c: Vec<Io> = JobStream::new(&w, 1 << 30, 1, 1, Some(2000)).collect();
+        assert_ne!(a, c, "jobs get their own streams");
+    }
+
+    #[test]
+    fn sequential_wraps() {
+        let w = Workload::parse("rw=write bs=4k").unwrap();
+        let v: Vec<u64> = JobStream::new(&w, 16384, 1, 0, Some(6)).map(|i| i.offset).collect();
+        assert_eq!(v, vec![0, 4096, 8192, 12288, 0, 4096]);
+    }
+}
