@@ -1,0 +1,516 @@
+use thiserror::Error;
+
+/// Errors building a geometry.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum LayoutError {
+    /// Too few members for the level.
+    #[error("{level} needs at least {min} members, got {got}")]
+    TooFewMembers {
+        /// Level word.
+        level: &'static str,
+        /// Minimum.
+        min: usize,
+        /// Given.
+        got: usize,
+    },
+    /// Chunk not a power of two ≥ 512.
+    #[error("stripe unit {0} is not a power of two of at least 512 bytes")]
+    BadChunk(u64),
+    /// Members too small to hold one chunk.
+    #[error("members are smaller than one stripe unit")]
+    TooSmall,
+}
+
+/// RAID level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Striping.
+    Raid0,
+    /// n-way mirror.
+    Raid1,
+    /// Single rotating parity.
+    Raid5,
+    /// P + Q rotating parity.
+    Raid6,
+    /// md raid10, near-2.
+    Raid10,
+    /// Concatenation.
+    Concat,
+}
+
+/// md's parity layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParityLayout {
+    /// md `left-symmetric` (default).
+    LeftSymmetric,
+    /// md `left-asymmetric`.
+    LeftAsymmetric,
+    /// md `right-symmetric`.
+    RightSymmetric,
+    /// md `right-asymmetric`.
+    RightAsymmetric,
+}
+
+/// A contiguous range on one member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Extent {
+    /// Member index.
+    pub member: u32,
+    /// Byte offset on the member.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// A piece of a volume extent that lies in one chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Volume offset of the piece.
+    pub vol_off: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Member of the primary copy.
+    pub member: u32,
+    /// Offset on that member.
+    pub member_off: u64,
+}
+
+/// How a parity stripe is updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// Every data chunk is rewritten: parity from the new data, no reads.
+    FullStripe,
+    /// Read old data and old parity of the rows written.
+    ReadModifyWrite,
+    /// Read the data not written, compute parity from the whole rows.
+    ReconstructWrite,
+}
+
+/// One stripe's part of a write to a parity array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StripeOp {
+    /// Stripe number.
+    pub stripe: u64,
+    /// Chosen method.
+    pub kind: WriteKind,
+    /// Pre-reads (phase 1).
+    pub reads: Vec<Extent>,
+    /// Data and parity writes (phase 2).
+    pub writes: Vec<Extent>,
+    /// Bytes that go through the parity computation.
+    pub parity_bytes: u64,
+}
+
+/// Geometry of one array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Geometry {
+    level: Level,
+    n: usize,
+    chunk: u64,
+    layout: ParityLayout,
+    member_size: u64,
+    sizes: Vec<u64>,
+}
+
+impl Geometry {
+    /// Geometry of `level` over members of the given sizes (bytes).
+    pub fn new(level: Level, chunk: u64, layout: ParityLayout, member_sizes: &[u64]) -> Result<Self, LayoutError> {
+        let n = member_sizes.len();
+        let (word, min) = match level {
+            Level::Raid0 => ("raid0", 1),
+            Level::Concat => ("concat", 1),
+            Level::Raid1 => ("raid1", 2),
+            Level::Raid10 => ("raid10", 2),
+            Level::Raid5 => ("raid5", 3),
+            Level::Raid6 => ("raid6", 4),
+        };
+        if n < min {
+            return Err(LayoutError::TooFewMembers { level: word, min, got: n });
+        }
+        if chunk < 512 || !chunk.is_power_of_two() {
+            return Err(LayoutError::BadChunk(chunk));
+        }
+        let min_size = *member_sizes.iter().min().unwrap_or(&0);
+        let member_size = match level {
+            Level::Raid1 => min_size & !511,
+            Level::Concat => 0,
+            _ => min_size / chunk * chunk,
+        };
+        if level != Level::Concat && member_size == 0 {
+            return Err(LayoutError::TooSmall);
+        }
+        Ok(Geometry { level, n, chunk, layout, member_size, sizes: member_sizes.to_vec() })
+    }
+
+    /// Level.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+    /// Members.
+    pub fn members(&self) -> usize {
+        self.n
+    }
+    /// Stripe unit.
+    pub fn chunk(&self) -> u64 {
+        self.chunk
+    }
+    /// Bytes used on each member (striped levels).
+    pub fn member_size(&self) -> u64 {
+        self.member_size
+    }
+
+    /// Data chunks per stripe.
+    pub fn data_disks(&self) -> usize {
+        match self.level {
+            Level::Raid5 => self.n - 1,
+            Level::Raid6 => self.n - 2,
+            Level::Raid0 => self.n,
+            _ => 1,
+        }
+    }
+
+    /// Volume capacity in bytes.
+    pub fn capacity(&self) -> u64 {
+        match self.level {
+            Level::Raid0 | Level::Raid5 | Level::Raid6 => self.member_size * self.data_disks() as u64,
+            Level::Raid1 => self.member_size,
+            Level::Raid10 => (self.member_size / self.chunk) * self.n as u64 / 2 * self.chunk,
+            Level::Concat => self.sizes.iter().sum(),
+        }
+    }
+
+    /// Parity member(s) of a stripe: (P, Q). RAID 5 has no Q.
+    pub fn parity_of(&self, stripe: u64) -> (usize, Option<usize>) {
+        let n = self.n as u64;
+        let r = (stripe % n) as usize;
+        match self.level {
+            Level::Raid5 => {
+                let pd = match self.layout {
+                    ParityLayout::LeftSymmetric | ParityLayout::LeftAsymmetric => self.n - 1 - r,
+                    ParityLayout::RightSymmetric | ParityLayout::RightAsymmetric => r,
+                };
+                (pd, None)
+            }
+            Level::Raid6 => {
+                let pd = match self.layout {
+                    ParityLayout::LeftSymmetric | ParityLayout::LeftAsymmetric => self.n - 1 - r,
+                    ParityLayout::RightSymmetric | ParityLayout::RightAsymmetric => r,
+                };
+                let qd = match self.layout {
+                    ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric => (pd + 1) % self.n,
+                    _ => {
+                        if pd == self.n - 1 {
+                            0
+                        } else {
+                            pd + 1
+                        }
+                    }
+                };
+                (pd, Some(qd))
+            }
+            _ => panic!("parity_of on a level without parity"),
+        }
+    }
+
+    /// Member holding data chunk `k` (0-based within the stripe) of `stripe`.
+    /// Exactly md's `raid5_compute_sector`.
+    pub fn data_member(&self, stripe: u64, k: usize) -> usize {
+        let (pd, _) = self.parity_of(stripe);
+        match (self.level, self.layout) {
+            (Level::Raid5, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => (pd + 1 + k) % self.n,
+            (Level::Raid5, _) => {
+                if k >= pd {
+                    k + 1
+                } else {
+                    k
+                }
+            }
+            (Level::Raid6, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => (pd + 2 + k) % self.n,
+            (Level::Raid6, _) => {
+                if pd == self.n - 1 {
+                    k + 1
+                } else if k >= pd {
+                    k + 2
+                } else {
+                    k
+                }
+            }
+            _ => panic!("data_member on a level without parity"),
+        }
+    }
+
+    /// Syndrome index of data member `disk` in `stripe` (md's slot order for Q:
+    /// the data disks in order starting after Q).
+    pub fn q_index(&self, stripe: u64, disk: usize) -> usize {
+        let (pd, qd) = self.parity_of(stripe);
+        let qd = qd.expect("q_index on raid6");
+        let mut slot = 0;
+        let mut d = (qd + 1) % self.n;
+        loop {
+            if d == disk {
+                return slot;
+            }
+            if d != pd && d != qd {
+                slot += 1;
+            }
+            d = (d + 1) % self.n;
+        }
+    }
+
+    /// Primary location of one volume byte.
+    pub fn locate(&self, vol_off: u64) -> (usize, u64) {
+        let c = self.chunk;
+        match self.level {
+            Level::Raid0 => {
+                let chunk = vol_off / c;
+                ((chunk % self.n as u64) as usize, (chunk / self.n as u64) * c + vol_off % c)
+            }
+            Level::Raid1 => (0, vol_off),
+            Level::Raid10 => {
+                let chunk = vol_off / c;
+                let x = chunk * 2;
+                ((x % self.n as u64) as usize, (x / self.n as u64) * c + vol_off % c)
+            }
+            Level::Raid5 | Level::Raid6 => {
+                let chunk = vol_off / c;
+                let dd = self.data_disks() as u64;
+                let stripe = chunk / dd;
+                let k = (chunk % dd) as usize;
+                (self.data_member(stripe, k), stripe * c + vol_off % c)
+            }
+            Level::Concat => {
+                let mut o = vol_off;
+                for (i, s) in self.sizes.iter().enumerate() {
+                    if o < *s {
+                        return (i, o);
+                    }
+                    o -= s;
+                }
+                (self.n - 1, self.sizes[self.n - 1] + o)
+            }
+        }
+    }
+
+    /// The volume byte stored at a member location, if it holds data
+    /// (`None` for parity, unused space and, on mirrors, non-primary copies).
+    pub fn reverse(&self, member: usize, off: u64) -> Option<u64> {
+        let c = self.chunk;
+        match self.level {
+            Level::Raid0 => (off < self.member_size).then(|| ((off / c) * self.n as u64 + member as u64) * c + off % c),
+            Level::Raid1 => (member == 0 && off < self.member_size).then_some(off),
+            Level::Raid10 => {
+                if off >= self.member_size {
+                    return None;
+                }
+                let x = (off / c) * self.n as u64 + member as u64;
+                (x % 2 == 0 && x / 2 * c < self.capacity()).then(|| x / 2 * c + off % c)
+            }
+            Level::Raid5 | Level::Raid6 => {
+                if off >= self.member_size {
+                    return None;
+                }
+                let stripe = off / c;
+                let dd = self.data_disks();
+                (0..dd)
+                    .find(|&k| self.data_member(stripe, k) == member)
+                    .map(|k| (stripe * dd as u64 + k as u64) * c + off % c)
+            }
+            Level::Concat => {
+                (off < self.sizes[member]).then(|| self.sizes[..member].iter().sum::<u64>() + off)
+            }
+        }
+    }
+
+    /// Every copy of the data at a member location (mirrors), primary first.
+    pub fn copies(&self, member: usize, off: u64, out: &mut Vec<(usize, u64)>) {
+        out.clear();
+        match self.level {
+            Level::Raid1 => out.extend((0..self.n).map(|m| (m, off))),
+            Level::Raid10 => {
+                let c = self.chunk;
+                let x = (off / c) * self.n as u64 + member as u64;
+                let y = x + 1;
+                out.push((member, off));
+                out.push(((y % self.n as u64) as usize, (y / self.n as u64) * c + off % c));
+            }
+            _ => out.push((member, off)),
+        }
+    }
+
+    /// Split a volume extent into per-chunk pieces (primary copies), in volume order.
+    pub fn pieces(&self, mut off: u64, len: u64, out: &mut Vec<Piece>) {
+        out.clear();
+        let end = off + len;
+        while off < end {
+            let step = match self.level {
+                Level::Raid1 => end - off,
+                Level::Concat => {
+                    let (m, mo) = self.locate(off);
+                    (self.sizes[m] - mo).min(end - off)
+                }
+                _ => (self.chunk - off % self.chunk).min(end - off),
+            };
+            let (m, mo) = self.locate(off);
+            out.push(Piece { vol_off: off, len: step, member: m as u32, member_off: mo });
+            off += step;
+        }
+    }
+
+    /// Plan a write to a RAID 5/6 volume: one [`StripeOp`] per stripe touched.
+    /// md's rule: full stripe when every data chunk is rewritten whole;
+    /// otherwise read-modify-write when it needs fewer bytes read than
+    /// reconstruct-write (ties go to reconstruct-write).
+    pub fn write_plan(&self, off: u64, len: u64, out: &mut Vec<StripeOp>) {
+        out.clear();
+        let c = self.chunk;
+        let dd = self.data_disks() as u64;
+        let stripe_bytes = c * dd;
+        let end = off + len;
+        let mut s = off / stripe_bytes;
+        while s * stripe_bytes < end {
+            let s0 = s * stripe_bytes;
+            let lo = off.max(s0);
+            let hi = end.min(s0 + stripe_bytes);
+            // Touched range within each data chunk, in chunk-relative bytes.
+            let mut touched: Vec<Option<(u64, u64)>> = vec![None; dd as usize];
+            for (k, t) in touched.iter_mut().enumerate() {
+                let c0 = s0 + k as u64 * c;
+                let a = lo.max(c0);
+                let b = hi.min(c0 + c);
+                if a < b {
+                    *t = Some((a - c0, b - c0));
+                }
+            }
+            let row_lo = touched.iter().flatten().map(|t| t.0).min().unwrap_or(0);
+            let row_hi = touched.iter().flatten().map(|t| t.1).max().unwrap_or(0);
+            let row = row_hi - row_lo;
+            let base = s * c;
+            let (pd, qd) = self.parity_of(s);
+            let parities: Vec<usize> = std::iter::once(pd).chain(qd).collect();
+            let full = touched.iter().all(|t| *t == Some((0, c)));
+            let mut writes: Vec<Extent> = Vec::new();
+            for (k, t) in touched.iter().enumerate() {
+                if let Some((a, b)) = t {
+                    writes.push(Extent { member: self.data_member(s, k) as u32, offset: base + a, len: b - a });
+                }
+            }
+            for &p in &parities {
+                writes.push(Extent { member: p as u32, offset: base + row_lo, len: row });
+            }
+            let (kind, reads) = if full {
+                (WriteKind::FullStripe, Vec::new())
+            } else {
+                let mut rmw = Vec::new();
+                for (k, t) in touched.iter().enumerate() {
+                    if let Some((a, b)) = t {
+                        rmw.push(Extent { member: self.data_member(s, k) as u32, offset: base + a, len: b - a });
+                    }
+                }
+                for &p in &parities {
+                    rmw.push(Extent { member: p as u32, offset: base + row_lo, len: row });
+                }
+                let mut rcw = Vec::new();
+                for (k, t) in touched.iter().enumerate() {
+                    let m = self.data_member(s, k) as u32;
+                    match t {
+                        None => rcw.push(Extent { member: m, offset: base + row_lo, len: row }),
+                        Some((a, b)) => {
+                            if *a > row_lo {
+                                rcw.push(Extent { member: m, offset: base + row_lo, len: a - row_lo });
+                            }
+                            if *b < row_hi {
+                                rcw.push(Extent { member: m, offset: base + b, len: row_hi - b });
+                            }
+                        }
+                    }
+                }
+                let bytes = |v: &Vec<Extent>| v.iter().map(|e| e.len).sum::<u64>();
+                if bytes(&rmw) < bytes(&rcw) {
+                    (WriteKind::ReadModifyWrite, rmw)
+                } else {
+                    (WriteKind::ReconstructWrite, rcw)
+                }
+            };
+            let parity_bytes = match kind {
+                WriteKind::FullStripe => c * dd,
+                WriteKind::ReadModifyWrite => touched.iter().flatten().map(|t| t.1 - t.0).sum::<u64>() * 2,
+                WriteKind::ReconstructWrite => row * dd,
+            };
+            out.push(StripeOp { stripe: s, kind, reads, writes, parity_bytes });
+            s += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(level: Level, n: usize, layout: ParityLayout) -> Geometry {
+        Geometry::new(level, 4096, layout, &vec![64 * 4096; n]).unwrap()
+    }
+
+    #[test]
+    fn md_left_symmetric_table() {
+        // md raid5 left-symmetric over 4 disks, chunks 0..: (from md(4) documentation)
+        // stripe 0: D0 D1 D2 P ; stripe 1: D4 D5 P D3 ; stripe 2: D8 P D6 D7 ; stripe 3: P D9 D10 D11
+        let geo = g(Level::Raid5, 4, ParityLayout::LeftSymmetric);
+        let row = |s: u64| -> Vec<String> {
+            (0..4)
+                .map(|m| {
+                    if geo.parity_of(s).0 == m {
+                        "P".to_string()
+                    } else {
+                        format!("D{}", geo.reverse(m, s * 4096).unwrap() / 4096)
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(row(0), ["D0", "D1", "D2", "P"]);
+        assert_eq!(row(1), ["D4", "D5", "P", "D3"]);
+        assert_eq!(row(2), ["D8", "P", "D6", "D7"]);
+        assert_eq!(row(3), ["P", "D9", "D10", "D11"]);
+    }
+
+    #[test]
+    fn left_asymmetric_and_raid6() {
+        let geo = g(Level::Raid5, 4, ParityLayout::LeftAsymmetric);
+        // stripe 1: D3 D4 P D5
+        assert_eq!(geo.parity_of(1).0, 2);
+        assert_eq!((0..3).map(|k| geo.data_member(1, k)).collect::<Vec<_>>(), [0, 1, 3]);
+        let r6 = g(Level::Raid6, 5, ParityLayout::LeftSymmetric);
+        assert_eq!(r6.parity_of(0), (4, Some(0)));
+        assert_eq!((0..3).map(|k| r6.data_member(0, k)).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(r6.q_index(0, 1), 0);
+    }
+
+    #[test]
+    fn raid10_near2_pairs() {
+        let geo = g(Level::Raid10, 4, ParityLayout::LeftSymmetric);
+        let mut v = Vec::new();
+        geo.copies(0, 0, &mut v);
+        assert_eq!(v, [(0, 0), (1, 0)]);
+        assert_eq!(geo.locate(4096), (2, 0));
+        assert_eq!(geo.locate(8192), (0, 4096));
+        assert_eq!(geo.capacity(), 2 * 64 * 4096);
+    }
+
+    #[test]
+    fn small_write_uses_rmw_full_stripe_needs_no_reads() {
+        let geo = Geometry::new(Level::Raid5, 65536, ParityLayout::LeftSymmetric, &[1 << 30; 5]).unwrap();
+        let mut p = Vec::new();
+        geo.write_plan(0, 8192, &mut p);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].kind, WriteKind::ReadModifyWrite);
+        assert_eq!(p[0].reads.len(), 2);
+        assert_eq!(p[0].writes.len(), 2);
+        geo.write_plan(0, 4 * 65536, &mut p);
+        assert_eq!(p[0].kind, WriteKind::FullStripe);
+        assert!(p[0].reads.is_empty());
+        assert_eq!(p[0].writes.len(), 5);
+        // Three of four chunks: reconstruct-write reads one chunk instead of three plus parity.
+        geo.write_plan(0, 3 * 65536, &mut p);
+        assert_eq!(p[0].kind, WriteKind::ReconstructWrite);
+        assert_eq!(p[0].reads.iter().map(|e| e.len).sum::<u64>(), 65536);
+    }
+}

@@ -1,0 +1,179 @@
+//! Property tests of the RAID layouts.
+
+use proptest::prelude::*;
+use raidlab_layout::gf;
+use raidlab_layout::{Geometry, Level, ParityLayout, WriteKind};
+use std::collections::HashSet;
+
+fn level() -> impl Strategy<Value = Level> {
+    prop_oneof![
+        Just(Level::Raid0),
+        Just(Level::Raid1),
+        Just(Level::Raid5),
+        Just(Level::Raid6),
+        Just(Level::Raid10),
+        Just(Level::Concat)
+    ]
+}
+
+fn layout() -> impl Strategy<Value = ParityLayout> {
+    prop_oneof![
+        Just(ParityLayout::LeftSymmetric),
+        Just(ParityLayout::LeftAsymmetric),
+        Just(ParityLayout::RightSymmetric),
+        Just(ParityLayout::RightAsymmetric)
+    ]
+}
+
+fn geometry() -> impl Strategy<Value = Geometry> {
+    (level(), 4usize..9, 0u32..3, layout(), proptest::collection::vec(8u64..24, 9)).prop_map(
+        |(lvl, n, cshift, lay, sizes)| {
+            let chunk = 512u64 << cshift;
+            let sizes: Vec<u64> = sizes[..n].iter().map(|s| s * 1024).collect();
+            Geometry::new(lvl, chunk, lay, &sizes).unwrap()
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Every volume block maps to exactly one data location, and back.
+    #[test]
+    fn every_block_maps_to_one_location_and_back(geo in geometry()) {
+        let bs = 512u64;
+        let mut seen = HashSet::new();
+        for b in 0..geo.capacity() / bs {
+            let (m, off) = geo.locate(b * bs);
+            prop_assert!(seen.insert((m, off)), "two blocks share member {} offset {}", m, off);
+            prop_assert_eq!(geo.reverse(m, off), Some(b * bs));
+        }
+        // Member locations that reverse-map are exactly the data locations.
+        let mut back = 0u64;
+        for m in 0..geo.members() {
+            let size = if geo.level() == Level::Concat { u64::MAX } else { geo.member_size() };
+            let mut off = 0;
+            while off < size.min(64 * 1024) {
+                if let Some(v) = geo.reverse(m, off) {
+                    prop_assert_eq!(geo.locate(v), (m, off));
+                    back += 1;
+                }
+                off += bs;
+            }
+        }
+        prop_assert!(back <= geo.capacity() / bs);
+    }
+
+    /// Pieces tile the extent exactly.
+    #[test]
+    fn pieces_tile_extents(geo in geometry(), a in 0u64..1000, l in 1u64..200) {
+        let cap = geo.capacity();
+        let off = (a * 512) % cap;
+        let len = (l * 512).min(cap - off);
+        let mut v = Vec::new();
+        geo.pieces(off, len, &mut v);
+        let mut pos = off;
+        for p in &v {
+            prop_assert_eq!(p.vol_off, pos);
+            prop_assert_eq!(geo.locate(p.vol_off), (p.member as usize, p.member_off));
+            pos += p.len;
+        }
+        prop_assert_eq!(pos, off + len);
+    }
+
+    /// Parity rotates as the layout says: each member holds P once every n
+    /// stripes (and Q once for raid6), never on a data member of that stripe.
+    #[test]
+    fn parity_rotates(n in 3usize..10, lay in layout(), r6 in any::<bool>()) {
+        let lvl = if r6 && n >= 4 { Level::Raid6 } else { Level::Raid5 };
+        let geo = Geometry::new(lvl, 4096, lay, &vec![1 << 20; n]).unwrap();
+        let mut pcount = vec![0; n];
+        let mut qcount = vec![0; n];
+        for s in 0..n as u64 {
+            let (p, q) = geo.parity_of(s);
+            pcount[p] += 1;
+            if let Some(q) = q { qcount[q] += 1; prop_assert_ne!(p, q); }
+            let expect_p = match lay {
+                ParityLayout::LeftSymmetric | ParityLayout::LeftAsymmetric => n - 1 - s as usize,
+                _ => s as usize,
+            };
+            prop_assert_eq!(p, expect_p);
+            let mut members: Vec<usize> = (0..geo.data_disks()).map(|k| geo.data_member(s, k)).collect();
+            members.push(p);
+            if let Some(q) = q { members.push(q); }
+            members.sort();
+            members.dedup();
+            prop_assert_eq!(members.len(), n, "data and parity cover each member once");
+        }
+        prop_assert!(pcount.iter().all(|&c| c == 1));
+        if lvl == Level::Raid6 { prop_assert!(qcount.iter().all(|&c| c == 1)); }
+    }
+
+    /// A stripe's lost member is recomputed exactly from the others: one for
+    /// raid5 (XOR), any two for raid6 (P+Q over GF(2^8)).
+    #[test]
+    fn lost_members_are_recomputed(nd in 2usize..10, len in 1usize..64, seed in any::<u64>(), x in 0usize..10, y in 0usize..10) {
+        let mut r = raidlab_core_free_rng(seed);
+        let data: Vec<Vec<u8>> = (0..nd).map(|_| (0..len).map(|_| (r() & 0xff) as u8).collect()).collect();
+        let refs: Vec<&[u8]> = data.iter().map(|v| v.as_slice()).collect();
+        let (mut p, mut q) = (vec![0; len], vec![0; len]);
+        gf::gen_pq(&refs, &mut p, &mut q);
+        // RAID 5: one lost data block from P.
+        let lost = x % nd;
+        let mut rebuilt = p.clone();
+        for (i, d) in data.iter().enumerate() { if i != lost { for k in 0..len { rebuilt[k] ^= d[k]; } } }
+        prop_assert_eq!(&rebuilt, &data[lost]);
+        // RAID 6: two lost data blocks.
+        let (a, b) = (x % nd, y % nd);
+        if a != b {
+            let (a, b) = (a.min(b), a.max(b));
+            let mut broken = data.clone();
+            broken[a].fill(0);
+            broken[b].fill(0xAA);
+            gf::recover_two(&mut broken, a, b, &p, &q);
+            prop_assert_eq!(&broken, &data);
+        }
+        // RAID 6: one data block and P lost.
+        let mut broken = data.clone();
+        broken[lost].fill(0);
+        let p2 = gf::recover_data_with_q(&mut broken, lost, &q);
+        prop_assert_eq!(&broken, &data);
+        prop_assert_eq!(p2, p);
+    }
+
+    /// Write plans: writes cover exactly the data written plus parity rows;
+    /// full-stripe writes read nothing.
+    #[test]
+    fn write_plans_cover_the_write(n in 3usize..8, a in 0u64..64, l in 1u64..64, r6 in any::<bool>()) {
+        let lvl = if r6 && n >= 4 { Level::Raid6 } else { Level::Raid5 };
+        let geo = Geometry::new(lvl, 4096, ParityLayout::LeftSymmetric, &vec![1 << 20; n]).unwrap();
+        let off = a * 1024;
+        let len = l * 1024;
+        let mut plan = Vec::new();
+        geo.write_plan(off, len, &mut plan);
+        let mut data_bytes = 0;
+        for op in &plan {
+            let (p, q) = geo.parity_of(op.stripe);
+            for w in &op.writes {
+                if w.member as usize != p && Some(w.member as usize) != q {
+                    data_bytes += w.len;
+                    prop_assert!(geo.reverse(w.member as usize, w.offset).is_some());
+                }
+            }
+            if op.kind == WriteKind::FullStripe { prop_assert!(op.reads.is_empty()); }
+            else { prop_assert!(!op.reads.is_empty()); }
+        }
+        prop_assert_eq!(data_bytes, len);
+    }
+}
+
+/// A tiny deterministic generator so the test needs no other crate.
+fn raidlab_core_free_rng(mut s: u64) -> impl FnMut() -> u64 {
+    move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
