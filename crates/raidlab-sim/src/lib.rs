@@ -1,1 +1,498 @@
-//! placeholder
+//! Deterministic discrete-event simulator of storage arrays.
+//!
+//! [`simulate`] builds one component per piece of hardware from a resolved
+//! [`Topology`] — SSDs ([`ssd`]), hard disks ([`hdd`]), controller front ends
+//! ([`controller`]), arrays ([`array`], hardware or software) and the
+//! [`host`] — wires them by id, and runs the workload's jobs through them on
+//! the event engine ([`engine`]). Same inputs and seed give the same result.
+
+pub mod array;
+pub mod controller;
+pub mod engine;
+pub mod hdd;
+pub mod host;
+pub mod metrics;
+pub mod ssd;
+
+use array::{ArrayComp, Costs};
+use controller::{CtrlConfig, CtrlPools, CtrlVol};
+use engine::{us, Call, CompId, Ctx, Next, PoolId, HOST_CPU};
+use raidlab_core::units::Ns;
+use hdd::Hdd;
+use host::Host;
+use raidlab_core::preset::HostParams;
+use raidlab_core::result::{Component, HostStats, RunResult, SimStats, VERSION};
+use raidlab_core::rng::mix;
+use raidlab_core::topology::{self, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology};
+use raidlab_core::workload::{JobStream, Workload};
+use raidlab_layout::{Geometry, LayoutError, Level, ParityLayout};
+use ssd::Ssd;
+use thiserror::Error;
+
+
+/// Why a simulation could not run (all are input errors).
+#[derive(Debug, Error)]
+pub enum SimError {
+    /// Block size above the volume (or the span).
+    #[error("block size {bs} bytes is larger than the volume ({cap} bytes)")]
+    BlockTooLarge {
+        /// Largest block size.
+        bs: u64,
+        /// Volume (or span) size.
+        cap: u64,
+    },
+    /// `size=` beyond the volume.
+    #[error("size={size} bytes is larger than the volume ({cap} bytes)")]
+    SizeTooLarge {
+        /// Requested span.
+        size: u64,
+        /// Volume size.
+        cap: u64,
+    },
+    /// The array cannot be laid out.
+    #[error("topology: column {col}: {err}")]
+    Layout {
+        /// Column of the array.
+        col: usize,
+        /// Layout error.
+        err: LayoutError,
+    },
+}
+
+enum Comp {
+    Host(Box<Host>),
+    Ssd(Box<Ssd>),
+    Hdd(Box<Hdd>),
+    Array(Box<ArrayComp>),
+    Ctrl(Box<CtrlVol>),
+    Empty,
+}
+
+enum Report {
+    Ssd(CompId),
+    Hdd(CompId),
+    Controller { label: String, pools: CtrlPools, vols: Vec<CompId> },
+}
+
+const HOST: CompId = 0;
+
+/// PCIe payload rate per lane for a generation, 10^6 B/s (2.5 GT/s and 5 GT/s
+/// with 8b/10b coding; 8, 16, 32 GT/s with 128b/130b).
+fn pcie_lane_mbps(gen: u32) -> f64 {
+    match gen {
+        1 => 250.0,
+        2 => 500.0,
+        3 => 985.0,
+        4 => 1969.0,
+        _ => 3938.0,
+    }
+}
+
+fn level(l: topology::Level) -> Level {
+    match l {
+        topology::Level::Raid0 => Level::Raid0,
+        topology::Level::Raid1 => Level::Raid1,
+        topology::Level::Raid5 => Level::Raid5,
+        topology::Level::Raid6 => Level::Raid6,
+        topology::Level::Raid10 => Level::Raid10,
+        topology::Level::Concat => Level::Concat,
+    }
+}
+
+fn layout(l: topology::ParityLayout) -> ParityLayout {
+    match l {
+        topology::ParityLayout::LeftSymmetric => ParityLayout::LeftSymmetric,
+        topology::ParityLayout::LeftAsymmetric => ParityLayout::LeftAsymmetric,
+        topology::ParityLayout::RightSymmetric => ParityLayout::RightSymmetric,
+        topology::ParityLayout::RightAsymmetric => ParityLayout::RightAsymmetric,
+    }
+}
+
+struct Builder<'a> {
+    ctx: Ctx,
+    comps: Vec<Comp>,
+    reports: Vec<Report>,
+    state: Option<SsdState>,
+    seed: u64,
+    host: &'a HostParams,
+    devices: u64,
+}
+
+/// A controller's shared pools plus the parameters arrays inside it need.
+#[derive(Clone, Copy)]
+struct CtrlCtx {
+    pools: CtrlPools,
+    member_ns: Ns,
+    xor_mbps: f64,
+}
+
+impl Builder<'_> {
+    fn push(&mut self, c: Comp) -> CompId {
+        self.comps.push(c);
+        (self.comps.len() - 1) as CompId
+    }
+
+    fn cpu_scale(&self) -> f64 {
+        self.host.ref_ghz / self.host.ghz
+    }
+
+    /// Build a node; returns the volumes it exposes: (component, capacity).
+    fn node(&mut self, n: &Node, ctrl: Option<CtrlCtx>) -> Result<Vec<(CompId, u64)>, SimError> {
+        match n {
+            Node::Device(d) => {
+                let id = self.comps.len() as CompId;
+                let seed = mix(self.seed, 0xD15C + self.devices);
+                self.devices += 1;
+                let (comp, cap) = match &d.model {
+                    DeviceModel::Ssd(p) => {
+                        let st = self.state.or(d.state).unwrap_or(SsdState::Fill);
+                        let s = Ssd::new(d.label.clone(), id, HOST, p, d.wc, d.op, d.link_mbps, st, seed);
+                        let cap = s.capacity();
+                        (Comp::Ssd(Box::new(s)), cap)
+                    }
+                    DeviceModel::Hdd(p) => {
+                        let h = Hdd::new(d.label.clone(), id, HOST, p, d.wc, d.link_mbps);
+                        let cap = h.capacity();
+                        (Comp::Hdd(Box::new(h)), cap)
+                    }
+                };
+                let id = self.push(comp);
+                self.reports.push(if matches!(d.model, DeviceModel::Ssd(_)) { Report::Ssd(id) } else { Report::Hdd(id) });
+                Ok(vec![(id, cap)])
+            }
+            Node::Array(a) => {
+                let mut members = Vec::new();
+                for m in a.active() {
+                    members.extend(self.node(m, ctrl)?);
+                }
+                for s in &a.members[a.active().len()..] {
+                    self.node(s, ctrl)?; // hot spares: present, idle
+                }
+                let sizes: Vec<u64> = members.iter().map(|m| m.1).collect();
+                let lvl = level(a.level);
+                let geo = Geometry::new(lvl, a.stripe, layout(a.layout), &sizes)
+                    .map_err(|err| SimError::Layout { col: a.col, err })?;
+                let pq = lvl == Level::Raid6;
+                let costs = match ctrl {
+                    Some(c) => Costs {
+                        cpu: c.pools.roc,
+                        req_ns: 0,
+                        member_ns: c.member_ns,
+                        parity: c.pools.xor,
+                        // P+Q takes a second pass (GF multiply) over the data.
+                        parity_ns_per_kb: 1024.0 * 1000.0 / c.xor_mbps * if pq { 2.0 } else { 1.0 },
+                    },
+                    None => {
+                        let imp = &self.host.impls[a.imp.as_deref().unwrap_or("md")];
+                        let k = self.cpu_scale();
+                        Costs {
+                            cpu: HOST_CPU,
+                            req_ns: (us(imp.req_us) as f64 * k) as Ns,
+                            member_ns: (us(imp.member_us) as f64 * k) as Ns,
+                            parity: HOST_CPU,
+                            parity_ns_per_kb: 1024.0 * 1000.0 / if pq { imp.pq_mbps } else { imp.xor_mbps } * k,
+                        }
+                    }
+                };
+                let cap = geo.capacity();
+                let id = self.comps.len() as CompId;
+                let comp = ArrayComp::new(id, HOST, geo, members.iter().map(|m| m.0).collect(), costs);
+                self.push(Comp::Array(Box::new(comp)));
+                Ok(vec![(id, cap)])
+            }
+            Node::Controller(c) => {
+                let p = &c.params;
+                let mut pcie = pcie_lane_mbps(p.pcie_gen) * p.pcie_lanes as f64;
+                if p.slot_limit_mbps > 0.0 {
+                    pcie = pcie.min(p.slot_limit_mbps);
+                }
+                let pools = CtrlPools {
+                    pcie_in: self.ctx.add_pool(1),
+                    pcie_out: self.ctx.add_pool(1),
+                    roc: self.ctx.add_pool(p.roc_cores),
+                    dma: self.ctx.add_pool(1),
+                    xor: self.ctx.add_pool(1),
+                };
+                let cc = CtrlCtx { pools, member_ns: us(p.roc_member_cmd_us), xor_mbps: p.xor_mbps };
+                let nvol = c.children.iter().map(Node::volumes).sum::<usize>().max(1) as u64;
+                let mut out = Vec::new();
+                for child in &c.children {
+                    let is_dev = matches!(child, Node::Device(_));
+                    for (vid, cap) in self.node(child, Some(cc))? {
+                        let geo = match &self.comps[vid as usize] {
+                            Comp::Array(a) => Some(a.geometry().clone()),
+                            _ => None,
+                        };
+                        let jbod = c.mode == Mode::Jbod;
+                        let cfg = CtrlConfig {
+                            label: c.label.clone(),
+                            pools,
+                            cmd_ns: us(p.roc_cmd_us),
+                            passthrough_member_ns: if is_dev { us(p.roc_member_cmd_us) } else { 0 },
+                            pcie_mbps: pcie,
+                            dma_mbps: p.dma_mbps,
+                            fw_latency: us(p.fw_latency_us),
+                            wb_bytes: if c.write_back && !jbod { ((p.cache_mb as u64) << 20) / nvol } else { 0 },
+                            readahead: if jbod { ReadAhead::Off } else { c.readahead },
+                            readahead_bytes: p.readahead_kb as u64 * 1024,
+                            destage_per_member: p.destage_per_member,
+                            destage_delay: (p.destage_delay_ms * 1e6) as Ns,
+                            capacity: cap,
+                            geo,
+                        };
+                        let id = self.comps.len() as CompId;
+                        let v = CtrlVol::new(cfg, id, HOST, vid);
+                        self.push(Comp::Ctrl(Box::new(v)));
+                        out.push((id, cap));
+                    }
+                }
+                self.reports.push(Report::Controller { label: c.label.clone(), pools, vols: out.iter().map(|v| v.0).collect() });
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Busy time of every reported resource: (report index, resource, busy ns, servers).
+fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static str, Ns, u64)> {
+    let mut v = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
+        match r {
+            Report::Ssd(id) => {
+                if let Comp::Ssd(s) = &comps[*id as usize] {
+                    let c = s.counters();
+                    v.push((i, "link", c.link_busy, 1));
+                    v.push((i, "firmware", c.fw_busy, 1));
+                    v.push((i, "nand", c.die_busy, 1));
+                }
+            }
+            Report::Hdd(id) => {
+                if let Comp::Hdd(h) = &comps[*id as usize] {
+                    v.push((i, "actuator", h.busy_ns, 1));
+                }
+            }
+            Report::Controller { pools, vols, .. } => {
+                let pool = |p: PoolId| &ctx.pools[p as usize];
+                v.push((i, "pcie", pool(pools.pcie_in).busy.max(pool(pools.pcie_out).busy), 1));
+                v.push((i, "roc", pool(pools.roc).busy, pool(pools.roc).servers() as u64));
+                v.push((i, "dma", pool(pools.dma).busy, 1));
+                v.push((i, "xor", pool(pools.xor).busy, 1));
+                let (mut at, mut m) = (0, 0);
+                for vid in vols {
+                    if let Comp::Ctrl(c) = &comps[*vid as usize] {
+                        let d = c.destage_stats();
+                        at += d.at_limit_ns;
+                        m += d.members as u64;
+                    }
+                }
+                v.push((i, "destage", at, m.max(1)));
+            }
+        }
+    }
+    v
+}
+
+fn wa_counters(comps: &[Comp], reports: &[Report]) -> Vec<(u64, u64)> {
+    reports
+        .iter()
+        .map(|r| match r {
+            Report::Ssd(id) => match &comps[*id as usize] {
+                Comp::Ssd(s) => {
+                    let c = s.counters();
+                    (c.host_units, c.gc_units)
+                }
+                _ => (0, 0),
+            },
+            _ => (0, 0),
+        })
+        .collect()
+}
+
+/// Simulate `w` on `topo` with `seed` (the workload's own `seed=` wins).
+pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, SimError> {
+    let wall = std::time::Instant::now();
+    let seed = w.seed.unwrap_or(seed);
+    let mut b = Builder {
+        ctx: Ctx::new(topo.host.cores),
+        comps: vec![Comp::Empty],
+        reports: Vec::new(),
+        state: w.state,
+        seed,
+        host: &topo.host,
+        devices: 0,
+    };
+    let vols = b.node(&topo.root, None)?;
+    let (root, cap) = vols[0];
+    let span = w.size.unwrap_or(cap);
+    if span > cap {
+        return Err(SimError::SizeTooLarge { size: span, cap });
+    }
+    if w.max_bs() > span {
+        return Err(SimError::BlockTooLarge { bs: w.max_bs(), cap: span });
+    }
+    let mean_bs = if w.bssplit.is_empty() {
+        w.bs as f64
+    } else {
+        w.bssplit.iter().map(|(s, p)| *s as f64 * *p as f64 / 100.0).sum()
+    };
+    let per_job = w.runtime.is_none().then(|| ((span as f64 / mean_bs).ceil() as u64).max(1));
+    let streams = (0..w.numjobs).map(|j| JobStream::new(w, span, seed, j, per_job)).collect();
+    let block_ns = (us(topo.host.block_layer_us) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
+    let mut host = Host::new(HOST, root, block_ns, w.thinktime, w.iodepth, streams);
+    host.window_start = w.ramp_time;
+    host.window_end = w.runtime.map(|r| w.ramp_time + r);
+    let window_end = host.window_end;
+    let mut ctx = b.ctx;
+    let mut comps = b.comps;
+    let reports = b.reports;
+    comps[HOST as usize] = Comp::Host(Box::new(host));
+
+    let mut snap = busy(&comps, &reports, &ctx);
+    let mut wa0 = wa_counters(&comps, &reports);
+    let mut snapped = w.ramp_time == 0;
+    if let Comp::Host(h) = &mut comps[0] {
+        h.start(&mut ctx);
+    }
+    while let Some(next) = ctx.next() {
+        match next {
+            Next::Call(Call::Submit(c, r)) => match &mut comps[c as usize] {
+                Comp::Ssd(s) => s.submit(&mut ctx, r),
+                Comp::Hdd(h) => h.submit(&mut ctx, r),
+                Comp::Array(a) => a.submit(&mut ctx, r),
+                Comp::Ctrl(v) => v.submit(&mut ctx, r),
+                Comp::Host(_) | Comp::Empty => unreachable!("nothing submits to the host"),
+            },
+            Next::Call(Call::ChildDone(c, parent, child)) => match &mut comps[c as usize] {
+                Comp::Host(h) => {
+                    h.done(&mut ctx, child);
+                    if h.finished() {
+                        break;
+                    }
+                }
+                Comp::Array(a) => a.child_done(&mut ctx, parent, child),
+                Comp::Ctrl(v) => v.child_done(&mut ctx, parent, child),
+                Comp::Ssd(_) | Comp::Hdd(_) | Comp::Empty => unreachable!("devices have no children"),
+            },
+            Next::Event(c, r, k) => {
+                if window_end.is_some_and(|e| ctx.now > e) {
+                    break;
+                }
+                if !snapped && ctx.now >= w.ramp_time {
+                    snap = busy(&comps, &reports, &ctx);
+                    wa0 = wa_counters(&comps, &reports);
+                    snapped = true;
+                }
+                match &mut comps[c as usize] {
+                    Comp::Ssd(s) => s.event(&mut ctx, r, k),
+                    Comp::Hdd(h) => h.event(&mut ctx, r, k),
+                    Comp::Array(a) => a.event(&mut ctx, r, k),
+                    Comp::Ctrl(v) => v.event(&mut ctx, r, k),
+                    Comp::Host(h) => h.event(&mut ctx, r, k),
+                    Comp::Empty => {}
+                }
+            }
+        }
+    }
+    let Comp::Host(host) = &comps[0] else { unreachable!() };
+    let end = match window_end {
+        Some(e) => e,
+        None => host.last_completion.max(w.ramp_time),
+    };
+    let window = end.saturating_sub(w.ramp_time);
+    let secs = window as f64 / 1e9;
+    let summary = host.metrics.summary(secs);
+
+    // Utilisation per component over the window.
+    let now_busy = busy(&comps, &reports, &ctx);
+    let mut util: Vec<(f64, &'static str)> = vec![(0.0, ""); reports.len()];
+    for (a, b) in snap.iter().zip(now_busy.iter()) {
+        let u = if window > 0 { (b.2 - a.2) as f64 / (window as f64 * b.3 as f64) } else { 0.0 };
+        let u = u.min(1.0);
+        if u > util[a.0].0 || util[a.0].1.is_empty() {
+            util[a.0] = (u, a.1);
+        }
+    }
+    let wa1 = wa_counters(&comps, &reports);
+    let mut components = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
+        let (name, kind) = match r {
+            Report::Ssd(id) => match &comps[*id as usize] {
+                Comp::Ssd(s) => (s.label.clone(), "ssd"),
+                _ => unreachable!(),
+            },
+            Report::Hdd(id) => match &comps[*id as usize] {
+                Comp::Hdd(h) => (h.label.clone(), "hdd"),
+                _ => unreachable!(),
+            },
+            Report::Controller { label, .. } => (label.clone(), "controller"),
+        };
+        let host_units = wa1[i].0 - wa0[i].0;
+        let gc_units = wa1[i].1 - wa0[i].1;
+        let wa = (kind == "ssd" && host_units > 0).then(|| round3((host_units + gc_units) as f64 / host_units as f64));
+        components.push(Component {
+            name,
+            kind: kind.into(),
+            utilization: round3(util[i].0),
+            resource: Some(util[i].1.to_string()),
+            bottleneck: false,
+            write_amplification: wa,
+        });
+    }
+    let cpu = &ctx.pools[HOST_CPU as usize];
+    let cpu_busy = cpu.busy;
+    let cpu_util = if window > 0 { (cpu_busy as f64 / (window as f64 * cpu.servers() as f64)).min(1.0) } else { 0.0 };
+    // Host CPU since the window start: approximate with the whole run when there is no ramp.
+    let cpu_util = if snapped { cpu_util } else { 0.0 };
+    components.push(Component {
+        name: "host".into(),
+        kind: "host".into(),
+        utilization: round3(cpu_util),
+        resource: Some("cpu".into()),
+        bottleneck: false,
+        write_amplification: None,
+    });
+    // The saturated component: the busiest one, if it is busy enough to limit.
+    if let Some((i, c)) = components
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.utilization.total_cmp(&b.1.utilization).then(b.0.cmp(&a.0)))
+    {
+        if c.utilization >= BOTTLENECK_UTIL {
+            components[i].bottleneck = true;
+        }
+    }
+    let workload = serde_json_workload(w, seed);
+    Ok(RunResult {
+        raidlab: VERSION.into(),
+        engine: "sim".into(),
+        topology: topo.expr.trim().to_string(),
+        workload,
+        seed,
+        summary,
+        components,
+        host: HostStats { cpu_util_pct: round3(cpu_util * 100.0) },
+        sim: SimStats {
+            simulated_s: secs,
+            wall_s: wall.elapsed().as_secs_f64(),
+            events: ctx.events,
+            host_ios: host.completed,
+        },
+    })
+}
+
+/// Utilisation at which a resource counts as saturated: FIFO queues in front
+/// of a resource this busy grow without bound (M/M/1: waiting time ∝ ρ/(1−ρ)).
+pub const BOTTLENECK_UTIL: f64 = 0.85;
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn serde_json_workload(w: &Workload, seed: u64) -> serde_json::Value {
+    let mut v = serde_json::to_value(w).unwrap_or(serde_json::Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.insert("seed".into(), seed.into());
+        m.insert("bs".into(), w.bs.into());
+    }
+    v
+}

@@ -1,1 +1,184 @@
-fn main() {}
+//! `raidlab`: simulate SSD/HDD RAID arrays under fio-style workloads.
+//!
+//! A thin front end: it parses arguments, calls the library crates and turns
+//! their typed errors into one-line messages and exit codes (2 = bad input,
+//! 1 = runtime failure).
+
+mod table;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use raidlab_core::preset::{Preset, PresetDb};
+use raidlab_core::topology;
+use raidlab_core::workload::{parse_job_file, Workload};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// raidlab — a laboratory for storage built from flash SSDs in RAID arrays.
+#[derive(Parser)]
+#[command(name = "raidlab", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum SimFormat {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum PresetFormat {
+    Table,
+    Toml,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate a topology under a workload.
+    ///
+    /// Without `runtime=` each job makes one pass over `size` (default: the
+    /// whole volume), as fio does; with `runtime=` it runs that long after
+    /// `ramp_time=`. SSDs start written once (`state=fill`) unless the
+    /// expression or the workload says otherwise.
+    Sim {
+        /// Topology expression, or @FILE holding one (`#` starts a comment).
+        #[arg(long, short = 't')]
+        topology: String,
+        /// Workload as fio-style `key=value` pairs.
+        #[arg(long, short = 'w', conflicts_with = "job")]
+        workload: Option<String>,
+        /// fio job file ([global] plus one job section).
+        #[arg(long)]
+        job: Option<String>,
+        /// Random seed (the workload's `seed=` wins).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
+        format: SimFormat,
+        /// Write the result to FILE instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<String>,
+        /// Extra presets (TOML; tables may derive from built-ins with `base = "NAME"`).
+        #[arg(long)]
+        presets: Vec<String>,
+    },
+    /// List presets, or dump one.
+    Presets {
+        /// Preset to show.
+        name: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = PresetFormat::Table)]
+        format: PresetFormat,
+        /// Extra presets (TOML).
+        #[arg(long)]
+        presets: Vec<String>,
+    },
+}
+
+/// A failure, with the exit code it maps to.
+enum Failure {
+    /// Bad input: exit 2.
+    Input(String),
+    /// Runtime failure: exit 1.
+    Runtime(String),
+}
+
+impl From<raidlab_core::Error> for Failure {
+    fn from(e: raidlab_core::Error) -> Self {
+        Failure::Input(e.to_string())
+    }
+}
+
+fn read_file(path: &str, what: &str) -> Result<String, Failure> {
+    std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("cannot read {what} '{path}': {e}")))
+}
+
+fn load_presets(files: &[String]) -> Result<PresetDb, Failure> {
+    let mut db = PresetDb::builtin();
+    for f in files {
+        let text = read_file(f, "presets file")?;
+        db.load_str(&text).map_err(|e| Failure::Input(format!("{f}: {e}")))?;
+    }
+    Ok(db)
+}
+
+fn emit(output: &Option<String>, text: &str) -> Result<(), Failure> {
+    match output {
+        Some(path) => std::fs::write(path, text).map_err(|e| Failure::Runtime(format!("cannot write '{path}': {e}"))),
+        None => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (e.g. `| head`) is not an error worth a message.
+            let _ = out.write_all(text.as_bytes());
+            Ok(())
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.cmd {
+        Cmd::Sim { topology: expr, workload, job, seed, format, output, presets } => {
+            let db = load_presets(&presets)?;
+            let expr = match expr.strip_prefix('@') {
+                Some(path) => read_file(path, "topology file")?,
+                None => expr,
+            };
+            let topo = topology::resolve(&expr, &db)?;
+            let w = match (&workload, &job) {
+                (_, Some(path)) => parse_job_file(&read_file(path, "job file")?)?,
+                (Some(s), None) => Workload::parse(s)?,
+                (None, None) => return Err(Failure::Input("give a workload with --workload \"k=v ...\" or --job FILE.fio".into())),
+            };
+            let result = raidlab_sim::simulate(&topo, &w, seed).map_err(|e| Failure::Input(e.to_string()))?;
+            let text = match format {
+                SimFormat::Json => {
+                    serde_json::to_string_pretty(&result).map_err(|e| Failure::Runtime(e.to_string()))? + "\n"
+                }
+                SimFormat::Table => table::sim_table(&result),
+            };
+            emit(&output, &text)
+        }
+        Cmd::Presets { name, format, presets } => {
+            let db = load_presets(&presets)?;
+            let text = match name {
+                Some(n) => {
+                    let Some(p) = db.get(&n) else {
+                        return Err(Failure::Input(format!("unknown preset '{n}' (see 'raidlab presets')")));
+                    };
+                    match format {
+                        PresetFormat::Toml => db.to_toml(&n).unwrap_or_default(),
+                        PresetFormat::Table => table::preset_detail(&n, p, &db.to_toml(&n).unwrap_or_default()),
+                    }
+                }
+                None => match format {
+                    PresetFormat::Table => table::preset_list(&db),
+                    PresetFormat::Toml => {
+                        let mut s = String::new();
+                        for (n, _) in db.iter() {
+                            s += &format!("# ---- {n} ----\n{}\n", db.to_toml(n).unwrap_or_default());
+                        }
+                        s
+                    }
+                },
+            };
+            let _ = Preset::kind; // presets are listed by kind in the table
+            emit(&None, &text)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Input(m)) => {
+            eprintln!("raidlab: error: {}", m.replace('\n', " "));
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(m)) => {
+            eprintln!("raidlab: error: {}", m.replace('\n', " "));
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! The RAID executor: one array, hardware (run by a controller's RoC) or
+//! software (run on the host CPU). It maps a request onto member requests
+//! with the layout crate, charges its engine for the request, each member
+//! command and the parity bytes, and for parity writes runs the two phases
+//! of md's stripe handling: pre-reads (read-modify-write or
+//! reconstruct-write), then data and parity writes. A request finishes when
+//! its slowest member does, which is where RAID's request synchronisation
+//! costs latency.
+
+use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId};
+use raidlab_core::units::Ns;
+use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
+
+const EV_GO: u8 = 0;
+const EV_WRITES: u8 = 1;
+const PHASE_READS: u8 = 0;
+const PHASE_WRITES: u8 = 1;
+
+/// What running this array costs, and on which resources.
+#[derive(Debug, Clone, Copy)]
+pub struct Costs {
+    /// Pool that runs the RAID logic (host CPU or the controller's RoC).
+    pub cpu: PoolId,
+    /// Per array request, ns.
+    pub req_ns: Ns,
+    /// Per member command, ns.
+    pub member_ns: Ns,
+    /// Pool that computes parity (host CPU or the controller's XOR engine).
+    pub parity: PoolId,
+    /// Parity cost per KiB (XOR for raid5, P+Q for raid6), ns.
+    pub parity_ns_per_kb: f64,
+}
+
+#[derive(Default)]
+struct Plan {
+    reads: Vec<Extent>,
+    writes: Vec<Extent>,
+    parity_bytes: u64,
+}
+
+/// One array.
+pub struct ArrayComp {
+    id: CompId,
+    host: CompId,
+    geo: Geometry,
+    members: Vec<CompId>,
+    costs: Costs,
+    outstanding: Vec<u32>,
+    plans: Vec<Plan>,
+    free_plans: Vec<u32>,
+    pieces: Vec<Piece>,
+    stripes: Vec<StripeOp>,
+    copies: Vec<(usize, u64)>,
+}
+
+fn push_merged(v: &mut Vec<Extent>, e: Extent) {
+    if let Some(l) = v.iter_mut().rev().find(|x| x.member == e.member) {
+        if l.offset + l.len == e.offset {
+            l.len += e.len;
+            return;
+        }
+    }
+    v.push(e);
+}
+
+impl ArrayComp {
+    /// An array over `members` (component ids, in layout order).
+    pub fn new(id: CompId, host: CompId, geo: Geometry, members: Vec<CompId>, costs: Costs) -> Self {
+        let n = members.len();
+        ArrayComp {
+            id,
+            host,
+            geo,
+            members,
+            costs,
+            outstanding: vec![0; n],
+            plans: Vec::new(),
+            free_plans: Vec::new(),
+            pieces: Vec::new(),
+            stripes: Vec::new(),
+            copies: Vec::new(),
+        }
+    }
+
+    /// The array's geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    fn new_plan(&mut self) -> u32 {
+        if let Some(p) = self.free_plans.pop() {
+            let pl = &mut self.plans[p as usize];
+            pl.reads.clear();
+            pl.writes.clear();
+            pl.parity_bytes = 0;
+            p
+        } else {
+            self.plans.push(Plan::default());
+            (self.plans.len() - 1) as u32
+        }
+    }
+
+    /// A request arrives.
+    pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let r = ctx.reqs[id];
+        let p = self.new_plan();
+        ctx.reqs[id].tag = p;
+        ctx.reqs[id].phase = PHASE_READS;
+        let parity = matches!(self.geo.level(), Level::Raid5 | Level::Raid6);
+        let mut plan = std::mem::take(&mut self.plans[p as usize]);
+        match (r.op, parity) {
+            (Op::Read, _) => {
+                self.geo.pieces(r.offset, r.len as u64, &mut self.pieces);
+                for pc in &self.pieces {
+                    self.geo.copies(pc.member as usize, pc.member_off, &mut self.copies);
+                    // Mirrors: read from the copy with the fewest outstanding commands.
+                    let &(m, off) = self
+                        .copies
+                        .iter()
+                        .min_by_key(|(m, _)| self.outstanding[*m])
+                        .expect("a piece has a location");
+                    push_merged(&mut plan.reads, Extent { member: m as u32, offset: off, len: pc.len });
+                }
+            }
+            (Op::Write, false) => {
+                self.geo.pieces(r.offset, r.len as u64, &mut self.pieces);
+                for pc in &self.pieces {
+                    self.geo.copies(pc.member as usize, pc.member_off, &mut self.copies);
+                    for &(m, off) in &self.copies {
+                        push_merged(&mut plan.writes, Extent { member: m as u32, offset: off, len: pc.len });
+                    }
+                }
+            }
+            (Op::Write, true) => {
+                self.geo.write_plan(r.offset, r.len as u64, &mut self.stripes);
+                for s in &self.stripes {
+                    for e in &s.reads {
+                        push_merged(&mut plan.reads, *e);
+                    }
+                    for e in &s.writes {
+                        push_merged(&mut plan.writes, *e);
+                    }
+                    plan.parity_bytes += s.parity_bytes;
+                }
+            }
+        }
+        let cmds = (plan.reads.len() + plan.writes.len()) as Ns;
+        self.plans[p as usize] = plan;
+        let cost = self.costs.req_ns + self.costs.member_ns * cmds;
+        let t = ctx.reserve(self.costs.cpu, ctx.now, cost);
+        ctx.schedule(t, self.id, id, EV_GO);
+    }
+
+    fn issue(&mut self, ctx: &mut Ctx, id: ReqId, op: Op) {
+        let p = ctx.reqs[id].tag as usize;
+        let list = match op {
+            Op::Read => std::mem::take(&mut self.plans[p].reads),
+            Op::Write => std::mem::take(&mut self.plans[p].writes),
+        };
+        ctx.reqs[id].pending = list.len() as u32;
+        for e in &list {
+            let child = ctx.reqs.alloc(Req {
+                offset: e.offset,
+                len: e.len as u32,
+                op,
+                parent: id,
+                pending: 0,
+                comp: 0,
+                t0: ctx.now,
+                tag: e.member,
+                phase: 0,
+            });
+            self.outstanding[e.member as usize] += 1;
+            ctx.submit(self.members[e.member as usize], child);
+        }
+        // Keep the allocation for reuse.
+        let mut list = list;
+        list.clear();
+        match op {
+            Op::Read => self.plans[p].reads = list,
+            Op::Write => self.plans[p].writes = list,
+        }
+    }
+
+    fn after_reads(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let p = ctx.reqs[id].tag as usize;
+        ctx.reqs[id].phase = PHASE_WRITES;
+        let bytes = self.plans[p].parity_bytes;
+        if bytes > 0 {
+            let cost = (bytes as f64 / 1024.0 * self.costs.parity_ns_per_kb) as Ns;
+            let t = ctx.reserve(self.costs.parity, ctx.now, cost);
+            ctx.schedule(t, self.id, id, EV_WRITES);
+        } else {
+            self.issue(ctx, id, Op::Write);
+        }
+    }
+
+    /// A timed event of this array.
+    pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
+        let p = ctx.reqs[id].tag as usize;
+        match kind {
+            EV_GO => {
+                if !self.plans[p].reads.is_empty() {
+                    self.issue(ctx, id, Op::Read);
+                } else {
+                    self.after_reads(ctx, id);
+                }
+            }
+            _ => self.issue(ctx, id, Op::Write),
+        }
+    }
+
+    /// A member request finished.
+    pub fn child_done(&mut self, ctx: &mut Ctx, id: ReqId, child: ReqId) {
+        let m = ctx.reqs[child].tag as usize;
+        self.outstanding[m] -= 1;
+        ctx.reqs.release(child);
+        let r = &mut ctx.reqs[id];
+        r.pending -= 1;
+        if r.pending > 0 {
+            return;
+        }
+        let p = r.tag as usize;
+        if r.op == Op::Write && r.phase == PHASE_READS {
+            self.after_reads(ctx, id);
+            return;
+        }
+        self.free_plans.push(p as u32);
+        ctx.complete(id, self.host);
+    }
+}

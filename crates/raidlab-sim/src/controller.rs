@@ -1,0 +1,528 @@
+//! RAID controller: the front end of one volume it exposes. Several volumes
+//! of one controller share its resources (pools): PCIe link in each
+//! direction, RAID-on-chip cores, the cache's data path (DMA) and the parity
+//! engine. Behind the front end sits a hardware array or, in `volume`/`jbod`
+//! mode, a single device.
+//!
+//! * Every host command costs the RoC its per-command cost and waits the
+//!   fixed firmware latency (which adds latency, not load).
+//! * Reads may be extended by read-ahead (`on`: always; `adaptive`: for
+//!   detected sequential streams); later reads inside fetched data are hits.
+//! * Writes with a write-back cache complete once in cache. Dirty lines
+//!   (one per stripe unit) are destaged in the background, oldest first,
+//!   after a short hold that lets sequential writes fill whole stripes, with
+//!   at most `destage_per_member` destage writes outstanding per member —
+//!   the HDD-era design that keeps SSD arrays from using their parallelism.
+//!   A full cache makes new writes wait for destage.
+
+use crate::engine::{us, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
+use raidlab_core::topology::ReadAhead;
+use raidlab_core::units::Ns;
+use raidlab_layout::{Geometry, Level};
+use std::collections::{HashMap, VecDeque};
+
+const EV_ISSUE: u8 = 0;
+const EV_DONE: u8 = 1;
+const EV_KICK: u8 = 2;
+const EV_ACCEPT: u8 = 3;
+/// Phase of a destage root request.
+const DESTAGE: u8 = 9;
+const RA_ENTRIES: usize = 32;
+const STREAMS: usize = 16;
+const SCAN: usize = 256;
+
+/// Shared resources of one physical controller.
+#[derive(Debug, Clone, Copy)]
+pub struct CtrlPools {
+    /// Host-to-controller PCIe direction.
+    pub pcie_in: PoolId,
+    /// Controller-to-host PCIe direction.
+    pub pcie_out: PoolId,
+    /// RAID-on-chip cores.
+    pub roc: PoolId,
+    /// Cache memory / DMA data path.
+    pub dma: PoolId,
+    /// Parity engine.
+    pub xor: PoolId,
+}
+
+/// Configuration of one volume's front end.
+pub struct CtrlConfig {
+    /// Controller label.
+    pub label: String,
+    /// Pools.
+    pub pools: CtrlPools,
+    /// RoC cost per host command.
+    pub cmd_ns: Ns,
+    /// Extra RoC cost when the volume is a single device (its one member command).
+    pub passthrough_member_ns: Ns,
+    /// PCIe rate, 10^6 B/s.
+    pub pcie_mbps: f64,
+    /// Data path rate, 10^6 B/s.
+    pub dma_mbps: f64,
+    /// Fixed firmware latency.
+    pub fw_latency: Ns,
+    /// Write-back cache capacity for this volume, bytes (0 = write-through).
+    pub wb_bytes: u64,
+    /// Read-ahead policy.
+    pub readahead: ReadAhead,
+    /// Read-ahead bytes.
+    pub readahead_bytes: u64,
+    /// Destage writes per member.
+    pub destage_per_member: u32,
+    /// Hold time of dirty data before destage.
+    pub destage_delay: Ns,
+    /// Volume capacity.
+    pub capacity: u64,
+    /// Geometry of the array behind (None for a single device).
+    pub geo: Option<Geometry>,
+}
+
+struct RaEntry {
+    start: u64,
+    end: u64,
+    ready: bool,
+    id: u32,
+    waiters: Vec<ReqId>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Line {
+    bits: u64,
+    first: Ns,
+    queued: bool,
+    in_destage: bool,
+}
+
+struct Destage {
+    lines: Vec<u64>,
+    bytes: u64,
+    member: usize,
+}
+
+/// Busy figures of the destage machinery.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DestageStats {
+    /// Sum over members of the time the member's destage queue was full, ns.
+    pub at_limit_ns: Ns,
+    /// Members.
+    pub members: usize,
+}
+
+/// The front end of one controller volume.
+pub struct CtrlVol {
+    /// Configuration.
+    pub cfg: CtrlConfig,
+    id: CompId,
+    host: CompId,
+    child: CompId,
+    // read-ahead
+    ra: VecDeque<RaEntry>,
+    ra_seq: u32,
+    stream_ends: VecDeque<u64>,
+    // write-back cache
+    line_bytes: u64,
+    gran: u64,
+    dirty: u64,
+    lines: HashMap<u64, Line>,
+    fifo: VecDeque<u64>,
+    destages: Vec<Option<Destage>>,
+    destage_out: Vec<u32>,
+    limit_since: Vec<Ns>,
+    at_limit_ns: Ns,
+    wait_space: VecDeque<ReqId>,
+    kick_at: Option<Ns>,
+}
+
+impl CtrlVol {
+    /// A front end for `child`.
+    pub fn new(cfg: CtrlConfig, id: CompId, host: CompId, child: CompId) -> Self {
+        let line_bytes = cfg.geo.as_ref().map(|g| g.chunk()).unwrap_or(64 * 1024).max(4096);
+        let gran = (line_bytes / 64).max(512);
+        let members = cfg.geo.as_ref().map(|g| g.members()).unwrap_or(1);
+        CtrlVol {
+            cfg,
+            id,
+            host,
+            child,
+            ra: VecDeque::new(),
+            ra_seq: 0,
+            stream_ends: VecDeque::new(),
+            line_bytes,
+            gran,
+            dirty: 0,
+            lines: HashMap::new(),
+            fifo: VecDeque::new(),
+            destages: Vec::new(),
+            destage_out: vec![0; members],
+            limit_since: vec![0; members],
+            at_limit_ns: 0,
+            wait_space: VecDeque::new(),
+            kick_at: None,
+        }
+    }
+
+    /// Destage statistics.
+    pub fn destage_stats(&self) -> DestageStats {
+        DestageStats { at_limit_ns: self.at_limit_ns, members: self.destage_out.len() }
+    }
+
+    /// A host command arrives.
+    pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let r = ctx.reqs[id];
+        let p = self.cfg.pools;
+        let mut t = ctx.now;
+        if r.op == Op::Write {
+            t = ctx.reserve(p.pcie_in, t, xfer_ns(r.len as u64, self.cfg.pcie_mbps));
+            if self.cfg.wb_bytes > 0 {
+                t = ctx.reserve(p.dma, t, xfer_ns(r.len as u64, self.cfg.dma_mbps));
+            }
+        }
+        let cost = self.cfg.cmd_ns + if self.cfg.wb_bytes > 0 && r.op == Op::Write { 0 } else { self.cfg.passthrough_member_ns };
+        t = ctx.reserve(p.roc, t, cost);
+        ctx.schedule(t, self.id, id, EV_ISSUE);
+    }
+
+    fn to_child(&mut self, ctx: &mut Ctx, id: ReqId, offset: u64, len: u64, op: Op, tag: u32) {
+        let child = ctx.reqs.alloc(Req { offset, len: len as u32, op, parent: id, pending: 0, comp: 0, t0: ctx.now, tag, phase: 0 });
+        ctx.reqs[id].pending += 1;
+        ctx.submit(self.child, child);
+    }
+
+    fn data_return(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let len = ctx.reqs[id].len as u64;
+        let p = self.cfg.pools;
+        let mut t = ctx.now;
+        if self.cfg.wb_bytes > 0 || self.cfg.readahead != ReadAhead::Off {
+            t = ctx.reserve(p.dma, t, xfer_ns(len, self.cfg.dma_mbps));
+        }
+        t = ctx.reserve(p.pcie_out, t, xfer_ns(len, self.cfg.pcie_mbps));
+        ctx.schedule(t + self.cfg.fw_latency, self.id, id, EV_DONE);
+    }
+
+    fn sequential(&mut self, offset: u64, end: u64) -> bool {
+        let hit = self.stream_ends.iter().position(|&e| e == offset);
+        if let Some(i) = hit {
+            self.stream_ends.remove(i);
+        } else if self.stream_ends.len() >= STREAMS {
+            self.stream_ends.pop_front();
+        }
+        self.stream_ends.push_back(end);
+        hit.is_some()
+    }
+
+    fn issue_read(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let r = ctx.reqs[id];
+        let (a, b) = (r.offset, r.offset + r.len as u64);
+        // Dirty data in cache covering the whole read?
+        if self.cfg.wb_bytes > 0 && a / self.line_bytes == (b - 1) / self.line_bytes {
+            if let Some(l) = self.lines.get(&(a / self.line_bytes)) {
+                let mask = self.bits_for(a, b);
+                if l.bits & mask == mask {
+                    self.data_return(ctx, id);
+                    return;
+                }
+            }
+        }
+        let seq = self.sequential(a, b);
+        if let Some(e) = self.ra.iter_mut().find(|e| a >= e.start && b <= e.end) {
+            if e.ready {
+                self.data_return(ctx, id);
+            } else {
+                e.waiters.push(id);
+            }
+            return;
+        }
+        let extend = match self.cfg.readahead {
+            ReadAhead::On => true,
+            ReadAhead::Adaptive => seq,
+            ReadAhead::Off => false,
+        };
+        let end = if extend { (b + self.cfg.readahead_bytes).min(self.cfg.capacity) } else { b };
+        let mut tag = u32::MAX;
+        if end > b {
+            self.ra_seq = self.ra_seq.wrapping_add(1);
+            tag = self.ra_seq;
+            if self.ra.len() >= RA_ENTRIES {
+                // Evict the oldest finished entry (waiters keep unfinished ones alive).
+                if let Some(i) = self.ra.iter().position(|e| e.ready) {
+                    self.ra.remove(i);
+                }
+            }
+            self.ra.push_back(RaEntry { start: b, end, ready: false, id: tag, waiters: Vec::new() });
+        }
+        self.to_child(ctx, id, a, end - a, Op::Read, tag);
+    }
+
+    fn bits_for(&self, a: u64, b: u64) -> u64 {
+        let base = a / self.line_bytes * self.line_bytes;
+        let g0 = (a - base) / self.gran;
+        let g1 = (b - base).div_ceil(self.gran).min(64);
+        if g1 - g0 >= 64 {
+            u64::MAX
+        } else {
+            ((1u64 << (g1 - g0)) - 1) << g0
+        }
+    }
+
+    fn member_of(&self, line: u64) -> usize {
+        match &self.cfg.geo {
+            Some(g) => g.locate((line * self.line_bytes).min(g.capacity().saturating_sub(1))).0,
+            None => 0,
+        }
+    }
+
+    /// Put a write into the cache if it fits.
+    fn cache_insert(&mut self, ctx: &mut Ctx, id: ReqId) -> bool {
+        let r = ctx.reqs[id];
+        let (a, b) = (r.offset, r.offset + r.len as u64);
+        let mut add = 0;
+        let mut l = a / self.line_bytes;
+        while l * self.line_bytes < b {
+            let la = a.max(l * self.line_bytes);
+            let lb = b.min((l + 1) * self.line_bytes);
+            let bits = self.bits_for(la, lb);
+            let old = self.lines.get(&l).map(|x| x.bits).unwrap_or(0);
+            add += (bits & !old).count_ones() as u64 * self.gran;
+            l += 1;
+        }
+        if self.dirty + add > self.cfg.wb_bytes && self.dirty > 0 {
+            return false;
+        }
+        self.dirty += add;
+        let mut l = a / self.line_bytes;
+        while l * self.line_bytes < b {
+            let la = a.max(l * self.line_bytes);
+            let lb = b.min((l + 1) * self.line_bytes);
+            let bits = self.bits_for(la, lb);
+            let e = self.lines.entry(l).or_default();
+            e.bits |= bits;
+            if !e.queued && !e.in_destage {
+                e.queued = true;
+                e.first = ctx.now;
+                self.fifo.push_back(l);
+            }
+            l += 1;
+        }
+        // Cached data supersedes read-ahead copies.
+        self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
+        true
+    }
+
+    fn full_stripe_lines(&self, line: u64) -> Option<Vec<u64>> {
+        let g = self.cfg.geo.as_ref()?;
+        if !matches!(g.level(), Level::Raid5 | Level::Raid6) {
+            return None;
+        }
+        let dd = g.data_disks() as u64;
+        let s0 = line / dd * dd;
+        let all: Vec<u64> = (s0..s0 + dd).collect();
+        let full = all.iter().all(|l| {
+            self.lines.get(l).is_some_and(|x| x.bits == u64::MAX && !x.in_destage)
+                || (self.line_bytes / self.gran < 64
+                    && self.lines.get(l).is_some_and(|x| x.bits == (1u64 << (self.line_bytes / self.gran)) - 1 && !x.in_destage))
+        });
+        full.then_some(all)
+    }
+
+    fn kick(&mut self, ctx: &mut Ctx) {
+        let now = ctx.now;
+        let limit = self.cfg.destage_per_member;
+        loop {
+            // Drop stale entries at the front.
+            while let Some(&l) = self.fifo.front() {
+                if self.lines.get(&l).is_some_and(|x| x.queued) {
+                    break;
+                }
+                self.fifo.pop_front();
+            }
+            let pressure = !self.wait_space.is_empty();
+            let mut chosen = None;
+            for (i, &l) in self.fifo.iter().enumerate().take(SCAN) {
+                let Some(line) = self.lines.get(&l) else { continue };
+                if !line.queued {
+                    continue;
+                }
+                if !pressure && now < line.first + self.cfg.destage_delay {
+                    break; // younger ones follow
+                }
+                let m = self.member_of(l);
+                if self.destage_out[m] < limit {
+                    chosen = Some((i, l, m));
+                    break;
+                }
+            }
+            let Some((i, l, m)) = chosen else { break };
+            self.fifo.remove(i);
+            let lines = self.full_stripe_lines(l).unwrap_or_else(|| vec![l]);
+            let mut runs: Vec<(u64, u64)> = Vec::new();
+            let mut bytes = 0;
+            for &x in &lines {
+                let e = self.lines.get_mut(&x).expect("dirty line");
+                let bits = std::mem::take(&mut e.bits);
+                e.queued = false;
+                e.in_destage = true;
+                bytes += bits.count_ones() as u64 * self.gran;
+                let base = x * self.line_bytes;
+                let mut g = 0;
+                while g < 64 {
+                    if bits >> g & 1 == 1 {
+                        let s = g;
+                        while g < 64 && bits >> g & 1 == 1 {
+                            g += 1;
+                        }
+                        let a = base + s * self.gran;
+                        let b = (base + g * self.gran).min(base + self.line_bytes);
+                        match runs.last_mut() {
+                            Some(r) if r.1 == a => r.1 = b,
+                            _ => runs.push((a, b)),
+                        }
+                    } else {
+                        g += 1;
+                    }
+                }
+            }
+            let slot = match self.destages.iter().position(Option::is_none) {
+                Some(s) => s,
+                None => {
+                    self.destages.push(None);
+                    self.destages.len() - 1
+                }
+            };
+            self.destages[slot] = Some(Destage { lines, bytes, member: m });
+            let root = ctx.reqs.alloc(Req {
+                offset: 0,
+                len: 0,
+                op: Op::Write,
+                parent: NONE,
+                pending: 0,
+                comp: self.id,
+                t0: now,
+                tag: slot as u32,
+                phase: DESTAGE,
+            });
+            self.destage_out[m] += 1;
+            if self.destage_out[m] == limit {
+                self.limit_since[m] = now;
+            }
+            for (a, b) in runs {
+                let a = a.min(self.cfg.capacity);
+                let b = b.min(self.cfg.capacity);
+                if b > a {
+                    self.to_child(ctx, root, a, b - a, Op::Write, u32::MAX);
+                }
+            }
+            if ctx.reqs[root].pending == 0 {
+                self.destage_done(ctx, root);
+            }
+        }
+        // Wake up later for lines still held.
+        if let Some(&l) = self.fifo.front() {
+            if let Some(line) = self.lines.get(&l) {
+                let at = (line.first + self.cfg.destage_delay).max(now + 1);
+                if self.kick_at.is_none_or(|k| k > at || k < now) {
+                    self.kick_at = Some(at);
+                    ctx.schedule(at, self.id, NONE, EV_KICK);
+                }
+            }
+        }
+    }
+
+    fn destage_done(&mut self, ctx: &mut Ctx, root: ReqId) {
+        let slot = ctx.reqs[root].tag as usize;
+        ctx.reqs.release(root);
+        let d = self.destages[slot].take().expect("destage slot");
+        let now = ctx.now;
+        if self.destage_out[d.member] == self.cfg.destage_per_member {
+            self.at_limit_ns += now - self.limit_since[d.member];
+        }
+        self.destage_out[d.member] -= 1;
+        self.dirty -= d.bytes;
+        for l in d.lines {
+            let e = self.lines.get_mut(&l).expect("line");
+            e.in_destage = false;
+            if e.bits != 0 {
+                e.queued = true;
+                e.first = now;
+                self.fifo.push_back(l);
+            } else {
+                self.lines.remove(&l);
+            }
+        }
+        while let Some(&w) = self.wait_space.front() {
+            if !self.cache_insert(ctx, w) {
+                break;
+            }
+            self.wait_space.pop_front();
+            ctx.schedule(now + self.cfg.fw_latency, self.id, w, EV_DONE);
+        }
+        self.kick(ctx);
+    }
+
+    /// A timed event.
+    pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
+        match kind {
+            EV_ISSUE => {
+                let r = ctx.reqs[id];
+                if r.op == Op::Read {
+                    self.issue_read(ctx, id);
+                } else if self.cfg.wb_bytes > 0 {
+                    self.event(ctx, id, EV_ACCEPT);
+                } else {
+                    let (a, b) = (r.offset, r.offset + r.len as u64);
+                    self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
+                    self.to_child(ctx, id, r.offset, r.len as u64, Op::Write, u32::MAX);
+                }
+            }
+            EV_ACCEPT => {
+                if self.wait_space.is_empty() && self.cache_insert(ctx, id) {
+                    ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE);
+                } else {
+                    self.wait_space.push_back(id);
+                }
+                self.kick(ctx);
+            }
+            EV_KICK => {
+                if self.kick_at == Some(ctx.now) {
+                    self.kick_at = None;
+                }
+                self.kick(ctx);
+            }
+            _ => ctx.complete(id, self.host),
+        }
+    }
+
+    /// A child (array or device) request finished.
+    pub fn child_done(&mut self, ctx: &mut Ctx, id: ReqId, child: ReqId) {
+        let c = ctx.reqs[child];
+        ctx.reqs.release(child);
+        ctx.reqs[id].pending -= 1;
+        if ctx.reqs[id].pending > 0 {
+            return;
+        }
+        if ctx.reqs[id].phase == DESTAGE {
+            self.destage_done(ctx, id);
+            return;
+        }
+        match c.op {
+            Op::Read => {
+                if c.tag != u32::MAX {
+                    if let Some(e) = self.ra.iter_mut().find(|e| e.id == c.tag) {
+                        e.ready = true;
+                        let waiters = std::mem::take(&mut e.waiters);
+                        for w in waiters {
+                            self.data_return(ctx, w);
+                        }
+                    }
+                }
+                self.data_return(ctx, id);
+            }
+            Op::Write => ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE),
+        }
+    }
+}
+
+/// µs helper re-exported for the builder.
+pub fn cost(x: f64) -> Ns {
+    us(x)
+}

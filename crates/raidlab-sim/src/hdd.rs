@@ -1,0 +1,179 @@
+//! Hard disk: seek curve, rotation, media rate, on-drive write cache,
+//! sequential streaming, and reordering of the tagged queue (the drive
+//! serves the queued request with the shortest positioning time next).
+//!
+//! The platter's angle at time `t` is `t / revolution`; the sector at byte
+//! `o` sits at angle `o / bytes_per_track` on its track, so rotational
+//! latency follows from the clock instead of a random draw.
+
+use crate::engine::{us, xfer_ns, CompId, Ctx, Op, Req, ReqId, NONE};
+use raidlab_core::preset::HddParams;
+use raidlab_core::units::Ns;
+use std::collections::VecDeque;
+
+const EV_DONE: u8 = 0;
+const EV_ACK: u8 = 1;
+/// Phase marking a background destage of the drive's write cache.
+const BACKGROUND: u8 = 1;
+
+/// One hard disk.
+pub struct Hdd {
+    /// Label.
+    pub label: String,
+    id: CompId,
+    host: CompId,
+    capacity: u64,
+    rev: f64,
+    track_bytes: f64,
+    seek_track: f64,
+    seek_k: f64,
+    seek_full: f64,
+    media_mbps: f64,
+    link_mbps: f64,
+    link_cmd: Ns,
+    cmd: Ns,
+    qd: usize,
+    wc: bool,
+    cache_bytes: u64,
+    dirty: u64,
+    queue: Vec<ReqId>,
+    waitq: VecDeque<ReqId>,
+    outstanding: usize,
+    busy: bool,
+    head: f64,
+    last_end: u64,
+    /// Busy ns of the actuator.
+    pub busy_ns: Ns,
+}
+
+impl Hdd {
+    /// A disk from its preset.
+    pub fn new(label: String, id: CompId, host: CompId, p: &HddParams, wc: bool, link_mbps: f64) -> Hdd {
+        let rev = 60e9 / p.rpm;
+        // E[sqrt(d)] = 8/15 for the distance d between two uniform points.
+        let seek_k = ((p.seek_avg_ms - p.seek_track_ms) * 1e6 / (8.0 / 15.0)).max(0.0);
+        Hdd {
+            label,
+            id,
+            host,
+            capacity: ((p.capacity_gb * 1e9) as u64) & !4095,
+            rev,
+            track_bytes: p.media_mbps * 1e6 * rev / 1e9,
+            seek_track: p.seek_track_ms * 1e6,
+            seek_k,
+            seek_full: p.seek_full_ms * 1e6,
+            media_mbps: p.media_mbps,
+            link_mbps,
+            link_cmd: us(p.link_cmd_us),
+            cmd: us(p.cmd_us),
+            qd: p.queue_depth as usize,
+            wc,
+            cache_bytes: (p.cache_mb as u64) << 20,
+            dirty: 0,
+            queue: Vec::new(),
+            waitq: VecDeque::new(),
+            outstanding: 0,
+            busy: false,
+            head: 0.0,
+            last_end: u64::MAX,
+            busy_ns: 0,
+        }
+    }
+
+    /// Bytes addressable.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn positioning(&self, now: Ns, r: &Req) -> f64 {
+        if r.offset == self.last_end {
+            return 0.0; // streaming: the head is already there
+        }
+        let x = r.offset as f64 / self.capacity as f64;
+        let d = (x - self.head).abs();
+        let seek = if d < 1e-9 { 0.0 } else { (self.seek_track + self.seek_k * d.sqrt()).min(self.seek_full) };
+        let t_arrive = now as f64 + self.cmd as f64 + seek;
+        let target = (r.offset as f64 / self.track_bytes).fract();
+        let angle = (t_arrive / self.rev).fract();
+        let mut wait = target - angle;
+        if wait < 0.0 {
+            wait += 1.0;
+        }
+        seek + wait * self.rev
+    }
+
+    /// A request arrives.
+    pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
+        if self.outstanding >= self.qd {
+            self.waitq.push_back(id);
+            return;
+        }
+        self.outstanding += 1;
+        self.accept(ctx, id);
+    }
+
+    fn accept(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let r = ctx.reqs[id];
+        if r.op == Op::Write && self.wc && self.dirty + r.len as u64 <= self.cache_bytes {
+            // Acknowledge from cache; destage in the background.
+            self.dirty += r.len as u64;
+            let bg = ctx.reqs.alloc(Req { parent: NONE, phase: BACKGROUND, comp: self.id, t0: ctx.now, ..r });
+            self.queue.push(bg);
+            let t = ctx.now + self.link_cmd + xfer_ns(r.len as u64, self.link_mbps);
+            ctx.schedule(t, self.id, id, EV_ACK);
+        } else {
+            self.queue.push(id);
+        }
+        self.dispatch(ctx);
+    }
+
+    fn dispatch(&mut self, ctx: &mut Ctx) {
+        if self.busy || self.queue.is_empty() {
+            return;
+        }
+        let now = ctx.now;
+        let mut best = 0;
+        let mut bt = f64::MAX;
+        for (i, &q) in self.queue.iter().enumerate() {
+            let t = self.positioning(now, &ctx.reqs[q]);
+            if t < bt {
+                bt = t;
+                best = i;
+            }
+        }
+        let id = self.queue.swap_remove(best);
+        let r = ctx.reqs[id];
+        let service = self.cmd + bt as Ns + xfer_ns(r.len as u64, self.media_mbps);
+        self.busy = true;
+        self.busy_ns += service;
+        let end = r.offset + r.len as u64;
+        self.head = end as f64 / self.capacity as f64;
+        self.last_end = end;
+        ctx.schedule(now + service, self.id, id, EV_DONE);
+    }
+
+    fn finish_host(&mut self, ctx: &mut Ctx, id: ReqId) {
+        self.outstanding -= 1;
+        ctx.complete(id, self.host);
+        if let Some(n) = self.waitq.pop_front() {
+            self.outstanding += 1;
+            self.accept(ctx, n);
+        }
+    }
+
+    /// A timed event of this disk.
+    pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
+        if kind == EV_ACK {
+            self.finish_host(ctx, id);
+            return;
+        }
+        self.busy = false;
+        if ctx.reqs[id].phase == BACKGROUND {
+            self.dirty -= ctx.reqs[id].len as u64;
+            ctx.reqs.release(id);
+        } else {
+            self.finish_host(ctx, id);
+        }
+        self.dispatch(ctx);
+    }
+}

@@ -1,0 +1,128 @@
+//! The host: jobs that keep `iodepth` I/Os outstanding each (fio's model),
+//! the block layer's CPU cost per I/O, think time, and the measurement window.
+
+use crate::engine::{CompId, Ctx, Op, Req, ReqId, HOST_CPU, NONE};
+use crate::metrics::Metrics;
+use raidlab_core::units::Ns;
+use raidlab_core::workload::JobStream;
+
+const EV_SUBMIT: u8 = 0;
+const EV_THINK: u8 = 1;
+
+/// The host component.
+pub struct Host {
+    id: CompId,
+    root: CompId,
+    block_ns: Ns,
+    think: Ns,
+    iodepth: u32,
+    streams: Vec<JobStream>,
+    inflight: Vec<u32>,
+    done_jobs: Vec<bool>,
+    exhausted: usize,
+    /// Start of the measurement window.
+    pub window_start: Ns,
+    /// End of the window (time-based runs).
+    pub window_end: Option<Ns>,
+    /// Last completion inside the window.
+    pub last_completion: Ns,
+    /// Measurements.
+    pub metrics: Metrics,
+    /// Host I/Os completed (all).
+    pub completed: u64,
+    total_inflight: u64,
+}
+
+impl Host {
+    /// A host issuing `streams` (one per job) to `root`.
+    pub fn new(id: CompId, root: CompId, block_ns: Ns, think: Ns, iodepth: u32, streams: Vec<JobStream>) -> Host {
+        let n = streams.len();
+        Host {
+            id,
+            root,
+            block_ns,
+            think,
+            iodepth,
+            streams,
+            inflight: vec![0; n],
+            done_jobs: vec![false; n],
+            exhausted: 0,
+            window_start: 0,
+            window_end: None,
+            last_completion: 0,
+            metrics: Metrics::default(),
+            completed: 0,
+            total_inflight: 0,
+        }
+    }
+
+    /// Every job has issued its last I/O and all have completed.
+    pub fn finished(&self) -> bool {
+        self.exhausted == self.streams.len() && self.total_inflight == 0
+    }
+
+    /// Issue the first `iodepth` I/Os of every job.
+    pub fn start(&mut self, ctx: &mut Ctx) {
+        for j in 0..self.streams.len() {
+            for _ in 0..self.iodepth {
+                self.issue(ctx, j);
+            }
+        }
+    }
+
+    fn issue(&mut self, ctx: &mut Ctx, job: usize) {
+        if self.window_end.is_some_and(|e| ctx.now >= e) {
+            return;
+        }
+        let Some(io) = self.streams[job].next() else {
+            if !self.done_jobs[job] {
+                self.done_jobs[job] = true;
+                self.exhausted += 1;
+            }
+            return;
+        };
+        let id = ctx.reqs.alloc(Req {
+            offset: io.offset,
+            len: io.len,
+            op: if io.read { Op::Read } else { Op::Write },
+            parent: NONE,
+            pending: 0,
+            comp: self.id,
+            t0: ctx.now,
+            tag: job as u32,
+            phase: 0,
+        });
+        self.inflight[job] += 1;
+        self.total_inflight += 1;
+        let t = ctx.reserve(HOST_CPU, ctx.now, self.block_ns);
+        ctx.schedule(t, self.id, id, EV_SUBMIT);
+    }
+
+    /// A timed event.
+    pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
+        match kind {
+            EV_SUBMIT => ctx.submit(self.root, id),
+            _ => self.issue(ctx, id as usize),
+        }
+    }
+
+    /// A host I/O finished.
+    pub fn done(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let r = ctx.reqs[id];
+        ctx.reqs.release(id);
+        let now = ctx.now;
+        if now >= self.window_start && self.window_end.is_none_or(|e| now <= e) {
+            self.metrics.record(r.op == Op::Read, r.len, now - r.t0);
+            self.last_completion = now;
+        }
+        self.completed += 1;
+        let job = r.tag as usize;
+        self.inflight[job] -= 1;
+        self.total_inflight -= 1;
+        if self.think > 0 {
+            ctx.schedule(now + self.think, self.id, job as ReqId, EV_THINK);
+        } else {
+            self.issue(ctx, job);
+        }
+    }
+}

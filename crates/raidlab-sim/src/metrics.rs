@@ -1,0 +1,90 @@
+//! Latency and throughput accounting of host I/Os (HDR histograms).
+
+use hdrhistogram::Histogram;
+use raidlab_core::result::{DirStats, Summary};
+use raidlab_core::units::Ns;
+
+/// Figures of one direction.
+pub struct DirMetrics {
+    /// I/Os completed in the window.
+    pub count: u64,
+    /// Bytes moved in the window.
+    pub bytes: u64,
+    /// Sum of latencies, ns.
+    pub lat_sum: u128,
+    /// Latency histogram, ns.
+    pub hist: Histogram<u64>,
+}
+
+impl DirMetrics {
+    fn new() -> Self {
+        DirMetrics {
+            count: 0,
+            bytes: 0,
+            lat_sum: 0,
+            // 1 ns .. 1 hour, 3 significant digits.
+            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds"),
+        }
+    }
+
+    fn stats(&self, secs: f64) -> DirStats {
+        if self.count == 0 || secs <= 0.0 {
+            return DirStats::default();
+        }
+        DirStats {
+            iops: self.count as f64 / secs,
+            mbps: self.bytes as f64 / secs / 1e6,
+            lat_avg_ms: self.lat_sum as f64 / self.count as f64 / 1e6,
+        }
+    }
+}
+
+/// Host-side measurements.
+pub struct Metrics {
+    /// Reads.
+    pub read: DirMetrics,
+    /// Writes.
+    pub write: DirMetrics,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics { read: DirMetrics::new(), write: DirMetrics::new() }
+    }
+}
+
+impl Metrics {
+    /// Record one completed I/O.
+    #[inline]
+    pub fn record(&mut self, read: bool, bytes: u32, lat: Ns) {
+        let d = if read { &mut self.read } else { &mut self.write };
+        d.count += 1;
+        d.bytes += bytes as u64;
+        d.lat_sum += lat as u128;
+        d.hist.saturating_record(lat.max(1));
+    }
+
+    /// Summary over a window of `secs` seconds.
+    pub fn summary(&self, secs: f64) -> Summary {
+        let mut all = self.read.hist.clone();
+        all.add(&self.write.hist).expect("same histogram bounds");
+        let count = self.read.count + self.write.count;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let r = self.read.stats(secs);
+        let w = self.write.stats(secs);
+        if count == 0 || secs <= 0.0 {
+            return Summary { read: r, write: w, ..Summary::default() };
+        }
+        Summary {
+            iops: count as f64 / secs,
+            mbps: (self.read.bytes + self.write.bytes) as f64 / secs / 1e6,
+            lat_avg_ms: (self.read.lat_sum + self.write.lat_sum) as f64 / count as f64 / 1e6,
+            lat_max_ms: ms(all.max()),
+            lat_p50_ms: ms(all.value_at_quantile(0.5)),
+            lat_p99_ms: ms(all.value_at_quantile(0.99)),
+            lat_p999_ms: ms(all.value_at_quantile(0.999)),
+            read: r,
+            write: w,
+        }
+    }
+}

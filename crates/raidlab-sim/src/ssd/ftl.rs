@@ -1,0 +1,381 @@
+//! Page-mapped flash translation layer: out-of-place writes into a per-die
+//! active block, greedy garbage collection (victim = the closed block with the
+//! fewest valid units, found in O(1) through per-die buckets indexed by valid
+//! count), relocation within the die (copy-back), and a functional warm-up
+//! that reaches `fill` or `steady` state without timing.
+//!
+//! Mapping unit: 4 KiB. A NAND page holds `upp` units.
+//!
+//! **Folding.** Tables are kept at full resolution up to [`FOLD_UNITS`]
+//! logical units (4 GiB). A larger drive folds its logical space modulo that
+//! size and keeps the same ratio of physical to logical space. Greedy GC's
+//! write amplification depends on that ratio and on the access pattern, not on
+//! the absolute size, so uniform-random and sequential workloads see the same
+//! statistics, while memory stays at tens of MiB per drive.
+
+/// Largest number of logical units simulated per drive (4 GiB at 4 KiB).
+pub const FOLD_UNITS: u64 = 1 << 20;
+/// Marker for an unmapped entry.
+pub const INVALID: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    block: u32,
+    unit: u32,
+}
+
+/// Work the GC did on one die, to be charged to that die's timeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcWork {
+    /// NAND pages read for relocation.
+    pub read_pages: u32,
+    /// NAND pages programmed for relocation.
+    pub program_pages: u32,
+    /// Blocks erased.
+    pub erases: u32,
+}
+
+impl GcWork {
+    /// No work.
+    pub fn is_empty(&self) -> bool {
+        self.erases == 0 && self.read_pages == 0
+    }
+}
+
+/// The FTL state of one drive.
+pub struct Ftl {
+    upp: u32,
+    upb: u32,
+    dies: u32,
+    bpd: u32,
+    logical: u32,
+    threshold: u32,
+    l2p: Vec<u32>,
+    p2l: Vec<u32>,
+    valid: Vec<u16>,
+    closed: Vec<bool>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    heads: Vec<u32>,
+    free: Vec<Vec<u32>>,
+    active: Vec<Cursor>,
+    gc_active: Vec<Cursor>,
+    /// Units written by the host since the last reset.
+    pub host_units: u64,
+    /// Units relocated by GC since the last reset.
+    pub gc_units: u64,
+    /// Blocks erased since the last reset.
+    pub erases: u64,
+}
+
+impl Ftl {
+    /// An empty (fresh-out-of-box) FTL.
+    ///
+    /// * `logical_units`: 4 KiB units the host may address (after `op`);
+    /// * `physical_ratio`: physical flash / logical space (≥ 1);
+    /// * `upp`: units per page; `ppb`: pages per block; `dies`;
+    /// * `threshold`: free blocks per die below which GC runs.
+    pub fn new(logical_units: u64, physical_ratio: f64, upp: u32, ppb: u32, dies: u32, threshold: u32) -> Ftl {
+        let upb = upp * ppb;
+        let mut logical = logical_units.clamp(upb as u64, FOLD_UNITS) as u32;
+        let phys_units = (logical as f64 * physical_ratio) as u64;
+        let reserve = threshold + 3;
+        let bpd = ((phys_units / upb as u64 / dies as u64) as u32).max(reserve + 2);
+        // Keep at least `reserve` blocks per die beyond the logical space.
+        let usable = (bpd - reserve) as u64 * dies as u64 * upb as u64;
+        if (logical as u64) > usable {
+            logical = usable as u32;
+        }
+        let blocks = (bpd * dies) as usize;
+        let mut ftl = Ftl {
+            upp,
+            upb,
+            dies,
+            bpd,
+            logical,
+            threshold,
+            l2p: vec![INVALID; logical as usize],
+            p2l: vec![INVALID; blocks * upb as usize],
+            valid: vec![0; blocks],
+            closed: vec![false; blocks],
+            prev: vec![INVALID; blocks],
+            next: vec![INVALID; blocks],
+            heads: vec![INVALID; dies as usize * (upb as usize + 1)],
+            free: (0..dies).map(|d| (d * bpd..(d + 1) * bpd).rev().collect()).collect(),
+            active: Vec::new(),
+            gc_active: Vec::new(),
+            host_units: 0,
+            gc_units: 0,
+            erases: 0,
+        };
+        for d in 0..dies as usize {
+            let a = ftl.free[d].pop().unwrap();
+            let g = ftl.free[d].pop().unwrap();
+            ftl.active.push(Cursor { block: a, unit: 0 });
+            ftl.gc_active.push(Cursor { block: g, unit: 0 });
+        }
+        ftl
+    }
+
+    /// Simulated logical units (after folding).
+    pub fn logical_units(&self) -> u32 {
+        self.logical
+    }
+    /// Units per page.
+    pub fn upp(&self) -> u32 {
+        self.upp
+    }
+    /// Dies.
+    pub fn dies(&self) -> u32 {
+        self.dies
+    }
+
+    /// Fold a drive-level 4 KiB unit number into the simulated space.
+    #[inline]
+    pub fn fold(&self, lpn: u64) -> u32 {
+        (lpn % self.logical as u64) as u32
+    }
+
+    /// Physical location of a logical unit: (die, global page number).
+    #[inline]
+    pub fn lookup(&self, lpn: u32) -> Option<(u32, u32)> {
+        let u = self.l2p[lpn as usize];
+        (u != INVALID).then(|| {
+            let block = u / self.upb;
+            (block / self.bpd, u / self.upp)
+        })
+    }
+
+    #[inline]
+    fn bucket(&self, b: u32) -> usize {
+        (b / self.bpd) as usize * (self.upb as usize + 1) + self.valid[b as usize] as usize
+    }
+
+    fn bucket_insert(&mut self, b: u32) {
+        let h = self.bucket(b);
+        let head = self.heads[h];
+        self.next[b as usize] = head;
+        self.prev[b as usize] = INVALID;
+        if head != INVALID {
+            self.prev[head as usize] = b;
+        }
+        self.heads[h] = b;
+    }
+
+    fn bucket_remove(&mut self, b: u32) {
+        let (p, n) = (self.prev[b as usize], self.next[b as usize]);
+        if p != INVALID {
+            self.next[p as usize] = n;
+        } else {
+            let h = self.bucket(b);
+            self.heads[h] = n;
+        }
+        if n != INVALID {
+            self.prev[n as usize] = p;
+        }
+    }
+
+    #[inline]
+    fn invalidate(&mut self, u: u32) {
+        let b = u / self.upb;
+        self.p2l[u as usize] = INVALID;
+        if self.closed[b as usize] {
+            self.bucket_remove(b);
+            self.valid[b as usize] -= 1;
+            self.bucket_insert(b);
+        } else {
+            self.valid[b as usize] -= 1;
+        }
+    }
+
+    #[inline]
+    fn place(&mut self, lpn: u32, u: u32) {
+        let old = self.l2p[lpn as usize];
+        if old != INVALID {
+            self.invalidate(old);
+        }
+        self.l2p[lpn as usize] = u;
+        self.p2l[u as usize] = lpn;
+        self.valid[(u / self.upb) as usize] += 1;
+    }
+
+    fn close(&mut self, b: u32) {
+        self.closed[b as usize] = true;
+        self.bucket_insert(b);
+    }
+
+    /// Next free unit of the GC cursor of `die`, opening a block when needed.
+    fn gc_slot(&mut self, die: usize, work: &mut GcWork) -> u32 {
+        if self.gc_active[die].unit == self.upb {
+            let full = self.gc_active[die].block;
+            self.close(full);
+            let nb = self.free[die].pop().expect("GC reserve exhausted");
+            self.gc_active[die] = Cursor { block: nb, unit: 0 };
+        }
+        let c = &mut self.gc_active[die];
+        let u = c.block * self.upb + c.unit;
+        if c.unit % self.upp == 0 {
+            work.program_pages += 1;
+        }
+        c.unit += 1;
+        u
+    }
+
+    fn collect(&mut self, die: usize, work: &mut GcWork) {
+        let base = die * (self.upb as usize + 1);
+        while (self.free[die].len() as u32) < self.threshold {
+            let Some(v) = (0..=self.upb as usize).find(|&v| self.heads[base + v] != INVALID) else {
+                return;
+            };
+            if v == self.upb as usize {
+                return; // nothing reclaimable
+            }
+            let victim = self.heads[base + v];
+            self.bucket_remove(victim);
+            self.closed[victim as usize] = false;
+            let start = victim * self.upb;
+            let mut last_page = INVALID;
+            for u in start..start + self.upb {
+                let l = self.p2l[u as usize];
+                if l == INVALID {
+                    continue;
+                }
+                if u / self.upp != last_page {
+                    last_page = u / self.upp;
+                    work.read_pages += 1;
+                }
+                let dst = self.gc_slot(die, work);
+                self.p2l[u as usize] = INVALID;
+                self.valid[victim as usize] -= 1;
+                self.l2p[l as usize] = dst;
+                self.p2l[dst as usize] = l;
+                self.valid[(dst / self.upb) as usize] += 1;
+                self.gc_units += 1;
+            }
+            debug_assert_eq!(self.valid[victim as usize], 0);
+            work.erases += 1;
+            self.erases += 1;
+            self.free[die].push(victim);
+        }
+    }
+
+    /// Program one page on `die` holding `lpns` (≤ upp units; `INVALID`
+    /// entries are padding). Returns the GC work this triggered on the die.
+    pub fn write_page(&mut self, die: u32, lpns: &[u32]) -> GcWork {
+        let d = die as usize;
+        let mut work = GcWork::default();
+        if self.active[d].unit == self.upb {
+            let full = self.active[d].block;
+            self.close(full);
+            self.collect(d, &mut work);
+            let nb = self.free[d].pop().expect("flash exhausted: no free block after GC");
+            self.active[d] = Cursor { block: nb, unit: 0 };
+        }
+        let base = self.active[d].block * self.upb + self.active[d].unit;
+        for (i, &l) in lpns.iter().enumerate() {
+            if l != INVALID {
+                self.place(l, base + i as u32);
+                self.host_units += 1;
+            }
+        }
+        self.active[d].unit += self.upp;
+        work
+    }
+
+    /// Functional warm-up: write the whole logical space once, in order.
+    pub fn fill(&mut self) {
+        let mut die = 0;
+        let mut page = vec![INVALID; self.upp as usize];
+        let mut l = 0u32;
+        while l < self.logical {
+            for (i, slot) in page.iter_mut().enumerate() {
+                let x = l + i as u32;
+                *slot = if x < self.logical { x } else { INVALID };
+            }
+            self.write_page(die, &page);
+            die = (die + 1) % self.dies;
+            l += self.upp;
+        }
+    }
+
+    /// Functional warm-up to random-write steady state: fill, then overwrite
+    /// `passes` × the logical space at uniformly random units.
+    pub fn precondition_random(&mut self, passes: u32, seed: u64) {
+        self.fill();
+        let mut rng = raidlab_core::rng::Rng::new(seed);
+        let pages = passes as u64 * self.logical as u64 / self.upp as u64;
+        let mut page = vec![INVALID; self.upp as usize];
+        let mut die = 0;
+        for _ in 0..pages {
+            for slot in page.iter_mut() {
+                *slot = rng.below(self.logical as u64) as u32;
+            }
+            self.write_page(die, &page);
+            die = (die + 1) % self.dies;
+        }
+    }
+
+    /// Zero the counters (after warm-up, or at the start of a window).
+    pub fn reset_counters(&mut self) {
+        self.host_units = 0;
+        self.gc_units = 0;
+        self.erases = 0;
+    }
+
+    /// Check every invariant (tests).
+    pub fn check(&self) {
+        let mut valid = vec![0u16; self.valid.len()];
+        for (l, &u) in self.l2p.iter().enumerate() {
+            if u != INVALID {
+                assert_eq!(self.p2l[u as usize], l as u32, "l2p/p2l disagree");
+                valid[(u / self.upb) as usize] += 1;
+            }
+        }
+        assert_eq!(valid, self.valid, "valid counts");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_maps_everything_and_spreads_over_dies() {
+        let mut f = Ftl::new(4096, 1.1, 1, 64, 4, 2);
+        f.fill();
+        f.check();
+        assert!((0..f.logical_units()).all(|l| f.lookup(l).is_some()));
+        let dies: std::collections::BTreeSet<u32> = (0..8).map(|l| f.lookup(l).unwrap().0).collect();
+        assert_eq!(dies.len(), 4, "consecutive pages go to different dies");
+    }
+
+    #[test]
+    fn steady_state_write_amplification_falls_with_spare() {
+        let wa = |ratio: f64| {
+            let mut f = Ftl::new(1 << 16, ratio, 1, 64, 8, 2);
+            f.precondition_random(2, 1);
+            f.reset_counters();
+            let mut rng = raidlab_core::rng::Rng::new(2);
+            for i in 0..(1 << 16) {
+                f.write_page(i % 8, &[rng.below(f.logical_units() as u64) as u32]);
+            }
+            f.check();
+            (f.host_units + f.gc_units) as f64 / f.host_units as f64
+        };
+        let low = wa(1.074);
+        let high = wa(1.5);
+        // Greedy GC under uniform random writes: WA ≈ 1/(2·spare) + ... ; with
+        // 7 % spare it is several times higher than with 50 %.
+        assert!(low > 3.0 && low < 12.0, "wa at 7% spare = {low}");
+        assert!(high > 1.1 && high < 2.2, "wa at 50% spare = {high}");
+    }
+
+    #[test]
+    fn multi_unit_pages_and_folding() {
+        let mut f = Ftl::new(10 * FOLD_UNITS, 1.2, 4, 16, 2, 2);
+        assert_eq!(f.logical_units() as u64, FOLD_UNITS);
+        assert_eq!(f.fold(FOLD_UNITS + 5), 5);
+        f.precondition_random(1, 3);
+        f.check();
+    }
+}

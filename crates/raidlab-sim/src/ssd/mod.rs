@@ -1,0 +1,271 @@
+//! Flash SSD: host link, native command queue, firmware CPU, DRAM write
+//! buffer, NAND channels × dies, page-mapped FTL with greedy GC, internal
+//! sequential read-ahead.
+//!
+//! A read costs the link a command frame, the firmware its per-command and
+//! per-KiB cost, the dies their array reads and the channels their transfers,
+//! then the link the data. A write moves its data over the link, costs the
+//! firmware, and completes in the buffer (`wc=on`) or after its pages are
+//! programmed (`wc=off`). Garbage collection runs on the die that needs a
+//! free block, holding that die for the relocations and the erase: this is
+//! where the rare long latencies come from.
+
+pub mod cache;
+pub mod ftl;
+pub mod nand;
+
+use crate::engine::{us, xfer_ns, CompId, Ctx, Op, Pool, ReqId, Server};
+use cache::WriteBuffer;
+use ftl::{Ftl, INVALID};
+use nand::Nand;
+use raidlab_core::preset::SsdParams;
+use raidlab_core::topology::SsdState;
+use raidlab_core::units::Ns;
+use std::collections::VecDeque;
+
+const EV_XFER: u8 = 0;
+const EV_DONE: u8 = 1;
+const UNIT: u64 = 4096;
+
+/// Counters of one drive.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SsdCounters {
+    /// Busy ns of the link.
+    pub link_busy: Ns,
+    /// Busy ns of the firmware (summed over cores).
+    pub fw_busy: Ns,
+    /// Busy ns of the dies (summed).
+    pub die_busy: Ns,
+    /// Host units written to the FTL.
+    pub host_units: u64,
+    /// Units relocated by GC.
+    pub gc_units: u64,
+}
+
+/// One SSD.
+pub struct Ssd {
+    /// Label, `x25e#0`.
+    pub label: String,
+    id: CompId,
+    host: CompId,
+    link: Server,
+    link_cmd: Ns,
+    link_mbps: f64,
+    fw: Pool,
+    fw_read: Ns,
+    fw_write: Ns,
+    fw_per_kb: f64,
+    nand: Nand,
+    ftl: Ftl,
+    buf: WriteBuffer,
+    wc: bool,
+    qd: u32,
+    outstanding: u32,
+    waitq: VecDeque<ReqId>,
+    ra_units: u64,
+    ra: (u64, u64, Ns),
+    last_read_end: u64,
+    die_rr: u32,
+    page: Vec<u32>,
+    capacity: u64,
+}
+
+impl Ssd {
+    /// Build a drive and bring it to `state` by functional warm-up.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        label: String,
+        id: CompId,
+        host: CompId,
+        p: &SsdParams,
+        wc: bool,
+        op: f64,
+        link_mbps: f64,
+        state: SsdState,
+        seed: u64,
+    ) -> Ssd {
+        let full_units = (p.capacity_gb * 1e9 / UNIT as f64) as u64;
+        let logical = ((full_units as f64) * (1.0 - op)) as u64;
+        let ratio = full_units as f64 * (1.0 + p.spare_pct / 100.0) / logical as f64;
+        let upp = p.page_kb / 4;
+        let dies = p.channels * p.dies_per_channel;
+        let mut ftl = Ftl::new(logical, ratio, upp, p.pages_per_block, dies, p.gc_free_blocks);
+        match state {
+            SsdState::Fob => {}
+            SsdState::Fill => ftl.fill(),
+            SsdState::Steady => ftl.precondition_random(2, seed),
+        }
+        ftl.reset_counters();
+        Ssd {
+            label,
+            id,
+            host,
+            link: Server::default(),
+            link_cmd: us(p.link_cmd_us),
+            link_mbps,
+            fw: Pool::new(p.fw_cores),
+            fw_read: us(p.fw_read_us),
+            fw_write: us(p.fw_write_us),
+            fw_per_kb: p.fw_us_per_kb * 1000.0,
+            nand: Nand::new(p),
+            ftl,
+            buf: WriteBuffer::new(p.write_buffer_kb / 4),
+            wc,
+            qd: p.queue_depth,
+            outstanding: 0,
+            waitq: VecDeque::new(),
+            ra_units: p.readahead_kb as u64 / 4,
+            ra: (0, 0, 0),
+            last_read_end: u64::MAX,
+            die_rr: 0,
+            page: Vec::with_capacity(upp as usize),
+            capacity: logical * UNIT,
+        }
+    }
+
+    /// Bytes the host may address.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// A request arrives.
+    pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
+        if self.outstanding >= self.qd {
+            self.waitq.push_back(id);
+            return;
+        }
+        self.outstanding += 1;
+        self.start(ctx, id);
+    }
+
+    fn fw_cost(&self, base: Ns, len: u32) -> Ns {
+        base + (self.fw_per_kb * len as f64 / 1024.0) as Ns
+    }
+
+    /// NAND reads of units `first..=last`, starting at `t`; returns when the data is out.
+    fn nand_read(&mut self, t: Ns, first: u64, last: u64) -> Ns {
+        let mut done = t;
+        let mut cur: Option<(u32, u32, u64)> = None; // (die, page, bytes)
+        for u in first..=last {
+            let lpn = self.ftl.fold(u);
+            let Some((die, page)) = self.ftl.lookup(lpn) else { continue };
+            match &mut cur {
+                Some((d, p, b)) if *d == die && *p == page => *b += UNIT,
+                _ => {
+                    if let Some((d, _, b)) = cur {
+                        done = done.max(self.nand.read(t, d, b));
+                    }
+                    cur = Some((die, page, UNIT));
+                }
+            }
+        }
+        if let Some((d, _, b)) = cur {
+            done = done.max(self.nand.read(t, d, b));
+        }
+        done
+    }
+
+    /// Program the page in `self.page` on the least busy die, after any GC it triggers.
+    fn program(&mut self, t: Ns) -> Ns {
+        let die = self.nand.least_busy(self.die_rr);
+        self.die_rr = self.die_rr.wrapping_add(1);
+        let work = self.ftl.write_page(die, &self.page);
+        let t = if work.is_empty() { t } else { self.nand.gc(t, die, work) };
+        self.nand.program(t, die)
+    }
+
+    fn start(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let r = ctx.reqs[id];
+        let now = ctx.now;
+        let first = r.offset / UNIT;
+        let last = (r.offset + r.len as u64 - 1) / UNIT;
+        match r.op {
+            Op::Read => {
+                let t = self.link.reserve(now, self.link_cmd);
+                let t = self.fw.reserve(t, self.fw_cost(self.fw_read, r.len));
+                let (ra0, ra1, ready) = self.ra;
+                let data = if first >= ra0 && last < ra1 {
+                    t.max(ready)
+                } else {
+                    self.nand_read(t, first, last)
+                };
+                if self.ra_units > 0 && r.offset == self.last_read_end && last + 1 >= ra1 {
+                    // Sequential stream: prefetch the next window into DRAM.
+                    let a = last + 1;
+                    let b = (last + self.ra_units).min(self.capacity / UNIT - 1);
+                    if a <= b {
+                        let ready = self.nand_read(t, a, b);
+                        self.ra = (a, b + 1, ready);
+                    }
+                }
+                self.last_read_end = r.offset + r.len as u64;
+                ctx.schedule(data, self.id, id, EV_XFER);
+            }
+            Op::Write => {
+                let t = self.link.reserve(now, self.link_cmd + xfer_ns(r.len as u64, self.link_mbps));
+                let mut t = self.fw.reserve(t, self.fw_cost(self.fw_write, r.len));
+                let upp = self.ftl.upp() as usize;
+                // A write over the read-ahead window makes it stale.
+                if first < self.ra.1 && last >= self.ra.0 {
+                    self.ra = (0, 0, 0);
+                }
+                if self.wc {
+                    t = self.buf.admit(t, (last - first + 1) as u32);
+                    for u in first..=last {
+                        let l = self.ftl.fold(u);
+                        self.buf.pending.push(l);
+                    }
+                    while self.buf.pending.len() >= upp {
+                        self.page.clear();
+                        self.page.extend(self.buf.pending.drain(..upp));
+                        let done = self.program(t);
+                        self.buf.programming(done, upp as u32);
+                    }
+                    ctx.schedule(t, self.id, id, EV_DONE);
+                } else {
+                    let mut done = t;
+                    let mut u = first;
+                    while u <= last {
+                        self.page.clear();
+                        for k in 0..upp as u64 {
+                            self.page.push(if u + k <= last { self.ftl.fold(u + k) } else { INVALID });
+                        }
+                        done = done.max(self.program(t));
+                        u += upp as u64;
+                    }
+                    ctx.schedule(done, self.id, id, EV_DONE);
+                }
+            }
+        }
+    }
+
+    /// A timed event of this drive.
+    pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
+        match kind {
+            EV_XFER => {
+                let len = ctx.reqs[id].len as u64;
+                let t = self.link.reserve(ctx.now, xfer_ns(len, self.link_mbps));
+                ctx.schedule(t, self.id, id, EV_DONE);
+            }
+            _ => {
+                self.outstanding -= 1;
+                ctx.complete(id, self.host);
+                if let Some(n) = self.waitq.pop_front() {
+                    self.outstanding += 1;
+                    self.start(ctx, n);
+                }
+            }
+        }
+    }
+
+    /// Counters for utilisation and write amplification.
+    pub fn counters(&self) -> SsdCounters {
+        SsdCounters {
+            link_busy: self.link.busy,
+            fw_busy: self.fw.busy / self.fw.servers() as Ns,
+            die_busy: self.nand.die_busy().0 / self.nand.die_busy().1 as Ns,
+            host_units: self.ftl.host_units,
+            gc_units: self.ftl.gc_units,
+        }
+    }
+}

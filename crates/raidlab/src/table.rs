@@ -1,0 +1,79 @@
+//! Plain-text tables for the terminal.
+
+use raidlab_core::preset::{Preset, PresetDb};
+use raidlab_core::result::RunResult;
+
+fn wl_line(r: &RunResult) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = r.workload.as_object() {
+        for k in ["rw", "bs", "iodepth", "numjobs", "rwmixread", "size", "runtime", "state"] {
+            if let Some(v) = m.get(k) {
+                if k == "rwmixread" && !matches!(m.get("rw").and_then(|x| x.as_str()), Some("rw" | "randrw")) {
+                    continue;
+                }
+                let s = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Number(n) if k == "bs" || k == "size" => {
+                        raidlab_core::units::format_size(n.as_u64().unwrap_or(0))
+                    }
+                    serde_json::Value::Number(n) if k == "runtime" => format!("{}s", n.as_f64().unwrap_or(0.0) / 1e9),
+                    other => other.to_string(),
+                };
+                parts.push(format!("{k}={s}"));
+            }
+        }
+    }
+    parts.join(" ")
+}
+
+/// Human-readable summary of a simulation.
+pub fn sim_table(r: &RunResult) -> String {
+    let s = &r.summary;
+    let mut o = String::new();
+    o += &format!("topology   {}\n", r.topology.split_whitespace().collect::<Vec<_>>().join(" "));
+    o += &format!("workload   {} (seed {})\n\n", wl_line(r), r.seed);
+    o += &format!("{:<7} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "", "IOPS", "MB/s", "avg ms", "p50 ms", "p99 ms", "p99.9 ms", "max ms");
+    o += &format!(
+        "{:<7} {:>12.1} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
+        "all", s.iops, s.mbps, s.lat_avg_ms, s.lat_p50_ms, s.lat_p99_ms, s.lat_p999_ms, s.lat_max_ms
+    );
+    for (name, d) in [("read", &s.read), ("write", &s.write)] {
+        if d.iops > 0.0 {
+            o += &format!("{:<7} {:>12.1} {:>10.1} {:>9.3}\n", name, d.iops, d.mbps, d.lat_avg_ms);
+        }
+    }
+    o += &format!("\n{:<18} {:<11} {:>6}  {:<9} {:>6}\n", "component", "kind", "util", "resource", "WA");
+    for c in &r.components {
+        o += &format!(
+            "{:<18} {:<11} {:>5.0}%  {:<9} {:>6}{}\n",
+            c.name,
+            c.kind,
+            c.utilization * 100.0,
+            c.resource.as_deref().unwrap_or(""),
+            c.write_amplification.map(|w| format!("{w:.2}")).unwrap_or_else(|| "-".into()),
+            if c.bottleneck { "  <- bottleneck" } else { "" }
+        );
+    }
+    if !r.components.iter().any(|c| c.bottleneck) {
+        o += "no resource saturated: the workload's queue depth limits throughput (latency-bound)\n";
+    }
+    o += &format!(
+        "\nhost CPU {:.1}%   simulated {:.3} s in {:.2} s wall, {} events, {} host I/Os\n",
+        r.host.cpu_util_pct, r.sim.simulated_s, r.sim.wall_s, r.sim.events, r.sim.host_ios
+    );
+    o
+}
+
+/// One line per preset.
+pub fn preset_list(db: &PresetDb) -> String {
+    let mut o = format!("{:<14} {:<11} {}\n", "name", "kind", "description");
+    for (n, p) in db.iter() {
+        o += &format!("{:<14} {:<11} {}\n", n, p.kind(), p.description());
+    }
+    o
+}
+
+/// A preset's header and its TOML.
+pub fn preset_detail(name: &str, p: &Preset, toml: &str) -> String {
+    format!("{name} ({}): {}\n\n{toml}", p.kind(), p.description())
+}
