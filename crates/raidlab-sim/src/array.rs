@@ -104,7 +104,7 @@ impl ArrayComp {
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
         let p = self.new_plan();
-        ctx.reqs[id].tag = p;
+        ctx.reqs[id].slot = p;
         ctx.reqs[id].phase = PHASE_READS;
         let parity = matches!(self.geo.level(), Level::Raid5 | Level::Raid6);
         let mut plan = std::mem::take(&mut self.plans[p as usize]);
@@ -152,7 +152,7 @@ impl ArrayComp {
     }
 
     fn issue(&mut self, ctx: &mut Ctx, id: ReqId, op: Op) {
-        let p = ctx.reqs[id].tag as usize;
+        let p = ctx.reqs[id].slot as usize;
         let list = match op {
             Op::Read => std::mem::take(&mut self.plans[p].reads),
             Op::Write => std::mem::take(&mut self.plans[p].writes),
@@ -168,6 +168,7 @@ impl ArrayComp {
                 comp: 0,
                 t0: ctx.now,
                 tag: e.member,
+                slot: 0,
                 phase: 0,
             });
             self.outstanding[e.member as usize] += 1;
@@ -183,7 +184,7 @@ impl ArrayComp {
     }
 
     fn after_reads(&mut self, ctx: &mut Ctx, id: ReqId) {
-        let p = ctx.reqs[id].tag as usize;
+        let p = ctx.reqs[id].slot as usize;
         ctx.reqs[id].phase = PHASE_WRITES;
         let bytes = self.plans[p].parity_bytes;
         if bytes > 0 {
@@ -197,7 +198,7 @@ impl ArrayComp {
 
     /// A timed event of this array.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
-        let p = ctx.reqs[id].tag as usize;
+        let p = ctx.reqs[id].slot as usize;
         match kind {
             EV_GO => {
                 if !self.plans[p].reads.is_empty() {
@@ -220,7 +221,7 @@ impl ArrayComp {
         if r.pending > 0 {
             return;
         }
-        let p = r.tag as usize;
+        let p = r.slot as usize;
         if r.op == Op::Write && r.phase == PHASE_READS {
             self.after_reads(ctx, id);
             return;

@@ -184,7 +184,7 @@ impl CtrlVol {
     }
 
     fn to_child(&mut self, ctx: &mut Ctx, id: ReqId, offset: u64, len: u64, op: Op, tag: u32) {
-        let child = ctx.reqs.alloc(Req { offset, len: len as u32, op, parent: id, pending: 0, comp: 0, t0: ctx.now, tag, phase: 0 });
+        let child = ctx.reqs.alloc(Req { offset, len: len as u32, op, parent: id, pending: 0, comp: 0, t0: ctx.now, tag, slot: 0, phase: 0 });
         ctx.reqs[id].pending += 1;
         ctx.submit(self.child, child);
     }
@@ -398,7 +398,8 @@ impl CtrlVol {
                 pending: 0,
                 comp: self.id,
                 t0: now,
-                tag: slot as u32,
+                tag: 0,
+                slot: slot as u32,
                 phase: DESTAGE,
             });
             self.destage_out[m] += 1;
@@ -416,11 +417,13 @@ impl CtrlVol {
                 self.destage_done(ctx, root);
             }
         }
-        // Wake up later for lines still held.
+        // Wake up when the oldest held line comes of age. A line that is of
+        // age but waits for its member's destage slot is picked up when a
+        // destage completes.
         if let Some(&l) = self.fifo.front() {
             if let Some(line) = self.lines.get(&l) {
-                let at = (line.first + self.cfg.destage_delay).max(now + 1);
-                if self.kick_at.is_none_or(|k| k > at || k < now) {
+                let at = line.first + self.cfg.destage_delay;
+                if at > now && self.kick_at.is_none_or(|k| k > at || k < now) {
                     self.kick_at = Some(at);
                     ctx.schedule(at, self.id, NONE, EV_KICK);
                 }
@@ -429,7 +432,7 @@ impl CtrlVol {
     }
 
     fn destage_done(&mut self, ctx: &mut Ctx, root: ReqId) {
-        let slot = ctx.reqs[root].tag as usize;
+        let slot = ctx.reqs[root].slot as usize;
         ctx.reqs.release(root);
         let d = self.destages[slot].take().expect("destage slot");
         let now = ctx.now;
@@ -525,4 +528,10 @@ impl CtrlVol {
 /// µs helper re-exported for the builder.
 pub fn cost(x: f64) -> Ns {
     us(x)
+}
+impl CtrlVol {
+    /// Debug: waiters.
+    pub fn debug_state(&self) -> String {
+        format!("ra={} waiters={} fifo={} dirty={} wait_space={}", self.ra.len(), self.ra.iter().map(|e| e.waiters.len()).sum::<usize>(), self.fifo.len(), self.dirty, self.wait_space.len())
+    }
 }

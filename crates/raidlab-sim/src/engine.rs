@@ -45,9 +45,11 @@ pub struct Req {
     pub comp: CompId,
     /// Time the request entered its component.
     pub t0: Ns,
-    /// Component-private word (job index, plan slot, ...).
+    /// Set by the request's creator (job index, member index, ...).
     pub tag: u32,
-    /// Component-private state.
+    /// Private to the component handling the request (plan slot, ...).
+    pub slot: u32,
+    /// Private to the component handling the request.
     pub phase: u8,
 }
 

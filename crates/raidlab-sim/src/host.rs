@@ -90,6 +90,7 @@ impl Host {
             comp: self.id,
             t0: ctx.now,
             tag: job as u32,
+            slot: 0,
             phase: 0,
         });
         self.inflight[job] += 1;

@@ -393,6 +393,10 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             }
         }
     }
+    if std::env::var("RAIDLAB_DEBUG").is_ok() {
+        eprintln!("live reqs {}", ctx.reqs.live());
+        for c in &comps { if let Comp::Ctrl(v) = c { eprintln!("{}", v.debug_state()); } }
+    }
     let Comp::Host(host) = &comps[0] else { unreachable!() };
     let end = match window_end {
         Some(e) => e,

@@ -4,14 +4,16 @@
 //! finish, so sustained writes run at the NAND's program rate.
 
 use raidlab_core::units::Ns;
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Occupancy of the write buffer, in 4 KiB units.
 pub struct WriteBuffer {
     cap: u32,
     used: u32,
-    /// Units whose program is under way: (time the program ends, units).
-    inflight: VecDeque<(Ns, u32)>,
+    /// Units whose program is under way: (time the program ends, units),
+    /// earliest first (programs on different dies end out of order).
+    inflight: BinaryHeap<Reverse<(Ns, u32)>>,
     /// Logical units waiting to fill a page.
     pub pending: Vec<u32>,
 }
@@ -19,17 +21,17 @@ pub struct WriteBuffer {
 impl WriteBuffer {
     /// A buffer of `cap` units (at least one page).
     pub fn new(cap: u32) -> Self {
-        WriteBuffer { cap: cap.max(1), used: 0, inflight: VecDeque::new(), pending: Vec::new() }
+        WriteBuffer { cap: cap.max(1), used: 0, inflight: BinaryHeap::new(), pending: Vec::new() }
     }
 
     /// Make room for `need` units at time `t`; returns the time the room is
     /// there (later than `t` when the buffer is full).
     pub fn admit(&mut self, mut t: Ns, need: u32) -> Ns {
-        while let Some(&(ft, n)) = self.inflight.front() {
+        while let Some(&Reverse((ft, n))) = self.inflight.peek() {
             if ft <= t || self.used + need > self.cap {
                 t = t.max(ft);
                 self.used -= n;
-                self.inflight.pop_front();
+                self.inflight.pop();
             } else {
                 break;
             }
@@ -40,7 +42,7 @@ impl WriteBuffer {
 
     /// `units` of the buffer are being programmed until `done`.
     pub fn programming(&mut self, done: Ns, units: u32) {
-        self.inflight.push_back((done, units));
+        self.inflight.push(Reverse((done, units)));
     }
 }
 
@@ -55,7 +57,7 @@ mod tests {
         b.programming(100, 2);
         assert_eq!(b.admit(0, 2), 0);
         b.programming(200, 2);
-        assert_eq!(b.admit(10, 2), 100, "waits for the first program");
+        assert_eq!(b.admit(10, 2), 100, "waits for the program that ends first");
         assert_eq!(b.admit(300, 1), 300);
     }
 }

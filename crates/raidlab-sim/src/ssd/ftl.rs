@@ -7,14 +7,23 @@
 //! Mapping unit: 4 KiB. A NAND page holds `upp` units.
 //!
 //! **Folding.** Tables are kept at full resolution up to [`FOLD_UNITS`]
-//! logical units (4 GiB). A larger drive folds its logical space modulo that
+//! logical units (1 GiB). A larger drive folds its logical space modulo that
 //! size and keeps the same ratio of physical to logical space. Greedy GC's
 //! write amplification depends on that ratio and on the access pattern, not on
 //! the absolute size, so uniform-random and sequential workloads see the same
-//! statistics, while memory stays at tens of MiB per drive.
+//! statistics, while the tables stay small enough for the cache and the
+//! warm-up stays well under a second per drive.
+//!
+//! **Block scaling.** Greedy GC needs many candidate blocks per die to show
+//! its real statistics. When folding would leave fewer than
+//! [`MIN_BLOCKS_PER_DIE`], the simulated erase block holds fewer pages (and
+//! the erase time is scaled by the same factor, see [`Ftl::block_scale`]), so
+//! erase work per byte written is unchanged.
 
-/// Largest number of logical units simulated per drive (4 GiB at 4 KiB).
-pub const FOLD_UNITS: u64 = 1 << 20;
+/// Largest number of logical units simulated per drive (1 GiB at 4 KiB).
+pub const FOLD_UNITS: u64 = 1 << 18;
+/// Fewest erase blocks per die the simulation keeps (see block scaling).
+pub const MIN_BLOCKS_PER_DIE: u64 = 128;
 /// Marker for an unmapped entry.
 pub const INVALID: u32 = u32::MAX;
 
@@ -46,6 +55,7 @@ impl GcWork {
 pub struct Ftl {
     upp: u32,
     upb: u32,
+    scale: f64,
     dies: u32,
     bpd: u32,
     logical: u32,
@@ -76,20 +86,26 @@ impl Ftl {
     /// * `upp`: units per page; `ppb`: pages per block; `dies`;
     /// * `threshold`: free blocks per die below which GC runs.
     pub fn new(logical_units: u64, physical_ratio: f64, upp: u32, ppb: u32, dies: u32, threshold: u32) -> Ftl {
-        let upb = upp * ppb;
-        let mut logical = logical_units.clamp(upb as u64, FOLD_UNITS) as u32;
-        let phys_units = (logical as f64 * physical_ratio) as u64;
+        let logical = logical_units.clamp((upp * ppb) as u64, FOLD_UNITS) as u32;
+        let phys_units = (logical as f64 * physical_ratio.max(1.0)) as u64;
+        let per_die = phys_units.div_ceil(dies as u64);
+        let ppb_sim = if per_die / (upp * ppb) as u64 >= MIN_BLOCKS_PER_DIE {
+            ppb
+        } else {
+            ((per_die / MIN_BLOCKS_PER_DIE / upp as u64) as u32).clamp(2, ppb)
+        };
+        let scale = ppb_sim as f64 / ppb as f64;
+        let upb = upp * ppb_sim;
+        // The blocks GC keeps free (its reserve and the two open blocks) are a
+        // negligible share of a real drive's thousands of blocks per die; here
+        // they come on top, so the simulated spare keeps the drive's ratio.
         let reserve = threshold + 3;
-        let bpd = ((phys_units / upb as u64 / dies as u64) as u32).max(reserve + 2);
-        // Keep at least `reserve` blocks per die beyond the logical space.
-        let usable = (bpd - reserve) as u64 * dies as u64 * upb as u64;
-        if (logical as u64) > usable {
-            logical = usable as u32;
-        }
+        let bpd = (per_die / upb as u64) as u32 + reserve;
         let blocks = (bpd * dies) as usize;
         let mut ftl = Ftl {
             upp,
             upb,
+            scale,
             dies,
             bpd,
             logical,
@@ -120,6 +136,10 @@ impl Ftl {
     /// Simulated logical units (after folding).
     pub fn logical_units(&self) -> u32 {
         self.logical
+    }
+    /// Simulated / real pages per erase block (1 unless block scaling applies).
+    pub fn block_scale(&self) -> f64 {
+        self.scale
     }
     /// Units per page.
     pub fn upp(&self) -> u32 {
@@ -221,9 +241,9 @@ impl Ftl {
         u
     }
 
-    fn collect(&mut self, die: usize, work: &mut GcWork) {
+    fn collect(&mut self, die: usize, target: u32, work: &mut GcWork) {
         let base = die * (self.upb as usize + 1);
-        while (self.free[die].len() as u32) < self.threshold {
+        while (self.free[die].len() as u32) < target {
             let Some(v) = (0..=self.upb as usize).find(|&v| self.heads[base + v] != INVALID) else {
                 return;
             };
@@ -267,7 +287,7 @@ impl Ftl {
         if self.active[d].unit == self.upb {
             let full = self.active[d].block;
             self.close(full);
-            self.collect(d, &mut work);
+            self.collect(d, self.threshold, &mut work);
             let nb = self.free[d].pop().expect("flash exhausted: no free block after GC");
             self.active[d] = Cursor { block: nb, unit: 0 };
         }
@@ -279,6 +299,17 @@ impl Ftl {
             }
         }
         self.active[d].unit += self.upp;
+        work
+    }
+
+    /// Background GC: when `die` is down to its reserve, reclaim one block
+    /// more than the reserve now, so the next host page placed there does not
+    /// wait for a collection. Returns the work done (empty if none needed).
+    pub fn gc_ahead(&mut self, die: u32) -> GcWork {
+        let mut work = GcWork::default();
+        if (self.free[die as usize].len() as u32) <= self.threshold {
+            self.collect(die as usize, self.threshold + 1, &mut work);
+        }
         work
     }
 
@@ -374,6 +405,9 @@ mod tests {
     fn multi_unit_pages_and_folding() {
         let mut f = Ftl::new(10 * FOLD_UNITS, 1.2, 4, 16, 2, 2);
         assert_eq!(f.logical_units() as u64, FOLD_UNITS);
+        assert_eq!(f.block_scale(), 1.0);
+        let g = Ftl::new(10 * FOLD_UNITS, 1.07, 4, 256, 64, 2);
+        assert!(g.block_scale() < 0.5, "large MLC blocks are scaled to keep enough blocks per die");
         assert_eq!(f.fold(FOLD_UNITS + 5), 5);
         f.precondition_random(1, 3);
         f.check();

@@ -107,7 +107,7 @@ impl Ssd {
             fw_read: us(p.fw_read_us),
             fw_write: us(p.fw_write_us),
             fw_per_kb: p.fw_us_per_kb * 1000.0,
-            nand: Nand::new(p),
+            nand: Nand::new(p, ftl.block_scale()),
             ftl,
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
             wc,
@@ -167,7 +167,17 @@ impl Ssd {
 
     /// Program the page in `self.page` on the least busy die, after any GC it triggers.
     fn program(&mut self, t: Ns) -> Ns {
-        let die = self.nand.least_busy(self.die_rr);
+        // A die that is down to its reserve collects in the background first;
+        // the page then goes to whichever die is free soonest.
+        let mut die = self.nand.least_busy(self.die_rr);
+        for _ in 0..self.ftl.dies() {
+            let w = self.ftl.gc_ahead(die);
+            if w.is_empty() {
+                break;
+            }
+            self.nand.gc(t, die, w);
+            die = self.nand.least_busy(self.die_rr);
+        }
         self.die_rr = self.die_rr.wrapping_add(1);
         let work = self.ftl.write_page(die, &self.page);
         let t = if work.is_empty() { t } else { self.nand.gc(t, die, work) };

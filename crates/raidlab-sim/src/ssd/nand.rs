@@ -24,15 +24,16 @@ pub struct Nand {
 }
 
 impl Nand {
-    /// Flash of the given drive.
-    pub fn new(p: &SsdParams) -> Nand {
+    /// Flash of the given drive; `block_scale` scales the erase time when the
+    /// FTL simulates smaller erase blocks than the real ones.
+    pub fn new(p: &SsdParams, block_scale: f64) -> Nand {
         let dies = p.channels * p.dies_per_channel;
         Nand {
             dies: vec![Server::default(); dies as usize],
             channels: vec![Server::default(); p.channels as usize],
             t_read: us(p.read_us),
             t_prog: us(p.program_us),
-            t_erase: us(p.erase_us),
+            t_erase: (us(p.erase_us) as f64 * block_scale) as Ns,
             ch_mbps: p.channel_mbps,
             page_bytes: p.page_kb as u64 * 1024,
         }
