@@ -283,13 +283,27 @@ fn check(name: &str, p: &Preset) -> Result<()> {
             if s.pages_per_block < 2 || s.queue_depth == 0 || s.fw_cores == 0 || s.gc_free_blocks == 0 {
                 return bad("pages_per_block ≥ 2, queue_depth, fw_cores and gc_free_blocks ≥ 1");
             }
-            if !(s.spare_pct >= 1.0) {
-                return bad("spare_pct must be at least 1 (an FTL needs spare blocks)");
+            if !(s.spare_pct >= 1.0 && s.spare_pct <= 1000.0) {
+                return bad("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)");
+            }
+            if s.capacity_gb > 1e6 || s.channels > 256 || s.dies_per_channel > 256 || s.page_kb > 64 || s.pages_per_block > 2048 {
+                return bad("out of range: capacity_gb ≤ 1e6, channels and dies_per_channel ≤ 256, page_kb ≤ 64, pages_per_block ≤ 2048");
+            }
+            if s.queue_depth > 65536 || s.fw_cores > 256 || s.write_buffer_kb > 1 << 24 || s.gc_free_blocks > 64 || s.readahead_kb > 1 << 20 {
+                return bad("out of range: queue_depth ≤ 65536, fw_cores ≤ 256, write_buffer_kb ≤ 16 GiB, gc_free_blocks ≤ 64, readahead_kb ≤ 1 GiB");
+            }
+            let times = [s.link_cmd_us, s.fw_read_us, s.fw_write_us, s.fw_us_per_kb, s.read_us, s.program_us, s.erase_us];
+            if times.iter().any(|t| !(0.0..=1e7).contains(t)) || s.link_mbps > 1e6 || s.channel_mbps > 1e6 {
+                return bad("times must be from 0 to 1e7 us and rates at most 1e6 MB/s");
             }
         }
         Preset::Hdd(h) => {
             if !(h.capacity_gb > 0.0 && h.rpm > 0.0 && h.media_mbps > 0.0 && h.link_mbps > 0.0) || h.queue_depth == 0 {
                 return bad("capacity_gb, rpm, media_mbps, link_mbps and queue_depth must be positive");
+            }
+            let times = [h.seek_track_ms, h.seek_avg_ms, h.seek_full_ms, h.link_cmd_us / 1000.0, h.cmd_us / 1000.0];
+            if times.iter().any(|t| !(0.0..=1e4).contains(t)) || h.capacity_gb > 1e6 || h.rpm > 1e6 || h.queue_depth > 65536 || h.cache_mb > 1 << 20 {
+                return bad("out of range: times 0..1e4 ms, capacity_gb ≤ 1e6, rpm ≤ 1e6, queue_depth ≤ 65536, cache_mb ≤ 1 TiB");
             }
         }
         Preset::Controller(c) => {
@@ -305,13 +319,23 @@ fn check(name: &str, p: &Preset) -> Result<()> {
             if !matches!(c.readahead.as_str(), "on" | "off" | "adaptive") {
                 return bad("readahead must be on, off or adaptive");
             }
-            if c.destage_per_member == 0 || c.default_stripe_kb < 4 || !c.default_stripe_kb.is_power_of_two() {
-                return bad("destage_per_member ≥ 1 and default_stripe_kb a power of two ≥ 4");
+            if c.destage_per_member == 0 || c.default_stripe_kb < 4 || !c.default_stripe_kb.is_power_of_two() || c.default_stripe_kb > 1 << 20 {
+                return bad("destage_per_member ≥ 1 and default_stripe_kb a power of two from 4 to 1048576");
+            }
+            let times = [c.roc_cmd_us, c.roc_member_cmd_us, c.fw_latency_us, c.destage_delay_ms * 1000.0];
+            if times.iter().any(|t| !(0.0..=1e7).contains(t)) || c.roc_cores > 256 || c.ports > 4096 || c.pcie_lanes > 32 || !(c.slot_limit_mbps >= 0.0) {
+                return bad("out of range: times 0..1e7 us, roc_cores ≤ 256, ports ≤ 4096, pcie_lanes ≤ 32, slot_limit_mbps ≥ 0");
             }
         }
         Preset::Host(h) => {
             if h.cores == 0 || !(h.ghz > 0.0 && h.ref_ghz > 0.0) {
                 return bad("cores, ghz and ref_ghz must be positive");
+            }
+            if h.cores > 4096 || !(h.block_layer_us >= 0.0 && h.block_layer_us <= 1e6) {
+                return bad("out of range: cores ≤ 4096, block_layer_us 0..1e6");
+            }
+            if h.impls.values().any(|i| !(i.xor_mbps > 0.0 && i.pq_mbps > 0.0 && i.req_us >= 0.0 && i.member_us >= 0.0)) {
+                return bad("impl profiles need positive xor_mbps and pq_mbps and non-negative costs");
             }
             for k in ["md", "lvm", "windows"] {
                 if !h.impls.contains_key(k) {

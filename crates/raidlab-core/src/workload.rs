@@ -262,6 +262,49 @@ impl Workload {
         self.bssplit.iter().map(|x| x.0).max().unwrap_or(self.bs).max(self.bs)
     }
 
+    /// The workload as a JSON object in the key vocabulary of SPEC §3
+    /// (sizes in bytes, `runtime`/`ramp_time` in seconds, `thinktime` in µs).
+    pub fn to_json(&self, seed: u64) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert("rw".into(), self.rw.word().into());
+        m.insert("bs".into(), self.bs.into());
+        if !self.bssplit.is_empty() {
+            let s: Vec<String> = self.bssplit.iter().map(|(b, p)| format!("{}/{p}", format_size(*b))).collect();
+            m.insert("bssplit".into(), s.join(":").into());
+        }
+        m.insert("rwmixread".into(), self.rwmixread.into());
+        m.insert("percentage_random".into(), self.percentage_random.into());
+        m.insert("iodepth".into(), self.iodepth.into());
+        m.insert("numjobs".into(), self.numjobs.into());
+        if let Some(s) = self.size {
+            m.insert("size".into(), s.into());
+        }
+        if let Some(r) = self.runtime {
+            m.insert("runtime".into(), (r as f64 / 1e9).into());
+        }
+        m.insert("ramp_time".into(), (self.ramp_time as f64 / 1e9).into());
+        let dist = match self.random_distribution {
+            Dist::Random => "random".to_string(),
+            Dist::Zipf(t) => format!("zipf:{t}"),
+            Dist::Pareto(h) => format!("pareto:{h}"),
+        };
+        m.insert("random_distribution".into(), dist.into());
+        m.insert("thinktime".into(), (self.thinktime / 1000).into());
+        m.insert("seed".into(), seed.into());
+        if let Some(p) = self.preset {
+            let w = match p {
+                WorkloadPreset::Latency => "latency",
+                WorkloadPreset::Light => "light",
+                WorkloadPreset::Heavy => "heavy",
+            };
+            m.insert("preset".into(), w.into());
+        }
+        if let Some(st) = self.state {
+            m.insert("state".into(), st.word().into());
+        }
+        serde_json::Value::Object(m)
+    }
+
     /// The workload as fio job-file lines (`key=value`), for export and labels.
     pub fn to_pairs(&self) -> Vec<(String, String)> {
         let mut v = vec![("rw".to_string(), self.rw.word().to_string())];

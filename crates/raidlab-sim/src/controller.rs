@@ -29,7 +29,6 @@ const EV_ACCEPT: u8 = 3;
 const DESTAGE: u8 = 9;
 const RA_ENTRIES: usize = 32;
 const STREAMS: usize = 16;
-const SCAN: usize = 256;
 
 /// Shared resources of one physical controller.
 #[derive(Debug, Clone, Copy)]
@@ -90,6 +89,7 @@ struct RaEntry {
 struct Line {
     bits: u64,
     first: Ns,
+    member: u32,
     queued: bool,
     in_destage: bool,
 }
@@ -125,7 +125,8 @@ pub struct CtrlVol {
     gran: u64,
     dirty: u64,
     lines: HashMap<u64, Line>,
-    fifo: VecDeque<u64>,
+    /// Dirty lines waiting for destage, oldest first, one queue per member.
+    fifos: Vec<VecDeque<u64>>,
     destages: Vec<Option<Destage>>,
     destage_out: Vec<u32>,
     limit_since: Vec<Ns>,
@@ -152,7 +153,7 @@ impl CtrlVol {
             gran,
             dirty: 0,
             lines: HashMap::new(),
-            fifo: VecDeque::new(),
+            fifos: vec![VecDeque::new(); members],
             destages: Vec::new(),
             destage_out: vec![0; members],
             limit_since: vec![0; members],
@@ -295,12 +296,14 @@ impl CtrlVol {
             let la = a.max(l * self.line_bytes);
             let lb = b.min((l + 1) * self.line_bytes);
             let bits = self.bits_for(la, lb);
+            let member = self.member_of(l) as u32;
             let e = self.lines.entry(l).or_default();
             e.bits |= bits;
+            e.member = member;
             if !e.queued && !e.in_destage {
                 e.queued = true;
                 e.first = ctx.now;
-                self.fifo.push_back(l);
+                self.fifos[member as usize].push_back(l);
             }
             l += 1;
         }
@@ -325,35 +328,50 @@ impl CtrlVol {
         full.then_some(all)
     }
 
+    /// Oldest queued line of member `m`, dropping stale queue entries.
+    fn front(&mut self, m: usize) -> Option<(u64, Ns)> {
+        while let Some(&l) = self.fifos[m].front() {
+            match self.lines.get(&l) {
+                Some(x) if x.queued => return Some((l, x.first)),
+                _ => {
+                    self.fifos[m].pop_front();
+                }
+            }
+        }
+        None
+    }
+
     fn kick(&mut self, ctx: &mut Ctx) {
         let now = ctx.now;
         let limit = self.cfg.destage_per_member;
-        loop {
-            // Drop stale entries at the front.
-            while let Some(&l) = self.fifo.front() {
-                if self.lines.get(&l).is_some_and(|x| x.queued) {
+        let pressure = !self.wait_space.is_empty();
+        let mut wake: Option<Ns> = None;
+        for m in 0..self.fifos.len() {
+            while self.destage_out[m] < limit {
+                let Some((l, first)) = self.front(m) else { break };
+                if !pressure && now < first + self.cfg.destage_delay {
+                    let at = first + self.cfg.destage_delay;
+                    wake = Some(wake.map_or(at, |w: Ns| w.min(at)));
                     break;
                 }
-                self.fifo.pop_front();
+                self.fifos[m].pop_front();
+                self.start_destage(ctx, l, m);
             }
-            let pressure = !self.wait_space.is_empty();
-            let mut chosen = None;
-            for (i, &l) in self.fifo.iter().enumerate().take(SCAN) {
-                let Some(line) = self.lines.get(&l) else { continue };
-                if !line.queued {
-                    continue;
-                }
-                if !pressure && now < line.first + self.cfg.destage_delay {
-                    break; // younger ones follow
-                }
-                let m = self.member_of(l);
-                if self.destage_out[m] < limit {
-                    chosen = Some((i, l, m));
-                    break;
-                }
+        }
+        // Wake up when the oldest held line comes of age. Lines of age that
+        // wait for their member's destage slot go when a destage completes.
+        if let Some(at) = wake {
+            if self.kick_at.is_none_or(|k| k > at || k < now) {
+                self.kick_at = Some(at);
+                ctx.schedule(at, self.id, NONE, EV_KICK);
             }
-            let Some((i, l, m)) = chosen else { break };
-            self.fifo.remove(i);
+        }
+    }
+
+    fn start_destage(&mut self, ctx: &mut Ctx, l: u64, m: usize) {
+        let now = ctx.now;
+        let limit = self.cfg.destage_per_member;
+        {
             let lines = self.full_stripe_lines(l).unwrap_or_else(|| vec![l]);
             let mut runs: Vec<(u64, u64)> = Vec::new();
             let mut bytes = 0;
@@ -417,18 +435,6 @@ impl CtrlVol {
                 self.destage_done(ctx, root);
             }
         }
-        // Wake up when the oldest held line comes of age. A line that is of
-        // age but waits for its member's destage slot is picked up when a
-        // destage completes.
-        if let Some(&l) = self.fifo.front() {
-            if let Some(line) = self.lines.get(&l) {
-                let at = line.first + self.cfg.destage_delay;
-                if at > now && self.kick_at.is_none_or(|k| k > at || k < now) {
-                    self.kick_at = Some(at);
-                    ctx.schedule(at, self.id, NONE, EV_KICK);
-                }
-            }
-        }
     }
 
     fn destage_done(&mut self, ctx: &mut Ctx, root: ReqId) {
@@ -447,7 +453,8 @@ impl CtrlVol {
             if e.bits != 0 {
                 e.queued = true;
                 e.first = now;
-                self.fifo.push_back(l);
+                let m = e.member as usize;
+                self.fifos[m].push_back(l);
             } else {
                 self.lines.remove(&l);
             }
@@ -528,10 +535,4 @@ impl CtrlVol {
 /// µs helper re-exported for the builder.
 pub fn cost(x: f64) -> Ns {
     us(x)
-}
-impl CtrlVol {
-    /// Debug: waiters.
-    pub fn debug_state(&self) -> String {
-        format!("ra={} waiters={} fifo={} dirty={} wait_space={}", self.ra.len(), self.ra.iter().map(|e| e.waiters.len()).sum::<usize>(), self.fifo.len(), self.dirty, self.wait_space.len())
-    }
 }

@@ -393,10 +393,6 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             }
         }
     }
-    if std::env::var("RAIDLAB_DEBUG").is_ok() {
-        eprintln!("live reqs {}", ctx.reqs.live());
-        for c in &comps { if let Comp::Ctrl(v) = c { eprintln!("{}", v.debug_state()); } }
-    }
     let Comp::Host(host) = &comps[0] else { unreachable!() };
     let end = match window_end {
         Some(e) => e,
@@ -465,7 +461,7 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             components[i].bottleneck = true;
         }
     }
-    let workload = serde_json_workload(w, seed);
+    let workload = w.to_json(seed);
     Ok(RunResult {
         raidlab: VERSION.into(),
         engine: "sim".into(),
@@ -490,13 +486,4 @@ pub const BOTTLENECK_UTIL: f64 = 0.85;
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
-}
-
-fn serde_json_workload(w: &Workload, seed: u64) -> serde_json::Value {
-    let mut v = serde_json::to_value(w).unwrap_or(serde_json::Value::Null);
-    if let Some(m) = v.as_object_mut() {
-        m.insert("seed".into(), seed.into());
-        m.insert("bs".into(), w.bs.into());
-    }
-    v
 }

@@ -16,7 +16,7 @@ fn wl_line(r: &RunResult) -> String {
                     serde_json::Value::Number(n) if k == "bs" || k == "size" => {
                         raidlab_core::units::format_size(n.as_u64().unwrap_or(0))
                     }
-                    serde_json::Value::Number(n) if k == "runtime" => format!("{}s", n.as_f64().unwrap_or(0.0) / 1e9),
+                    serde_json::Value::Number(n) if k == "runtime" => format!("{}s", n.as_f64().unwrap_or(0.0)),
                     other => other.to_string(),
                 };
                 parts.push(format!("{k}={s}"));

@@ -1,0 +1,101 @@
+//! Fuzzing the parsers with proptest: arbitrary strings and grammar-shaped
+//! strings must give a value or a typed error, never a panic.
+
+use proptest::prelude::*;
+use raidlab_core::preset::PresetDb;
+use raidlab_core::topology::{parse, resolve};
+use raidlab_core::workload::{parse_job_file, Workload};
+
+fn token() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("raid0".to_string()),
+        Just("raid1".to_string()),
+        Just("raid5".to_string()),
+        Just("raid6".to_string()),
+        Just("raid10".to_string()),
+        Just("concat".to_string()),
+        Just("host".to_string()),
+        Just("x25e".to_string()),
+        Just("s3500-80".to_string()),
+        Just("hdd-sas10k".to_string()),
+        Just("adaptec5085".to_string()),
+        Just("hba".to_string()),
+        Just("(".to_string()),
+        Just(")".to_string()),
+        Just("[".to_string()),
+        Just("]".to_string()),
+        Just(",".to_string()),
+        Just("=".to_string()),
+        Just("*".to_string()),
+        Just(" ".to_string()),
+        Just("#".to_string()),
+        Just("\n".to_string()),
+        Just("stripe".to_string()),
+        Just("64k".to_string()),
+        Just("mode".to_string()),
+        Just("volume".to_string()),
+        Just("op".to_string()),
+        Just("20%".to_string()),
+        Just("wc".to_string()),
+        Just("off".to_string()),
+        "[0-9]{1,6}",
+        "\\PC{0,3}",
+    ]
+}
+
+fn wl_token() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("rw=randread".to_string()),
+        Just("rw=".to_string()),
+        Just("bs=".to_string()),
+        Just("bssplit=4k/50:".to_string()),
+        Just("preset=heavy".to_string()),
+        Just("random_distribution=zipf:".to_string()),
+        Just("size=".to_string()),
+        Just("runtime=".to_string()),
+        Just("state=steady".to_string()),
+        Just(" ".to_string()),
+        "[a-z_]{1,8}=[0-9a-z.:/%]{0,8}",
+        "\\PC{0,4}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn topology_parser_never_panics(s in "\\PC{0,80}") {
+        let _ = parse(&s);
+        let _ = resolve(&s, &PresetDb::builtin());
+    }
+
+    #[test]
+    fn grammar_shaped_expressions_never_panic(toks in proptest::collection::vec(token(), 0..40)) {
+        let s: String = toks.concat();
+        let db = PresetDb::builtin();
+        if let Err(e) = resolve(&s, &db) {
+            let m = e.to_string();
+            prop_assert!(!m.contains('\n'), "one-line message: {}", m);
+            prop_assert!(m.contains("column") || m.contains("preset"), "names the place: {}", m);
+        }
+    }
+
+    #[test]
+    fn workload_parser_never_panics(toks in proptest::collection::vec(wl_token(), 0..12)) {
+        let s = toks.join(" ");
+        if let Err(e) = Workload::parse(&s) {
+            prop_assert!(!e.to_string().contains('\n'));
+        }
+    }
+
+    #[test]
+    fn job_file_parser_never_panics(s in "(\\[[a-z]{0,6}\\]\n|[a-z_]{1,10}(=[0-9a-z:/]{0,6})?\n|; \\PC{0,5}\n|\\PC{0,8}\n){0,10}") {
+        let _ = parse_job_file(&s);
+    }
+
+    #[test]
+    fn preset_loader_never_panics(s in "(\\[[a-z0-9-]{0,6}\\]\n|base = \"(x25e|hba|host|nope)\"\n|[a-z_]{1,12} = (-?[0-9]{1,4}|\"[a-z]{0,4}\"|true)\n|\\PC{0,8}\n){0,8}") {
+        let mut db = PresetDb::builtin();
+        let _ = db.load_str(&s);
+    }
+}
