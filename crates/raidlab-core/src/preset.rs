@@ -257,7 +257,11 @@ fn typed(name: &str, table: &toml::Table) -> Result<Preset> {
     t.remove("base");
     let kind = match t.remove("kind") {
         Some(toml::Value::String(k)) => k,
-        _ => return Err(Error::Preset(format!("'{name}': missing kind (ssd, hdd, controller, host)"))),
+        _ => {
+            return Err(Error::Preset(format!(
+                "'{name}': missing kind (ssd, hdd, controller, host)"
+            )))
+        }
     };
     let v = toml::Value::Table(t);
     let err = |e: toml::de::Error| Error::Preset(format!("'{name}': {}", e.message().trim()));
@@ -266,7 +270,11 @@ fn typed(name: &str, table: &toml::Table) -> Result<Preset> {
         "hdd" => Preset::Hdd(v.try_into().map_err(err)?),
         "controller" => Preset::Controller(v.try_into().map_err(err)?),
         "host" => Preset::Host(v.try_into().map_err(err)?),
-        k => return Err(Error::Preset(format!("'{name}': unknown kind '{k}' (ssd, hdd, controller, host)"))),
+        k => {
+            return Err(Error::Preset(format!(
+                "'{name}': unknown kind '{k}' (ssd, hdd, controller, host)"
+            )))
+        }
     })
 }
 
@@ -274,43 +282,99 @@ fn check(name: &str, p: &Preset) -> Result<()> {
     let bad = |what: &str| Err(Error::Preset(format!("'{name}': {what}")));
     match p {
         Preset::Ssd(s) => {
-            if !(s.capacity_gb > 0.0) || !(s.link_mbps > 0.0) || !(s.channel_mbps > 0.0) {
+            if !positive(s.capacity_gb) || !positive(s.link_mbps) || !positive(s.channel_mbps) {
                 return bad("capacity_gb, link_mbps and channel_mbps must be positive");
             }
-            if s.channels == 0 || s.dies_per_channel == 0 || s.page_kb < 4 || !s.page_kb.is_power_of_two() {
-                return bad("channels and dies_per_channel must be ≥ 1 and page_kb a power of two ≥ 4");
+            if s.channels == 0
+                || s.dies_per_channel == 0
+                || s.page_kb < 4
+                || !s.page_kb.is_power_of_two()
+            {
+                return bad(
+                    "channels and dies_per_channel must be ≥ 1 and page_kb a power of two ≥ 4",
+                );
             }
-            if s.pages_per_block < 2 || s.queue_depth == 0 || s.fw_cores == 0 || s.gc_free_blocks == 0 {
+            if s.pages_per_block < 2
+                || s.queue_depth == 0
+                || s.fw_cores == 0
+                || s.gc_free_blocks == 0
+            {
                 return bad("pages_per_block ≥ 2, queue_depth, fw_cores and gc_free_blocks ≥ 1");
             }
-            if !(s.spare_pct >= 1.0 && s.spare_pct <= 1000.0) {
+            if !(1.0..=1000.0).contains(&s.spare_pct) {
                 return bad("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)");
             }
-            if s.capacity_gb > 1e6 || s.channels > 256 || s.dies_per_channel > 256 || s.page_kb > 64 || s.pages_per_block > 2048 {
+            if s.capacity_gb > 1e6
+                || s.channels > 256
+                || s.dies_per_channel > 256
+                || s.page_kb > 64
+                || s.pages_per_block > 2048
+            {
                 return bad("out of range: capacity_gb ≤ 1e6, channels and dies_per_channel ≤ 256, page_kb ≤ 64, pages_per_block ≤ 2048");
             }
-            if s.queue_depth > 65536 || s.fw_cores > 256 || s.write_buffer_kb > 1 << 24 || s.gc_free_blocks > 64 || s.readahead_kb > 1 << 20 {
+            if s.queue_depth > 65536
+                || s.fw_cores > 256
+                || s.write_buffer_kb > 1 << 24
+                || s.gc_free_blocks > 64
+                || s.readahead_kb > 1 << 20
+            {
                 return bad("out of range: queue_depth ≤ 65536, fw_cores ≤ 256, write_buffer_kb ≤ 16 GiB, gc_free_blocks ≤ 64, readahead_kb ≤ 1 GiB");
             }
-            let times = [s.link_cmd_us, s.fw_read_us, s.fw_write_us, s.fw_us_per_kb, s.read_us, s.program_us, s.erase_us];
-            if times.iter().any(|t| !(0.0..=1e7).contains(t)) || s.link_mbps > 1e6 || s.channel_mbps > 1e6 {
+            let times = [
+                s.link_cmd_us,
+                s.fw_read_us,
+                s.fw_write_us,
+                s.fw_us_per_kb,
+                s.read_us,
+                s.program_us,
+                s.erase_us,
+            ];
+            if times.iter().any(|t| !(0.0..=1e7).contains(t))
+                || s.link_mbps > 1e6
+                || s.channel_mbps > 1e6
+            {
                 return bad("times must be from 0 to 1e7 us and rates at most 1e6 MB/s");
             }
         }
         Preset::Hdd(h) => {
-            if !(h.capacity_gb > 0.0 && h.rpm > 0.0 && h.media_mbps > 0.0 && h.link_mbps > 0.0) || h.queue_depth == 0 {
-                return bad("capacity_gb, rpm, media_mbps, link_mbps and queue_depth must be positive");
+            if ![h.capacity_gb, h.rpm, h.media_mbps, h.link_mbps]
+                .into_iter()
+                .all(positive)
+                || h.queue_depth == 0
+            {
+                return bad(
+                    "capacity_gb, rpm, media_mbps, link_mbps and queue_depth must be positive",
+                );
             }
-            let times = [h.seek_track_ms, h.seek_avg_ms, h.seek_full_ms, h.link_cmd_us / 1000.0, h.cmd_us / 1000.0];
-            if times.iter().any(|t| !(0.0..=1e4).contains(t)) || h.capacity_gb > 1e6 || h.rpm > 1e6 || h.queue_depth > 65536 || h.cache_mb > 1 << 20 {
+            let times = [
+                h.seek_track_ms,
+                h.seek_avg_ms,
+                h.seek_full_ms,
+                h.link_cmd_us / 1000.0,
+                h.cmd_us / 1000.0,
+            ];
+            if times.iter().any(|t| !(0.0..=1e4).contains(t))
+                || h.capacity_gb > 1e6
+                || h.rpm > 1e6
+                || h.queue_depth > 65536
+                || h.cache_mb > 1 << 20
+            {
                 return bad("out of range: times 0..1e4 ms, capacity_gb ≤ 1e6, rpm ≤ 1e6, queue_depth ≤ 65536, cache_mb ≤ 1 TiB");
             }
         }
         Preset::Controller(c) => {
-            if c.pcie_lanes == 0 || !(1..=5).contains(&c.pcie_gen) || c.roc_cores == 0 || c.ports == 0 {
+            if c.pcie_lanes == 0
+                || !(1..=5).contains(&c.pcie_gen)
+                || c.roc_cores == 0
+                || c.ports == 0
+            {
                 return bad("pcie_gen 1..5, pcie_lanes, roc_cores and ports must be ≥ 1");
             }
-            if !(c.dma_mbps > 0.0 && c.port_mbps > 0.0 && c.xor_mbps > 0.0) || c.queue_depth == 0 {
+            if ![c.dma_mbps, c.port_mbps, c.xor_mbps]
+                .into_iter()
+                .all(positive)
+                || c.queue_depth == 0
+            {
                 return bad("dma_mbps, port_mbps, xor_mbps and queue_depth must be positive");
             }
             if !matches!(c.cache.as_str(), "wb" | "wt") {
@@ -319,23 +383,46 @@ fn check(name: &str, p: &Preset) -> Result<()> {
             if !matches!(c.readahead.as_str(), "on" | "off" | "adaptive") {
                 return bad("readahead must be on, off or adaptive");
             }
-            if c.destage_per_member == 0 || c.default_stripe_kb < 4 || !c.default_stripe_kb.is_power_of_two() || c.default_stripe_kb > 1 << 20 {
-                return bad("destage_per_member ≥ 1 and default_stripe_kb a power of two from 4 to 1048576");
+            if c.destage_per_member == 0
+                || c.default_stripe_kb < 4
+                || !c.default_stripe_kb.is_power_of_two()
+                || c.default_stripe_kb > 1 << 20
+            {
+                return bad(
+                    "destage_per_member ≥ 1 and default_stripe_kb a power of two from 4 to 1048576",
+                );
             }
-            let times = [c.roc_cmd_us, c.roc_member_cmd_us, c.fw_latency_us, c.destage_delay_ms * 1000.0];
-            if times.iter().any(|t| !(0.0..=1e7).contains(t)) || c.roc_cores > 256 || c.ports > 4096 || c.pcie_lanes > 32 || !(c.slot_limit_mbps >= 0.0) {
+            let times = [
+                c.roc_cmd_us,
+                c.roc_member_cmd_us,
+                c.fw_latency_us,
+                c.destage_delay_ms * 1000.0,
+            ];
+            if times.iter().any(|t| !(0.0..=1e7).contains(t))
+                || c.roc_cores > 256
+                || c.ports > 4096
+                || c.pcie_lanes > 32
+                || !(0.0..=1e7).contains(&c.slot_limit_mbps)
+            {
                 return bad("out of range: times 0..1e7 us, roc_cores ≤ 256, ports ≤ 4096, pcie_lanes ≤ 32, slot_limit_mbps ≥ 0");
             }
         }
         Preset::Host(h) => {
-            if h.cores == 0 || !(h.ghz > 0.0 && h.ref_ghz > 0.0) {
+            if h.cores == 0 || !positive(h.ghz) || !positive(h.ref_ghz) {
                 return bad("cores, ghz and ref_ghz must be positive");
             }
-            if h.cores > 4096 || !(h.block_layer_us >= 0.0 && h.block_layer_us <= 1e6) {
+            if h.cores > 4096 || !(0.0..=1e6).contains(&h.block_layer_us) {
                 return bad("out of range: cores ≤ 4096, block_layer_us 0..1e6");
             }
-            if h.impls.values().any(|i| !(i.xor_mbps > 0.0 && i.pq_mbps > 0.0 && i.req_us >= 0.0 && i.member_us >= 0.0)) {
-                return bad("impl profiles need positive xor_mbps and pq_mbps and non-negative costs");
+            if h.impls.values().any(|i| {
+                !positive(i.xor_mbps)
+                    || !positive(i.pq_mbps)
+                    || !(0.0..=1e6).contains(&i.req_us)
+                    || !(0.0..=1e6).contains(&i.member_us)
+            }) {
+                return bad(
+                    "impl profiles need positive xor_mbps and pq_mbps and non-negative costs",
+                );
             }
             for k in ["md", "lvm", "windows"] {
                 if !h.impls.contains_key(k) {
@@ -358,7 +445,11 @@ impl PresetDb {
             check(name, &preset).unwrap_or_else(|e| panic!("built-in preset: {e}"));
             entries.insert(
                 name.to_string(),
-                Entry { text: Some(text.to_string()), table, preset },
+                Entry {
+                    text: Some(text.to_string()),
+                    table,
+                    preset,
+                },
             );
         }
         PresetDb { entries }
@@ -367,23 +458,26 @@ impl PresetDb {
     /// Add the presets of a user TOML document (one table per preset).
     /// A table may name `base = "NAME"` to start from an existing preset.
     pub fn load_str(&mut self, text: &str) -> Result<()> {
-        let doc: toml::Table =
-            toml::from_str(text).map_err(|e| Error::Preset(format!("not valid TOML: {}", e.message().trim())))?;
+        let doc: toml::Table = toml::from_str(text)
+            .map_err(|e| Error::Preset(format!("not valid TOML: {}", e.message().trim())))?;
         for (name, v) in doc {
             let toml::Value::Table(mut t) = v else {
-                return Err(Error::Preset(format!("'{name}' must be a table ([{name}])")));
+                return Err(Error::Preset(format!(
+                    "'{name}' must be a table ([{name}])"
+                )));
             };
             if !valid_name(&name) {
-                return Err(Error::Preset(format!("'{name}' is not a valid preset name (letters, digits, - _ .)")));
+                return Err(Error::Preset(format!(
+                    "'{name}' is not a valid preset name (letters, digits, - _ .)"
+                )));
             }
             if let Some(base) = t.get("base").cloned() {
                 let toml::Value::String(base) = base else {
                     return Err(Error::Preset(format!("'{name}': base must be a string")));
                 };
-                let b = self
-                    .entries
-                    .get(&base)
-                    .ok_or_else(|| Error::Preset(format!("'{name}': unknown base preset '{base}'")))?;
+                let b = self.entries.get(&base).ok_or_else(|| {
+                    Error::Preset(format!("'{name}': unknown base preset '{base}'"))
+                })?;
                 let mut merged = b.table.clone();
                 for (k, v) in t {
                     merged.insert(k, v);
@@ -392,7 +486,14 @@ impl PresetDb {
             }
             let preset = typed(&name, &t)?;
             check(&name, &preset)?;
-            self.entries.insert(name, Entry { text: None, table: t, preset });
+            self.entries.insert(
+                name,
+                Entry {
+                    text: None,
+                    table: t,
+                    preset,
+                },
+            );
         }
         Ok(())
     }
@@ -427,8 +528,15 @@ impl PresetDb {
     }
 }
 
+/// A finite, strictly positive number (NaN is not).
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
 fn valid_name(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 #[cfg(test)]
@@ -442,7 +550,10 @@ mod tests {
         assert!(matches!(db.get("hdd-sas10k"), Some(Preset::Hdd(_))));
         assert!(matches!(db.get("adaptec5085"), Some(Preset::Controller(_))));
         assert!(matches!(db.get("host"), Some(Preset::Host(_))));
-        assert!(db.to_toml("x25e").unwrap().contains('#'), "built-ins keep their source comments");
+        assert!(
+            db.to_toml("x25e").unwrap().contains('#'),
+            "built-ins keep their source comments"
+        );
     }
 
     #[test]
@@ -467,8 +578,11 @@ mod tests {
     #[test]
     fn user_preset_derives_from_builtin() {
         let mut db = PresetDb::builtin();
-        db.load_str("[my-ssd]\nbase = \"s3500-800\"\ncapacity_gb = 960\nlink_mbps = 3200\n").unwrap();
-        let Some(Preset::Ssd(p)) = db.get("my-ssd") else { panic!() };
+        db.load_str("[my-ssd]\nbase = \"s3500-800\"\ncapacity_gb = 960\nlink_mbps = 3200\n")
+            .unwrap();
+        let Some(Preset::Ssd(p)) = db.get("my-ssd") else {
+            panic!()
+        };
         assert_eq!(p.capacity_gb, 960.0);
         assert_eq!(p.link_mbps, 3200.0);
         assert!(db.to_toml("my-ssd").unwrap().contains("capacity_gb = 960"));

@@ -71,11 +71,17 @@ fn name_char(c: u8) -> bool {
 
 impl<'a> Parser<'a> {
     fn err<T>(&self, msg: impl Into<String>) -> Result<T> {
-        Err(Error::Syntax { col: self.col(self.pos), msg: msg.into() })
+        Err(Error::Syntax {
+            col: self.col(self.pos),
+            msg: msg.into(),
+        })
     }
     fn col(&self, pos: usize) -> usize {
         // Columns count characters, not bytes.
-        String::from_utf8_lossy(&self.s[..pos.min(self.s.len())]).chars().count() + 1
+        String::from_utf8_lossy(&self.s[..pos.min(self.s.len())])
+            .chars()
+            .count()
+            + 1
     }
     fn skip_ws(&mut self) {
         while self.pos < self.s.len() {
@@ -113,7 +119,10 @@ impl<'a> Parser<'a> {
         if start == self.pos {
             return self.err(format!("expected a name, found {}", self.describe()));
         }
-        Ok((String::from_utf8_lossy(&self.s[start..self.pos]).into_owned(), self.col(start)))
+        Ok((
+            String::from_utf8_lossy(&self.s[start..self.pos]).into_owned(),
+            self.col(start),
+        ))
     }
     fn opts(&mut self) -> Result<Vec<Opt>> {
         let mut v = Vec::new();
@@ -124,7 +133,9 @@ impl<'a> Parser<'a> {
         loop {
             self.skip_ws();
             let kstart = self.pos;
-            while self.pos < self.s.len() && (self.s[self.pos].is_ascii_alphanumeric() || self.s[self.pos] == b'_') {
+            while self.pos < self.s.len()
+                && (self.s[self.pos].is_ascii_alphanumeric() || self.s[self.pos] == b'_')
+            {
                 self.pos += 1;
             }
             if kstart == self.pos {
@@ -133,12 +144,16 @@ impl<'a> Parser<'a> {
             let key = String::from_utf8_lossy(&self.s[kstart..self.pos]).into_owned();
             let col = self.col(kstart);
             if self.peek() != Some(b'=') {
-                return self.err(format!("expected '=' after option '{key}', found {}", self.describe()));
+                return self.err(format!(
+                    "expected '=' after option '{key}', found {}",
+                    self.describe()
+                ));
             }
             self.pos += 1;
             self.skip_ws();
             let vstart = self.pos;
-            while self.pos < self.s.len() && !matches!(self.s[self.pos], b',' | b']' | b'[' | b'(' | b')')
+            while self.pos < self.s.len()
+                && !matches!(self.s[self.pos], b',' | b']' | b'[' | b'(' | b')')
                 && !self.s[self.pos].is_ascii_whitespace()
             {
                 self.pos += 1;
@@ -148,7 +163,10 @@ impl<'a> Parser<'a> {
             }
             let value = String::from_utf8_lossy(&self.s[vstart..self.pos]).into_owned();
             if v.iter().any(|o: &Opt| o.key == key) {
-                return Err(Error::Syntax { col, msg: format!("option '{key}' given twice") });
+                return Err(Error::Syntax {
+                    col,
+                    msg: format!("option '{key}' given twice"),
+                });
             }
             v.push(Opt { key, value, col });
             match self.peek() {
@@ -157,7 +175,12 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     return Ok(v);
                 }
-                _ => return self.err(format!("expected ',' or ']' in options, found {}", self.describe())),
+                _ => {
+                    return self.err(format!(
+                        "expected ',' or ']' in options, found {}",
+                        self.describe()
+                    ))
+                }
             }
         }
     }
@@ -184,7 +207,11 @@ impl<'a> Parser<'a> {
             let digits = String::from_utf8_lossy(&self.s[self.pos..p]).into_owned();
             count = match digits.parse::<u32>() {
                 Ok(n) if (1..=MAX_DEVICES).contains(&n) => n,
-                _ => return self.err(format!("count '{digits}' must be between 1 and {MAX_DEVICES}")),
+                _ => {
+                    return self.err(format!(
+                        "count '{digits}' must be between 1 and {MAX_DEVICES}"
+                    ))
+                }
             };
             self.pos = p;
             self.skip_ws();
@@ -194,7 +221,10 @@ impl<'a> Parser<'a> {
         let opts = self.opts()?;
         let node = if self.peek() == Some(b'(') {
             if count != 1 {
-                return Err(Error::Syntax { col: self.col(start), msg: "a count ('N*') applies to devices, not to groups".into() });
+                return Err(Error::Syntax {
+                    col: self.col(start),
+                    msg: "a count ('N*') applies to devices, not to groups".into(),
+                });
             }
             self.pos += 1;
             let mut children = vec![self.node()?];
@@ -208,12 +238,24 @@ impl<'a> Parser<'a> {
                         self.pos += 1;
                         break;
                     }
-                    _ => return self.err(format!("expected ',' or ')', found {}", self.describe())),
+                    _ => {
+                        return self.err(format!("expected ',' or ')', found {}", self.describe()))
+                    }
                 }
             }
-            Ast::Group { name, opts, children, col }
+            Ast::Group {
+                name,
+                opts,
+                children,
+                col,
+            }
         } else {
-            Ast::Leaf { name, count, opts, col }
+            Ast::Leaf {
+                name,
+                count,
+                opts,
+                col,
+            }
         };
         self.depth -= 1;
         Ok(node)
@@ -222,7 +264,11 @@ impl<'a> Parser<'a> {
 
 /// Parse an expression into its syntax tree. `#` starts a comment to end of line.
 pub fn parse(expr: &str) -> Result<Ast> {
-    let mut p = Parser { s: expr.as_bytes(), pos: 0, depth: 0 };
+    let mut p = Parser {
+        s: expr.as_bytes(),
+        pos: 0,
+        depth: 0,
+    };
     if p.peek().is_none() {
         return p.err("empty topology expression");
     }
@@ -509,11 +555,17 @@ impl Topology {
 }
 
 fn invalid<T>(col: usize, msg: impl Into<String>) -> Result<T> {
-    Err(Error::Invalid { col, msg: msg.into() })
+    Err(Error::Invalid {
+        col,
+        msg: msg.into(),
+    })
 }
 
 fn unknown_key<T>(o: &Opt, what: &str, allowed: &str) -> Result<T> {
-    invalid(o.col, format!("unknown option '{}' for {what} (allowed: {allowed})", o.key))
+    invalid(
+        o.col,
+        format!("unknown option '{}' for {what} (allowed: {allowed})", o.key),
+    )
 }
 
 fn on_off(o: &Opt) -> Result<bool> {
@@ -555,9 +607,17 @@ impl Resolver<'_> {
 
     fn node(&mut self, ast: &Ast, in_ctrl: Option<(f64, &str)>, top: bool) -> Result<Vec<Node>> {
         match ast {
-            Ast::Leaf { name, count, opts, col } => {
+            Ast::Leaf {
+                name,
+                count,
+                opts,
+                col,
+            } => {
                 if Level::from_word(name).is_some() || name == "host" {
-                    return invalid(*col, format!("'{name}' needs members in parentheses: {name}(...)"));
+                    return invalid(
+                        *col,
+                        format!("'{name}' needs members in parentheses: {name}(...)"),
+                    );
                 }
                 let model = match self.db.get(name) {
                     Some(Preset::Ssd(p)) => DeviceModel::Ssd(Arc::new(p.clone())),
@@ -579,18 +639,29 @@ impl Resolver<'_> {
                     match o.key.as_str() {
                         "wc" => wc = on_off(o)?,
                         "op" if is_ssd => {
-                            op = parse_percent(&o.value).map_err(|m| Error::Invalid { col: o.col, msg: m })?;
+                            op = parse_percent(&o.value)
+                                .map_err(|m| Error::Invalid { col: o.col, msg: m })?;
                             if op > 0.9 {
-                                return invalid(o.col, "op must leave at least 10% of the capacity");
+                                return invalid(
+                                    o.col,
+                                    "op must leave at least 10% of the capacity",
+                                );
                             }
                         }
                         "state" if is_ssd => {
-                            state = Some(SsdState::from_word(&o.value).ok_or_else(|| Error::Invalid {
-                                col: o.col,
-                                msg: format!("state={}: expected fob, fill or steady", o.value),
+                            state = Some(SsdState::from_word(&o.value).ok_or_else(|| {
+                                Error::Invalid {
+                                    col: o.col,
+                                    msg: format!("state={}: expected fob, fill or steady", o.value),
+                                }
                             })?)
                         }
-                        "op" | "state" => return invalid(o.col, format!("option '{}' applies to SSDs, '{name}' is a disk", o.key)),
+                        "op" | "state" => {
+                            return invalid(
+                                o.col,
+                                format!("option '{}' applies to SSDs, '{name}' is a disk", o.key),
+                            )
+                        }
                         _ => return unknown_key(o, "a device", "wc, op, state"),
                     }
                 }
@@ -617,12 +688,19 @@ impl Resolver<'_> {
                     })
                     .collect())
             }
-            Ast::Group { name, opts, children, col } => {
+            Ast::Group {
+                name,
+                opts,
+                children,
+                col,
+            } => {
                 if name == "host" {
                     return invalid(*col, "host[...] may only wrap the whole expression");
                 }
                 if let Some(level) = Level::from_word(name) {
-                    return Ok(vec![Node::Array(self.array(level, opts, children, *col, in_ctrl)?)]);
+                    return Ok(vec![Node::Array(
+                        self.array(level, opts, children, *col, in_ctrl)?,
+                    )]);
                 }
                 let params = match self.db.get(name) {
                     Some(Preset::Controller(p)) => p.clone(),
@@ -633,10 +711,15 @@ impl Resolver<'_> {
                     None => return self.unknown_preset(name, *col),
                 };
                 if let Some((_, outer)) = in_ctrl {
-                    return invalid(*col, format!("controller '{name}' inside controller '{outer}'"));
+                    return invalid(
+                        *col,
+                        format!("controller '{name}' inside controller '{outer}'"),
+                    );
                 }
                 let _ = top;
-                Ok(vec![Node::Controller(self.controller(name, params, opts, children, *col)?)])
+                Ok(vec![Node::Controller(
+                    self.controller(name, params, opts, children, *col)?,
+                )])
             }
         }
     }
@@ -670,7 +753,12 @@ impl Resolver<'_> {
                         "on" => ReadAhead::On,
                         "off" => ReadAhead::Off,
                         "adaptive" => ReadAhead::Adaptive,
-                        v => return invalid(o.col, format!("readahead={v}: expected on, off or adaptive")),
+                        v => {
+                            return invalid(
+                                o.col,
+                                format!("readahead={v}: expected on, off or adaptive"),
+                            )
+                        }
                     }
                 }
                 "mode" => {
@@ -678,7 +766,12 @@ impl Resolver<'_> {
                         "raid" => Mode::Raid,
                         "volume" => Mode::Volume,
                         "jbod" => Mode::Jbod,
-                        v => return invalid(o.col, format!("mode={v}: expected raid, volume or jbod")),
+                        v => {
+                            return invalid(
+                                o.col,
+                                format!("mode={v}: expected raid, volume or jbod"),
+                            )
+                        }
                     })
                 }
                 "cache_mb" => {
@@ -687,10 +780,16 @@ impl Resolver<'_> {
                         .parse()
                         .ok()
                         .filter(|&v: &u32| v <= 1 << 20)
-                        .ok_or_else(|| Error::Invalid { col: o.col, msg: format!("cache_mb={}: expected MiB, e.g. 512", o.value) })?
+                        .ok_or_else(|| Error::Invalid {
+                            col: o.col,
+                            msg: format!("cache_mb={}: expected MiB, e.g. 512", o.value),
+                        })?
                 }
                 "pcie" => {
-                    let bad = || Error::Invalid { col: o.col, msg: format!("pcie={}: expected GENxLANES, e.g. 2x8", o.value) };
+                    let bad = || Error::Invalid {
+                        col: o.col,
+                        msg: format!("pcie={}: expected GENxLANES, e.g. 2x8", o.value),
+                    };
                     let (g, l) = o.value.split_once('x').ok_or_else(bad)?;
                     let g: u32 = g.parse().map_err(|_| bad())?;
                     let l: u32 = l.parse().map_err(|_| bad())?;
@@ -700,7 +799,9 @@ impl Resolver<'_> {
                     params.pcie_gen = g;
                     params.pcie_lanes = l;
                 }
-                _ => return unknown_key(o, "a controller", "cache, readahead, mode, cache_mb, pcie"),
+                _ => {
+                    return unknown_key(o, "a controller", "cache, readahead, mode, cache_mb, pcie")
+                }
             }
         }
         if params.cache_mb == 0 {
@@ -719,11 +820,23 @@ impl Resolver<'_> {
             return invalid(col, format!("{name} in raid mode holds bare devices: put them in an array, or use mode=volume or mode=jbod"));
         }
         if mode != Mode::Raid && has_array {
-            return invalid(col, format!("{name} in mode={} cannot run arrays; drop the mode option", if mode == Mode::Jbod { "jbod" } else { "volume" }));
+            return invalid(
+                col,
+                format!(
+                    "{name} in mode={} cannot run arrays; drop the mode option",
+                    if mode == Mode::Jbod { "jbod" } else { "volume" }
+                ),
+            );
         }
         let ndev = count_devices(&kids);
         if ndev > params.ports as usize {
-            return invalid(col, format!("{name} has {} ports but {ndev} devices are attached", params.ports));
+            return invalid(
+                col,
+                format!(
+                    "{name} has {} ports but {ndev} devices are attached",
+                    params.ports
+                ),
+            );
         }
         Ok(Controller {
             preset: name.to_string(),
@@ -814,13 +927,29 @@ impl Resolver<'_> {
                 Level::Raid1 | Level::Raid10 => " (needs at least 2)",
                 _ => "",
             };
-            return invalid(col, format!("{} with {} active member{}{hint}", level.word(), active.max(0), if active == 1 { "" } else { "s" }));
+            return invalid(
+                col,
+                format!(
+                    "{} with {} active member{}{hint}",
+                    level.word(),
+                    active.max(0),
+                    if active == 1 { "" } else { "s" }
+                ),
+            );
         }
         let stripe = stripe.unwrap_or(match in_ctrl {
             Some(_) => 0, // filled in by the controller default below
             None => 64 * 1024,
         });
-        Ok(Array { level, stripe, layout, spares, imp, members, col })
+        Ok(Array {
+            level,
+            stripe,
+            layout,
+            spares,
+            imp,
+            members,
+            col,
+        })
     }
 }
 
@@ -841,13 +970,17 @@ fn default_stripes(n: &mut Node, ctrl_default: Option<u64>) {
         Node::Device(_) => {}
         Node::Controller(c) => {
             let d = c.params.default_stripe_kb as u64 * 1024;
-            c.children.iter_mut().for_each(|x| default_stripes(x, Some(d)));
+            c.children
+                .iter_mut()
+                .for_each(|x| default_stripes(x, Some(d)));
         }
         Node::Array(a) => {
             if a.stripe == 0 {
                 a.stripe = ctrl_default.unwrap_or(64 * 1024);
             }
-            a.members.iter_mut().for_each(|x| default_stripes(x, ctrl_default));
+            a.members
+                .iter_mut()
+                .for_each(|x| default_stripes(x, ctrl_default));
         }
     }
 }
@@ -860,18 +993,35 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
     };
     let mut host = default_host.clone();
     let inner = match &ast {
-        Ast::Group { name, opts, children, col } if name == "host" => {
+        Ast::Group {
+            name,
+            opts,
+            children,
+            col,
+        } if name == "host" => {
             for o in opts {
                 match o.key.as_str() {
                     "cores" => {
-                        host.cores = o.value.parse().ok().filter(|&c: &u32| (1..=1024).contains(&c)).ok_or_else(|| {
-                            Error::Invalid { col: o.col, msg: format!("cores={}: expected 1..1024", o.value) }
-                        })?
+                        host.cores = o
+                            .value
+                            .parse()
+                            .ok()
+                            .filter(|&c: &u32| (1..=1024).contains(&c))
+                            .ok_or_else(|| Error::Invalid {
+                                col: o.col,
+                                msg: format!("cores={}: expected 1..1024", o.value),
+                            })?
                     }
                     "ghz" => {
-                        host.ghz = o.value.parse().ok().filter(|&g: &f64| g > 0.1 && g < 20.0).ok_or_else(|| {
-                            Error::Invalid { col: o.col, msg: format!("ghz={}: expected a clock such as 3.0", o.value) }
-                        })?
+                        host.ghz = o
+                            .value
+                            .parse()
+                            .ok()
+                            .filter(|&g: &f64| g > 0.1 && g < 20.0)
+                            .ok_or_else(|| Error::Invalid {
+                                col: o.col,
+                                msg: format!("ghz={}: expected a clock such as 3.0", o.value),
+                            })?
                     }
                     _ => return unknown_key(o, "host", "cores, ghz"),
                 }
@@ -883,7 +1033,11 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
         }
         _ => &ast,
     };
-    let mut r = Resolver { db, counters: BTreeMap::new(), devices: 0 };
+    let mut r = Resolver {
+        db,
+        counters: BTreeMap::new(),
+        devices: 0,
+    };
     let mut nodes = r.node(inner, None, true)?;
     let mut root = nodes.remove(0);
     let vols = root.volumes() + nodes.iter().map(Node::volumes).sum::<usize>();
@@ -894,7 +1048,11 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
         );
     }
     default_stripes(&mut root, None);
-    Ok(Topology { expr: expr.to_string(), host: Arc::new(host), root })
+    Ok(Topology {
+        expr: expr.to_string(),
+        host: Arc::new(host),
+        root,
+    })
 }
 
 #[cfg(test)]
@@ -922,10 +1080,14 @@ mod tests {
         assert_eq!(a.imp.as_deref(), Some("lvm"));
         assert_eq!(a.stripe, 128 * 1024);
         assert_eq!(a.members.iter().map(Node::volumes).sum::<usize>(), 6);
-        let Node::Controller(c) = &a.members[0] else { panic!() };
+        let Node::Controller(c) = &a.members[0] else {
+            panic!()
+        };
         assert!(!c.write_back);
         assert_eq!(c.readahead, ReadAhead::Off);
-        let Node::Array(h) = &c.children[0] else { panic!() };
+        let Node::Array(h) = &c.children[0] else {
+            panic!()
+        };
         assert_eq!(h.layout, ParityLayout::RightAsymmetric);
         assert!(h.imp.is_none());
         assert_eq!(t.devices()[0].label, "x25e#0");
@@ -935,16 +1097,28 @@ mod tests {
 
     #[test]
     fn hardware_arrays_default_to_controller_stripe_and_whitespace_comments_work() {
-        let t = resolve("megaraid9265(\n  raid10(8*s3500-480) # eight drives\n)", &db()).unwrap();
-        let Node::Controller(c) = &t.root else { panic!() };
-        let Node::Array(a) = &c.children[0] else { panic!() };
+        let t = resolve(
+            "megaraid9265(\n  raid10(8*s3500-480) # eight drives\n)",
+            &db(),
+        )
+        .unwrap();
+        let Node::Controller(c) = &t.root else {
+            panic!()
+        };
+        let Node::Array(a) = &c.children[0] else {
+            panic!()
+        };
         assert_eq!(a.stripe, 256 * 1024);
         assert_eq!(c.mode, Mode::Raid);
     }
 
     #[test]
     fn errors_name_the_column() {
-        assert!(err("raid0(x25e,").contains("column 12"), "{}", err("raid0(x25e,"));
+        assert!(
+            err("raid0(x25e,").contains("column 12"),
+            "{}",
+            err("raid0(x25e,")
+        );
         assert!(err("nope").contains("unknown preset 'nope'"));
         assert!(err("raid5(2*x25e)").contains("raid5 with 2 active members"));
         assert!(err("raid6(3*x25e)").contains("raid6 with 3"));

@@ -44,7 +44,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Format bytes the way users write them (`4k`, `64k`, `1m`, `512`).
 pub fn format_size(b: u64) -> String {
     for (shift, suf) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if b >= (1 << shift) && b % (1 << shift) == 0 {
+        if b >= (1 << shift) && b.is_multiple_of(1 << shift) {
             return format!("{}{}", b >> shift, suf);
         }
     }

@@ -119,7 +119,10 @@ pub struct Workload {
     pub state: Option<SsdState>,
 }
 
-fn ser_state<S: serde::Serializer>(s: &Option<SsdState>, ser: S) -> std::result::Result<S::Ok, S::Error> {
+fn ser_state<S: serde::Serializer>(
+    s: &Option<SsdState>,
+    ser: S,
+) -> std::result::Result<S::Ok, S::Error> {
     match s {
         Some(st) => ser.serialize_str(st.word()),
         None => ser.serialize_none(),
@@ -150,8 +153,21 @@ impl Default for Workload {
 
 /// Keys of the `k=v` language.
 pub const KEYS: &[&str] = &[
-    "rw", "bs", "bssplit", "rwmixread", "percentage_random", "iodepth", "numjobs", "size", "runtime",
-    "ramp_time", "random_distribution", "thinktime", "seed", "preset", "state",
+    "rw",
+    "bs",
+    "bssplit",
+    "rwmixread",
+    "percentage_random",
+    "iodepth",
+    "numjobs",
+    "size",
+    "runtime",
+    "ramp_time",
+    "random_distribution",
+    "thinktime",
+    "seed",
+    "preset",
+    "state",
 ];
 
 fn werr<T>(msg: impl Into<String>) -> Result<T> {
@@ -161,14 +177,18 @@ fn werr<T>(msg: impl Into<String>) -> Result<T> {
 fn int(key: &str, v: &str, lo: u64, hi: u64) -> Result<u64> {
     match v.parse::<u64>() {
         Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-        _ => werr(format!("{key}={v}: expected a whole number from {lo} to {hi}")),
+        _ => werr(format!(
+            "{key}={v}: expected a whole number from {lo} to {hi}"
+        )),
     }
 }
 
 fn block(key: &str, v: &str) -> Result<u64> {
     let b = parse_size(v).map_err(|m| Error::Workload(format!("{key}: {m}")))?;
     if b < 512 || b % 512 != 0 || b > 64 << 20 {
-        return werr(format!("{key}={v}: block sizes are multiples of 512 from 512 to 64m"));
+        return werr(format!(
+            "{key}={v}: block sizes are multiples of 512 from 512 to 64m"
+        ));
     }
     Ok(b)
 }
@@ -210,7 +230,13 @@ impl Workload {
         for &(k, v) in pairs {
             match k {
                 "preset" => {}
-                "rw" => w.rw = Rw::from_word(v).ok_or_else(|| Error::Workload(format!("rw={v}: expected read, write, randread, randwrite, rw or randrw")))?,
+                "rw" => {
+                    w.rw = Rw::from_word(v).ok_or_else(|| {
+                        Error::Workload(format!(
+                            "rw={v}: expected read, write, randread, randwrite, rw or randrw"
+                        ))
+                    })?
+                }
                 "bs" => w.bs = block(k, v)?,
                 "bssplit" => {
                     let mut split = Vec::new();
@@ -220,7 +246,9 @@ impl Workload {
                     }
                     let total: u32 = split.iter().map(|x| x.1).sum();
                     if total != 100 {
-                        return werr(format!("bssplit={v}: percentages add up to {total}, not 100"));
+                        return werr(format!(
+                            "bssplit={v}: percentages add up to {total}, not 100"
+                        ));
                     }
                     w.bssplit = split;
                 }
@@ -236,17 +264,25 @@ impl Workload {
                     w.size = Some(s)
                 }
                 "runtime" => {
-                    let t = parse_duration(v).map_err(|m| Error::Workload(format!("runtime: {m}")))?;
+                    let t =
+                        parse_duration(v).map_err(|m| Error::Workload(format!("runtime: {m}")))?;
                     if t == 0 {
                         return werr("runtime=0: give a positive time");
                     }
                     w.runtime = Some(t)
                 }
-                "ramp_time" => w.ramp_time = parse_duration(v).map_err(|m| Error::Workload(format!("ramp_time: {m}")))?,
+                "ramp_time" => {
+                    w.ramp_time =
+                        parse_duration(v).map_err(|m| Error::Workload(format!("ramp_time: {m}")))?
+                }
                 "random_distribution" => w.random_distribution = parse_dist(v)?,
                 "thinktime" => w.thinktime = int(k, v, 0, 60_000_000)? * 1000,
                 "seed" | "randseed" => w.seed = Some(int(k, v, 0, u64::MAX)?),
-                "state" => w.state = Some(SsdState::from_word(v).ok_or_else(|| Error::Workload(format!("state={v}: expected fob, fill or steady")))?),
+                "state" => {
+                    w.state = Some(SsdState::from_word(v).ok_or_else(|| {
+                        Error::Workload(format!("state={v}: expected fob, fill or steady"))
+                    })?)
+                }
                 _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
             }
         }
@@ -259,7 +295,12 @@ impl Workload {
 
     /// Largest block size the workload issues.
     pub fn max_bs(&self) -> u64 {
-        self.bssplit.iter().map(|x| x.0).max().unwrap_or(self.bs).max(self.bs)
+        self.bssplit
+            .iter()
+            .map(|x| x.0)
+            .max()
+            .unwrap_or(self.bs)
+            .max(self.bs)
     }
 
     /// The workload as a JSON object in the key vocabulary of SPEC §3
@@ -269,7 +310,11 @@ impl Workload {
         m.insert("rw".into(), self.rw.word().into());
         m.insert("bs".into(), self.bs.into());
         if !self.bssplit.is_empty() {
-            let s: Vec<String> = self.bssplit.iter().map(|(b, p)| format!("{}/{p}", format_size(*b))).collect();
+            let s: Vec<String> = self
+                .bssplit
+                .iter()
+                .map(|(b, p)| format!("{}/{p}", format_size(*b)))
+                .collect();
             m.insert("bssplit".into(), s.join(":").into());
         }
         m.insert("rwmixread".into(), self.rwmixread.into());
@@ -311,7 +356,11 @@ impl Workload {
         if self.bssplit.is_empty() {
             v.push(("bs".into(), format_size(self.bs)));
         } else {
-            let s: Vec<String> = self.bssplit.iter().map(|(b, p)| format!("{}/{p}", format_size(*b))).collect();
+            let s: Vec<String> = self
+                .bssplit
+                .iter()
+                .map(|(b, p)| format!("{}/{p}", format_size(*b)))
+                .collect();
             v.push(("bssplit".into(), s.join(":")));
         }
         if matches!(self.rw, Rw::Rw | Rw::RandRw) {
@@ -319,7 +368,10 @@ impl Workload {
         }
         let default_random = if self.rw.is_random() { 100 } else { 0 };
         if self.percentage_random != default_random {
-            v.push(("percentage_random".into(), self.percentage_random.to_string()));
+            v.push((
+                "percentage_random".into(),
+                self.percentage_random.to_string(),
+            ));
         }
         v.push(("iodepth".into(), self.iodepth.to_string()));
         v.push(("numjobs".into(), self.numjobs.to_string()));
@@ -330,7 +382,10 @@ impl Workload {
             v.push(("runtime".into(), format!("{}", r as f64 / 1e9)));
         }
         if self.ramp_time > 0 {
-            v.push(("ramp_time".into(), format!("{}", self.ramp_time as f64 / 1e9)));
+            v.push((
+                "ramp_time".into(),
+                format!("{}", self.ramp_time as f64 / 1e9),
+            ));
         }
         match self.random_distribution {
             Dist::Random => {}
@@ -345,7 +400,11 @@ impl Workload {
 }
 
 fn parse_dist(v: &str) -> Result<Dist> {
-    let bad = || Error::Workload(format!("random_distribution={v}: expected random, zipf:THETA or pareto:H"));
+    let bad = || {
+        Error::Workload(format!(
+            "random_distribution={v}: expected random, zipf:THETA or pareto:H"
+        ))
+    };
     if v == "random" {
         return Ok(Dist::Random);
     }
@@ -361,8 +420,20 @@ fn parse_dist(v: &str) -> Result<Dist> {
 /// fio options accepted in job files but without effect on the model
 /// (they describe how fio itself runs, which raidlab fixes by construction).
 const FIO_ACCEPTED: &[&str] = &[
-    "name", "filename", "ioengine", "direct", "time_based", "group_reporting", "norandommap",
-    "randrepeat", "buffered", "invalidate", "thread", "description", "stonewall", "new_group",
+    "name",
+    "filename",
+    "ioengine",
+    "direct",
+    "time_based",
+    "group_reporting",
+    "norandommap",
+    "randrepeat",
+    "buffered",
+    "invalidate",
+    "thread",
+    "description",
+    "stonewall",
+    "new_group",
 ];
 
 /// Read a fio job file: `[global]` plus one job section.
@@ -421,7 +492,10 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
     if jobs == 0 {
         return werr("job file has no job section");
     }
-    let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let refs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     Workload::from_pairs(&refs)
 }
 
@@ -544,7 +618,8 @@ impl Iterator for JobStream {
             }
             chosen
         };
-        let random = self.pct_random >= 100 || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64);
+        let random = self.pct_random >= 100
+            || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64);
         let offset = if random {
             let nblocks = (self.span / len).max(1);
             self.pick_block(nblocks) * len
@@ -557,7 +632,11 @@ impl Iterator for JobStream {
             o
         };
         self.cursor = if random { offset + len } else { self.cursor };
-        Some(Io { offset, len: len as u32, read })
+        Some(Io {
+            offset,
+            len: len as u32,
+            read,
+        })
     }
 }
 
@@ -612,9 +691,14 @@ mod tests {
     #[test]
     fn job_file() {
         let w = parse_job_file("; comment\n[global]\nioengine=libaio\ndirect=1\nbs=8k\n[job1]\nrw=randwrite\niodepth=16\nnumjobs=10\nrwmixwrite=30\n").unwrap();
-        assert_eq!((w.bs, w.iodepth, w.numjobs, w.rwmixread), (8192, 16, 10, 70));
+        assert_eq!(
+            (w.bs, w.iodepth, w.numjobs, w.rwmixread),
+            (8192, 16, 10, 70)
+        );
         assert_eq!(w.rw, Rw::RandWrite);
-        let e = parse_job_file("[j]\nverify=crc32c\n").unwrap_err().to_string();
+        let e = parse_job_file("[j]\nverify=crc32c\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unsupported fio option 'verify'"), "{e}");
         assert!(parse_job_file("[a]\n[b]\n").is_err());
         assert!(parse_job_file("bs=4k\n").is_err());
@@ -622,12 +706,15 @@ mod tests {
 
     #[test]
     fn streams_are_deterministic_aligned_and_in_span() {
-        let w = Workload::parse("rw=randrw bssplit=4k/50:16k/50 random_distribution=zipf:1.1").unwrap();
+        let w =
+            Workload::parse("rw=randrw bssplit=4k/50:16k/50 random_distribution=zipf:1.1").unwrap();
         let a: Vec<Io> = JobStream::new(&w, 1 << 30, 1, 0, Some(2000)).collect();
         let b: Vec<Io> = JobStream::new(&w, 1 << 30, 1, 0, Some(2000)).collect();
         assert_eq!(a, b);
         assert_eq!(a.len(), 2000);
-        assert!(a.iter().all(|io| io.offset % io.len as u64 == 0 && io.offset + io.len as u64 <= 1 << 30));
+        assert!(a
+            .iter()
+            .all(|io| io.offset % io.len as u64 == 0 && io.offset + io.len as u64 <= 1 << 30));
         let c: Vec<Io> = JobStream::new(&w, 1 << 30, 1, 1, Some(2000)).collect();
         assert_ne!(a, c, "jobs get their own streams");
     }
@@ -635,7 +722,9 @@ mod tests {
     #[test]
     fn sequential_wraps() {
         let w = Workload::parse("rw=write bs=4k").unwrap();
-        let v: Vec<u64> = JobStream::new(&w, 16384, 1, 0, Some(6)).map(|i| i.offset).collect();
+        let v: Vec<u64> = JobStream::new(&w, 16384, 1, 0, Some(6))
+            .map(|i| i.offset)
+            .collect();
         assert_eq!(v, vec![0, 4096, 8192, 12288, 0, 4096]);
     }
 }

@@ -114,7 +114,12 @@ pub struct Geometry {
 
 impl Geometry {
     /// Geometry of `level` over members of the given sizes (bytes).
-    pub fn new(level: Level, chunk: u64, layout: ParityLayout, member_sizes: &[u64]) -> Result<Self, LayoutError> {
+    pub fn new(
+        level: Level,
+        chunk: u64,
+        layout: ParityLayout,
+        member_sizes: &[u64],
+    ) -> Result<Self, LayoutError> {
         let n = member_sizes.len();
         let (word, min) = match level {
             Level::Raid0 => ("raid0", 1),
@@ -125,7 +130,11 @@ impl Geometry {
             Level::Raid6 => ("raid6", 4),
         };
         if n < min {
-            return Err(LayoutError::TooFewMembers { level: word, min, got: n });
+            return Err(LayoutError::TooFewMembers {
+                level: word,
+                min,
+                got: n,
+            });
         }
         if chunk < 512 || !chunk.is_power_of_two() {
             return Err(LayoutError::BadChunk(chunk));
@@ -139,7 +148,14 @@ impl Geometry {
         if level != Level::Concat && member_size == 0 {
             return Err(LayoutError::TooSmall);
         }
-        Ok(Geometry { level, n, chunk, layout, member_size, sizes: member_sizes.to_vec() })
+        Ok(Geometry {
+            level,
+            n,
+            chunk,
+            layout,
+            member_size,
+            sizes: member_sizes.to_vec(),
+        })
     }
 
     /// Level.
@@ -172,7 +188,9 @@ impl Geometry {
     /// Volume capacity in bytes.
     pub fn capacity(&self) -> u64 {
         match self.level {
-            Level::Raid0 | Level::Raid5 | Level::Raid6 => self.member_size * self.data_disks() as u64,
+            Level::Raid0 | Level::Raid5 | Level::Raid6 => {
+                self.member_size * self.data_disks() as u64
+            }
             Level::Raid1 => self.member_size,
             Level::Raid10 => (self.member_size / self.chunk) * self.n as u64 / 2 * self.chunk,
             Level::Concat => self.sizes.iter().sum(),
@@ -217,7 +235,9 @@ impl Geometry {
     pub fn data_member(&self, stripe: u64, k: usize) -> usize {
         let (pd, _) = self.parity_of(stripe);
         match (self.level, self.layout) {
-            (Level::Raid5, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => (pd + 1 + k) % self.n,
+            (Level::Raid5, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => {
+                (pd + 1 + k) % self.n
+            }
             (Level::Raid5, _) => {
                 if k >= pd {
                     k + 1
@@ -225,7 +245,9 @@ impl Geometry {
                     k
                 }
             }
-            (Level::Raid6, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => (pd + 2 + k) % self.n,
+            (Level::Raid6, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => {
+                (pd + 2 + k) % self.n
+            }
             (Level::Raid6, _) => {
                 if pd == self.n - 1 {
                     k + 1
@@ -263,13 +285,19 @@ impl Geometry {
         match self.level {
             Level::Raid0 => {
                 let chunk = vol_off / c;
-                ((chunk % self.n as u64) as usize, (chunk / self.n as u64) * c + vol_off % c)
+                (
+                    (chunk % self.n as u64) as usize,
+                    (chunk / self.n as u64) * c + vol_off % c,
+                )
             }
             Level::Raid1 => (0, vol_off),
             Level::Raid10 => {
                 let chunk = vol_off / c;
                 let x = chunk * 2;
-                ((x % self.n as u64) as usize, (x / self.n as u64) * c + vol_off % c)
+                (
+                    (x % self.n as u64) as usize,
+                    (x / self.n as u64) * c + vol_off % c,
+                )
             }
             Level::Raid5 | Level::Raid6 => {
                 let chunk = vol_off / c;
@@ -296,14 +324,15 @@ impl Geometry {
     pub fn reverse(&self, member: usize, off: u64) -> Option<u64> {
         let c = self.chunk;
         match self.level {
-            Level::Raid0 => (off < self.member_size).then(|| ((off / c) * self.n as u64 + member as u64) * c + off % c),
+            Level::Raid0 => (off < self.member_size)
+                .then(|| ((off / c) * self.n as u64 + member as u64) * c + off % c),
             Level::Raid1 => (member == 0 && off < self.member_size).then_some(off),
             Level::Raid10 => {
                 if off >= self.member_size {
                     return None;
                 }
                 let x = (off / c) * self.n as u64 + member as u64;
-                (x % 2 == 0 && x / 2 * c < self.capacity()).then(|| x / 2 * c + off % c)
+                (x.is_multiple_of(2) && x / 2 * c < self.capacity()).then(|| x / 2 * c + off % c)
             }
             Level::Raid5 | Level::Raid6 => {
                 if off >= self.member_size {
@@ -331,7 +360,10 @@ impl Geometry {
                 let x = (off / c) * self.n as u64 + member as u64;
                 let y = x + 1;
                 out.push((member, off));
-                out.push(((y % self.n as u64) as usize, (y / self.n as u64) * c + off % c));
+                out.push((
+                    (y % self.n as u64) as usize,
+                    (y / self.n as u64) * c + off % c,
+                ));
             }
             _ => out.push((member, off)),
         }
@@ -351,7 +383,12 @@ impl Geometry {
                 _ => (self.chunk - off % self.chunk).min(end - off),
             };
             let (m, mo) = self.locate(off);
-            out.push(Piece { vol_off: off, len: step, member: m as u32, member_off: mo });
+            out.push(Piece {
+                vol_off: off,
+                len: step,
+                member: m as u32,
+                member_off: mo,
+            });
             off += step;
         }
     }
@@ -391,11 +428,19 @@ impl Geometry {
             let mut writes: Vec<Extent> = Vec::new();
             for (k, t) in touched.iter().enumerate() {
                 if let Some((a, b)) = t {
-                    writes.push(Extent { member: self.data_member(s, k) as u32, offset: base + a, len: b - a });
+                    writes.push(Extent {
+                        member: self.data_member(s, k) as u32,
+                        offset: base + a,
+                        len: b - a,
+                    });
                 }
             }
             for &p in &parities {
-                writes.push(Extent { member: p as u32, offset: base + row_lo, len: row });
+                writes.push(Extent {
+                    member: p as u32,
+                    offset: base + row_lo,
+                    len: row,
+                });
             }
             let (kind, reads) = if full {
                 (WriteKind::FullStripe, Vec::new())
@@ -403,23 +448,43 @@ impl Geometry {
                 let mut rmw = Vec::new();
                 for (k, t) in touched.iter().enumerate() {
                     if let Some((a, b)) = t {
-                        rmw.push(Extent { member: self.data_member(s, k) as u32, offset: base + a, len: b - a });
+                        rmw.push(Extent {
+                            member: self.data_member(s, k) as u32,
+                            offset: base + a,
+                            len: b - a,
+                        });
                     }
                 }
                 for &p in &parities {
-                    rmw.push(Extent { member: p as u32, offset: base + row_lo, len: row });
+                    rmw.push(Extent {
+                        member: p as u32,
+                        offset: base + row_lo,
+                        len: row,
+                    });
                 }
                 let mut rcw = Vec::new();
                 for (k, t) in touched.iter().enumerate() {
                     let m = self.data_member(s, k) as u32;
                     match t {
-                        None => rcw.push(Extent { member: m, offset: base + row_lo, len: row }),
+                        None => rcw.push(Extent {
+                            member: m,
+                            offset: base + row_lo,
+                            len: row,
+                        }),
                         Some((a, b)) => {
                             if *a > row_lo {
-                                rcw.push(Extent { member: m, offset: base + row_lo, len: a - row_lo });
+                                rcw.push(Extent {
+                                    member: m,
+                                    offset: base + row_lo,
+                                    len: a - row_lo,
+                                });
                             }
                             if *b < row_hi {
-                                rcw.push(Extent { member: m, offset: base + b, len: row_hi - b });
+                                rcw.push(Extent {
+                                    member: m,
+                                    offset: base + b,
+                                    len: row_hi - b,
+                                });
                             }
                         }
                     }
@@ -433,10 +498,18 @@ impl Geometry {
             };
             let parity_bytes = match kind {
                 WriteKind::FullStripe => c * dd,
-                WriteKind::ReadModifyWrite => touched.iter().flatten().map(|t| t.1 - t.0).sum::<u64>() * 2,
+                WriteKind::ReadModifyWrite => {
+                    touched.iter().flatten().map(|t| t.1 - t.0).sum::<u64>() * 2
+                }
                 WriteKind::ReconstructWrite => row * dd,
             };
-            out.push(StripeOp { stripe: s, kind, reads, writes, parity_bytes });
+            out.push(StripeOp {
+                stripe: s,
+                kind,
+                reads,
+                writes,
+                parity_bytes,
+            });
             s += 1;
         }
     }
@@ -477,10 +550,16 @@ mod tests {
         let geo = g(Level::Raid5, 4, ParityLayout::LeftAsymmetric);
         // stripe 1: D3 D4 P D5
         assert_eq!(geo.parity_of(1).0, 2);
-        assert_eq!((0..3).map(|k| geo.data_member(1, k)).collect::<Vec<_>>(), [0, 1, 3]);
+        assert_eq!(
+            (0..3).map(|k| geo.data_member(1, k)).collect::<Vec<_>>(),
+            [0, 1, 3]
+        );
         let r6 = g(Level::Raid6, 5, ParityLayout::LeftSymmetric);
         assert_eq!(r6.parity_of(0), (4, Some(0)));
-        assert_eq!((0..3).map(|k| r6.data_member(0, k)).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(
+            (0..3).map(|k| r6.data_member(0, k)).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
         assert_eq!(r6.q_index(0, 1), 0);
     }
 
@@ -497,7 +576,13 @@ mod tests {
 
     #[test]
     fn small_write_uses_rmw_full_stripe_needs_no_reads() {
-        let geo = Geometry::new(Level::Raid5, 65536, ParityLayout::LeftSymmetric, &[1 << 30; 5]).unwrap();
+        let geo = Geometry::new(
+            Level::Raid5,
+            65536,
+            ParityLayout::LeftSymmetric,
+            &[1 << 30; 5],
+        )
+        .unwrap();
         let mut p = Vec::new();
         geo.write_plan(0, 8192, &mut p);
         assert_eq!(p.len(), 1);

@@ -10,7 +10,9 @@
 //!
 //! Nothing here does I/O or keeps time.
 
-pub mod gf;
 mod geometry;
+pub mod gf;
 
-pub use geometry::{Extent, Geometry, LayoutError, Level, ParityLayout, Piece, StripeOp, WriteKind};
+pub use geometry::{
+    Extent, Geometry, LayoutError, Level, ParityLayout, Piece, StripeOp, WriteKind,
+};

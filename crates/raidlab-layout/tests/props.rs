@@ -26,13 +26,18 @@ fn layout() -> impl Strategy<Value = ParityLayout> {
 }
 
 fn geometry() -> impl Strategy<Value = Geometry> {
-    (level(), 4usize..9, 0u32..3, layout(), proptest::collection::vec(8u64..24, 9)).prop_map(
-        |(lvl, n, cshift, lay, sizes)| {
+    (
+        level(),
+        4usize..9,
+        0u32..3,
+        layout(),
+        proptest::collection::vec(8u64..24, 9),
+    )
+        .prop_map(|(lvl, n, cshift, lay, sizes)| {
             let chunk = 512u64 << cshift;
             let sizes: Vec<u64> = sizes[..n].iter().map(|s| s * 1024).collect();
             Geometry::new(lvl, chunk, lay, &sizes).unwrap()
-        },
-    )
+        })
 }
 
 proptest! {

@@ -65,7 +65,13 @@ fn push_merged(v: &mut Vec<Extent>, e: Extent) {
 
 impl ArrayComp {
     /// An array over `members` (component ids, in layout order).
-    pub fn new(id: CompId, host: CompId, geo: Geometry, members: Vec<CompId>, costs: Costs) -> Self {
+    pub fn new(
+        id: CompId,
+        host: CompId,
+        geo: Geometry,
+        members: Vec<CompId>,
+        costs: Costs,
+    ) -> Self {
         let n = members.len();
         ArrayComp {
             id,
@@ -108,31 +114,70 @@ impl ArrayComp {
         ctx.reqs[id].phase = PHASE_READS;
         let parity = matches!(self.geo.level(), Level::Raid5 | Level::Raid6);
         let mut plan = std::mem::take(&mut self.plans[p as usize]);
+        let chunk = self.geo.chunk();
+        let single = r.offset % chunk + r.len as u64 <= chunk && self.geo.level() != Level::Concat;
         match (r.op, parity) {
+            // Fast path: a request inside one chunk maps to one location.
+            (Op::Read, _) | (Op::Write, false) if single => {
+                let (m, off) = self.geo.locate(r.offset);
+                self.geo.copies(m, off, &mut self.copies);
+                let e = |(m, off): (usize, u64)| Extent {
+                    member: m as u32,
+                    offset: off,
+                    len: r.len as u64,
+                };
+                if r.op == Op::Read {
+                    let best = *self
+                        .copies
+                        .iter()
+                        .min_by_key(|(m, _)| self.outstanding[*m])
+                        .expect("a location");
+                    plan.reads.push(e(best));
+                } else {
+                    plan.writes.extend(self.copies.iter().map(|&c| e(c)));
+                }
+            }
             (Op::Read, _) => {
                 self.geo.pieces(r.offset, r.len as u64, &mut self.pieces);
                 for pc in &self.pieces {
-                    self.geo.copies(pc.member as usize, pc.member_off, &mut self.copies);
+                    self.geo
+                        .copies(pc.member as usize, pc.member_off, &mut self.copies);
                     // Mirrors: read from the copy with the fewest outstanding commands.
                     let &(m, off) = self
                         .copies
                         .iter()
                         .min_by_key(|(m, _)| self.outstanding[*m])
                         .expect("a piece has a location");
-                    push_merged(&mut plan.reads, Extent { member: m as u32, offset: off, len: pc.len });
+                    push_merged(
+                        &mut plan.reads,
+                        Extent {
+                            member: m as u32,
+                            offset: off,
+                            len: pc.len,
+                        },
+                    );
                 }
             }
             (Op::Write, false) => {
                 self.geo.pieces(r.offset, r.len as u64, &mut self.pieces);
                 for pc in &self.pieces {
-                    self.geo.copies(pc.member as usize, pc.member_off, &mut self.copies);
+                    self.geo
+                        .copies(pc.member as usize, pc.member_off, &mut self.copies);
                     for &(m, off) in &self.copies {
-                        push_merged(&mut plan.writes, Extent { member: m as u32, offset: off, len: pc.len });
+                        push_merged(
+                            &mut plan.writes,
+                            Extent {
+                                member: m as u32,
+                                offset: off,
+                                len: pc.len,
+                            },
+                        );
                     }
                 }
             }
             (Op::Write, true) => {
-                self.geo.write_plan(r.offset, r.len as u64, &mut self.stripes);
+                self.geo
+                    .write_plan(r.offset, r.len as u64, &mut self.stripes);
                 for s in &self.stripes {
                     for e in &s.reads {
                         push_merged(&mut plan.reads, *e);

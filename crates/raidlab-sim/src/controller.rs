@@ -138,7 +138,12 @@ pub struct CtrlVol {
 impl CtrlVol {
     /// A front end for `child`.
     pub fn new(cfg: CtrlConfig, id: CompId, host: CompId, child: CompId) -> Self {
-        let line_bytes = cfg.geo.as_ref().map(|g| g.chunk()).unwrap_or(64 * 1024).max(4096);
+        let line_bytes = cfg
+            .geo
+            .as_ref()
+            .map(|g| g.chunk())
+            .unwrap_or(64 * 1024)
+            .max(4096);
         let gran = (line_bytes / 64).max(512);
         let members = cfg.geo.as_ref().map(|g| g.members()).unwrap_or(1);
         CtrlVol {
@@ -165,7 +170,10 @@ impl CtrlVol {
 
     /// Destage statistics.
     pub fn destage_stats(&self) -> DestageStats {
-        DestageStats { at_limit_ns: self.at_limit_ns, members: self.destage_out.len() }
+        DestageStats {
+            at_limit_ns: self.at_limit_ns,
+            members: self.destage_out.len(),
+        }
     }
 
     /// A host command arrives.
@@ -179,13 +187,29 @@ impl CtrlVol {
                 t = ctx.reserve(p.dma, t, xfer_ns(r.len as u64, self.cfg.dma_mbps));
             }
         }
-        let cost = self.cfg.cmd_ns + if self.cfg.wb_bytes > 0 && r.op == Op::Write { 0 } else { self.cfg.passthrough_member_ns };
+        let cost = self.cfg.cmd_ns
+            + if self.cfg.wb_bytes > 0 && r.op == Op::Write {
+                0
+            } else {
+                self.cfg.passthrough_member_ns
+            };
         t = ctx.reserve(p.roc, t, cost);
         ctx.schedule(t, self.id, id, EV_ISSUE);
     }
 
-    fn to_child(&mut self, ctx: &mut Ctx, id: ReqId, offset: u64, len: u64, op: Op, tag: u32) {
-        let child = ctx.reqs.alloc(Req { offset, len: len as u32, op, parent: id, pending: 0, comp: 0, t0: ctx.now, tag, slot: 0, phase: 0 });
+    fn send_child(&mut self, ctx: &mut Ctx, id: ReqId, offset: u64, len: u64, op: Op, tag: u32) {
+        let child = ctx.reqs.alloc(Req {
+            offset,
+            len: len as u32,
+            op,
+            parent: id,
+            pending: 0,
+            comp: 0,
+            t0: ctx.now,
+            tag,
+            slot: 0,
+            phase: 0,
+        });
         ctx.reqs[id].pending += 1;
         ctx.submit(self.child, child);
     }
@@ -239,7 +263,11 @@ impl CtrlVol {
             ReadAhead::Adaptive => seq,
             ReadAhead::Off => false,
         };
-        let end = if extend { (b + self.cfg.readahead_bytes).min(self.cfg.capacity) } else { b };
+        let end = if extend {
+            (b + self.cfg.readahead_bytes).min(self.cfg.capacity)
+        } else {
+            b
+        };
         let mut tag = u32::MAX;
         if end > b {
             self.ra_seq = self.ra_seq.wrapping_add(1);
@@ -250,9 +278,15 @@ impl CtrlVol {
                     self.ra.remove(i);
                 }
             }
-            self.ra.push_back(RaEntry { start: b, end, ready: false, id: tag, waiters: Vec::new() });
+            self.ra.push_back(RaEntry {
+                start: b,
+                end,
+                ready: false,
+                id: tag,
+                waiters: Vec::new(),
+            });
         }
-        self.to_child(ctx, id, a, end - a, Op::Read, tag);
+        self.send_child(ctx, id, a, end - a, Op::Read, tag);
     }
 
     fn bits_for(&self, a: u64, b: u64) -> u64 {
@@ -268,7 +302,10 @@ impl CtrlVol {
 
     fn member_of(&self, line: u64) -> usize {
         match &self.cfg.geo {
-            Some(g) => g.locate((line * self.line_bytes).min(g.capacity().saturating_sub(1))).0,
+            Some(g) => {
+                g.locate((line * self.line_bytes).min(g.capacity().saturating_sub(1)))
+                    .0
+            }
             None => 0,
         }
     }
@@ -321,9 +358,13 @@ impl CtrlVol {
         let s0 = line / dd * dd;
         let all: Vec<u64> = (s0..s0 + dd).collect();
         let full = all.iter().all(|l| {
-            self.lines.get(l).is_some_and(|x| x.bits == u64::MAX && !x.in_destage)
+            self.lines
+                .get(l)
+                .is_some_and(|x| x.bits == u64::MAX && !x.in_destage)
                 || (self.line_bytes / self.gran < 64
-                    && self.lines.get(l).is_some_and(|x| x.bits == (1u64 << (self.line_bytes / self.gran)) - 1 && !x.in_destage))
+                    && self.lines.get(l).is_some_and(|x| {
+                        x.bits == (1u64 << (self.line_bytes / self.gran)) - 1 && !x.in_destage
+                    }))
         });
         full.then_some(all)
     }
@@ -348,7 +389,9 @@ impl CtrlVol {
         let mut wake: Option<Ns> = None;
         for m in 0..self.fifos.len() {
             while self.destage_out[m] < limit {
-                let Some((l, first)) = self.front(m) else { break };
+                let Some((l, first)) = self.front(m) else {
+                    break;
+                };
                 if !pressure && now < first + self.cfg.destage_delay {
                     let at = first + self.cfg.destage_delay;
                     wake = Some(wake.map_or(at, |w: Ns| w.min(at)));
@@ -407,7 +450,11 @@ impl CtrlVol {
                     self.destages.len() - 1
                 }
             };
-            self.destages[slot] = Some(Destage { lines, bytes, member: m });
+            self.destages[slot] = Some(Destage {
+                lines,
+                bytes,
+                member: m,
+            });
             let root = ctx.reqs.alloc(Req {
                 offset: 0,
                 len: 0,
@@ -428,7 +475,7 @@ impl CtrlVol {
                 let a = a.min(self.cfg.capacity);
                 let b = b.min(self.cfg.capacity);
                 if b > a {
-                    self.to_child(ctx, root, a, b - a, Op::Write, u32::MAX);
+                    self.send_child(ctx, root, a, b - a, Op::Write, u32::MAX);
                 }
             }
             if ctx.reqs[root].pending == 0 {
@@ -481,7 +528,7 @@ impl CtrlVol {
                 } else {
                     let (a, b) = (r.offset, r.offset + r.len as u64);
                     self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
-                    self.to_child(ctx, id, r.offset, r.len as u64, Op::Write, u32::MAX);
+                    self.send_child(ctx, id, r.offset, r.len as u64, Op::Write, u32::MAX);
                 }
             }
             EV_ACCEPT => {

@@ -111,7 +111,10 @@ pub struct Pool {
 impl Pool {
     /// A pool of `k` servers.
     pub fn new(k: u32) -> Self {
-        Pool { free_at: vec![0; k.max(1) as usize], busy: 0 }
+        Pool {
+            free_at: vec![0; k.max(1) as usize],
+            busy: 0,
+        }
     }
     /// Servers.
     pub fn servers(&self) -> usize {
@@ -162,6 +165,32 @@ impl Server {
     }
 }
 
+/// A scheduled event: ordered by time, then by the order of scheduling.
+/// `key` packs the time (high 64 bits) over the sequence number and kind.
+#[derive(Debug, Clone, Copy)]
+struct Ev {
+    key: u128,
+    comp: CompId,
+    req: ReqId,
+}
+
+impl PartialEq for Ev {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key
+    }
+}
+impl Eq for Ev {}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Ev {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&o.key)
+    }
+}
+
 /// A deferred zero-delay call between components.
 #[derive(Debug, Clone, Copy)]
 pub enum Call {
@@ -176,7 +205,7 @@ pub struct Ctx {
     /// Current simulated time.
     pub now: Ns,
     seq: u64,
-    heap: BinaryHeap<Reverse<(Ns, u64, CompId, ReqId, u8)>>,
+    heap: BinaryHeap<Reverse<Ev>>,
     calls: VecDeque<Call>,
     /// Requests.
     pub reqs: Slab,
@@ -220,7 +249,10 @@ impl Ctx {
     pub fn schedule(&mut self, at: Ns, comp: CompId, req: ReqId, kind: u8) {
         debug_assert!(at >= self.now);
         self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, comp, req, kind)));
+        // Low 8 bits of the key carry the kind; the sequence number above them
+        // keeps equal-time events in scheduling order.
+        let key = (at as u128) << 64 | (self.seq as u128) << 8 | kind as u128;
+        self.heap.push(Reverse(Ev { key, comp, req }));
     }
 
     /// Hand `req` to `comp` now.
@@ -234,30 +266,34 @@ impl Ctx {
     #[inline]
     pub fn complete(&mut self, req: ReqId, host: CompId) {
         let parent = self.reqs[req].parent;
-        let comp = if parent == NONE { host } else { self.reqs[parent].comp };
+        let comp = if parent == NONE {
+            host
+        } else {
+            self.reqs[parent].comp
+        };
         self.calls.push_back(Call::ChildDone(comp, parent, req));
     }
 
     /// Next thing to do: a pending call first, else the earliest event
     /// (advancing the clock). `None` when nothing is left.
     #[inline]
-    pub fn next(&mut self) -> Option<Next> {
+    pub fn next_step(&mut self) -> Option<Next> {
         if let Some(c) = self.calls.pop_front() {
             return Some(Next::Call(c));
         }
-        let Reverse((t, _, comp, req, kind)) = self.heap.pop()?;
-        self.now = t;
+        let Reverse(Ev { key, comp, req }) = self.heap.pop()?;
+        self.now = (key >> 64) as Ns;
         self.events += 1;
-        Some(Next::Event(comp, req, kind))
+        Some(Next::Event(comp, req, key as u8))
     }
 
     /// Time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.peek().map(|Reverse(e)| e.0)
+        self.heap.peek().map(|Reverse(e)| (e.key >> 64) as Ns)
     }
 }
 
-/// What [`Ctx::next`] returns.
+/// What [`Ctx::next_step`] returns.
 pub enum Next {
     /// A zero-delay call.
     Call(Call),
@@ -298,7 +334,7 @@ mod tests {
         c.schedule(3, 0, 2, 0);
         c.schedule(5, 0, 3, 0);
         let mut order = vec![];
-        while let Some(Next::Event(_, r, _)) = c.next() {
+        while let Some(Next::Event(_, r, _)) = c.next_step() {
             order.push((c.now, r));
         }
         assert_eq!(order, vec![(3, 2), (5, 1), (5, 3)]);

@@ -48,7 +48,14 @@ pub struct Hdd {
 
 impl Hdd {
     /// A disk from its preset.
-    pub fn new(label: String, id: CompId, host: CompId, p: &HddParams, wc: bool, link_mbps: f64) -> Hdd {
+    pub fn new(
+        label: String,
+        id: CompId,
+        host: CompId,
+        p: &HddParams,
+        wc: bool,
+        link_mbps: f64,
+    ) -> Hdd {
         let rev = 60e9 / p.rpm;
         // E[sqrt(d)] = 8/15 for the distance d between two uniform points.
         let seek_k = ((p.seek_avg_ms - p.seek_track_ms) * 1e6 / (8.0 / 15.0)).max(0.0);
@@ -91,7 +98,11 @@ impl Hdd {
         }
         let x = r.offset as f64 / self.capacity as f64;
         let d = (x - self.head).abs();
-        let seek = if d < 1e-9 { 0.0 } else { (self.seek_track + self.seek_k * d.sqrt()).min(self.seek_full) };
+        let seek = if d < 1e-9 {
+            0.0
+        } else {
+            (self.seek_track + self.seek_k * d.sqrt()).min(self.seek_full)
+        };
         let t_arrive = now as f64 + self.cmd as f64 + seek;
         let target = (r.offset as f64 / self.track_bytes).fract();
         let angle = (t_arrive / self.rev).fract();
@@ -117,7 +128,13 @@ impl Hdd {
         if r.op == Op::Write && self.wc && self.dirty + r.len as u64 <= self.cache_bytes {
             // Acknowledge from cache; destage in the background.
             self.dirty += r.len as u64;
-            let bg = ctx.reqs.alloc(Req { parent: NONE, phase: BACKGROUND, comp: self.id, t0: ctx.now, ..r });
+            let bg = ctx.reqs.alloc(Req {
+                parent: NONE,
+                phase: BACKGROUND,
+                comp: self.id,
+                t0: ctx.now,
+                ..r
+            });
             self.queue.push(bg);
             let t = ctx.now + self.link_cmd + xfer_ns(r.len as u64, self.link_mbps);
             ctx.schedule(t, self.id, id, EV_ACK);

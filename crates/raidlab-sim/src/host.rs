@@ -35,7 +35,14 @@ pub struct Host {
 
 impl Host {
     /// A host issuing `streams` (one per job) to `root`.
-    pub fn new(id: CompId, root: CompId, block_ns: Ns, think: Ns, iodepth: u32, streams: Vec<JobStream>) -> Host {
+    pub fn new(
+        id: CompId,
+        root: CompId,
+        block_ns: Ns,
+        think: Ns,
+        iodepth: u32,
+        streams: Vec<JobStream>,
+    ) -> Host {
         let n = streams.len();
         Host {
             id,

@@ -17,18 +17,17 @@ pub mod ssd;
 use array::{ArrayComp, Costs};
 use controller::{CtrlConfig, CtrlPools, CtrlVol};
 use engine::{us, Call, CompId, Ctx, Next, PoolId, HOST_CPU};
-use raidlab_core::units::Ns;
 use hdd::Hdd;
 use host::Host;
 use raidlab_core::preset::HostParams;
 use raidlab_core::result::{Component, HostStats, RunResult, SimStats, VERSION};
 use raidlab_core::rng::mix;
 use raidlab_core::topology::{self, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology};
+use raidlab_core::units::Ns;
 use raidlab_core::workload::{JobStream, Workload};
 use raidlab_layout::{Geometry, LayoutError, Level, ParityLayout};
 use ssd::Ssd;
 use thiserror::Error;
-
 
 /// Why a simulation could not run (all are input errors).
 #[derive(Debug, Error)]
@@ -71,7 +70,11 @@ enum Comp {
 enum Report {
     Ssd(CompId),
     Hdd(CompId),
-    Controller { label: String, pools: CtrlPools, vols: Vec<CompId> },
+    Controller {
+        label: String,
+        pools: CtrlPools,
+        vols: Vec<CompId>,
+    },
 }
 
 const HOST: CompId = 0;
@@ -146,7 +149,17 @@ impl Builder<'_> {
                 let (comp, cap) = match &d.model {
                     DeviceModel::Ssd(p) => {
                         let st = self.state.or(d.state).unwrap_or(SsdState::Fill);
-                        let s = Ssd::new(d.label.clone(), id, HOST, p, d.wc, d.op, d.link_mbps, st, seed);
+                        let s = Ssd::new(
+                            d.label.clone(),
+                            id,
+                            HOST,
+                            p,
+                            d.wc,
+                            d.op,
+                            d.link_mbps,
+                            st,
+                            seed,
+                        );
                         let cap = s.capacity();
                         (Comp::Ssd(Box::new(s)), cap)
                     }
@@ -157,7 +170,12 @@ impl Builder<'_> {
                     }
                 };
                 let id = self.push(comp);
-                self.reports.push(if matches!(d.model, DeviceModel::Ssd(_)) { Report::Ssd(id) } else { Report::Hdd(id) });
+                self.reports
+                    .push(if matches!(d.model, DeviceModel::Ssd(_)) {
+                        Report::Ssd(id)
+                    } else {
+                        Report::Hdd(id)
+                    });
                 Ok(vec![(id, cap)])
             }
             Node::Array(a) => {
@@ -190,13 +208,16 @@ impl Builder<'_> {
                             req_ns: (us(imp.req_us) as f64 * k) as Ns,
                             member_ns: (us(imp.member_us) as f64 * k) as Ns,
                             parity: HOST_CPU,
-                            parity_ns_per_kb: 1024.0 * 1000.0 / if pq { imp.pq_mbps } else { imp.xor_mbps } * k,
+                            parity_ns_per_kb: 1024.0 * 1000.0
+                                / if pq { imp.pq_mbps } else { imp.xor_mbps }
+                                * k,
                         }
                     }
                 };
                 let cap = geo.capacity();
                 let id = self.comps.len() as CompId;
-                let comp = ArrayComp::new(id, HOST, geo, members.iter().map(|m| m.0).collect(), costs);
+                let comp =
+                    ArrayComp::new(id, HOST, geo, members.iter().map(|m| m.0).collect(), costs);
                 self.push(Comp::Array(Box::new(comp)));
                 Ok(vec![(id, cap)])
             }
@@ -213,7 +234,11 @@ impl Builder<'_> {
                     dma: self.ctx.add_pool(1),
                     xor: self.ctx.add_pool(1),
                 };
-                let cc = CtrlCtx { pools, member_ns: us(p.roc_member_cmd_us), xor_mbps: p.xor_mbps };
+                let cc = CtrlCtx {
+                    pools,
+                    member_ns: us(p.roc_member_cmd_us),
+                    xor_mbps: p.xor_mbps,
+                };
                 let nvol = c.children.iter().map(Node::volumes).sum::<usize>().max(1) as u64;
                 let mut out = Vec::new();
                 for child in &c.children {
@@ -232,7 +257,11 @@ impl Builder<'_> {
                             pcie_mbps: pcie,
                             dma_mbps: p.dma_mbps,
                             fw_latency: us(p.fw_latency_us),
-                            wb_bytes: if c.write_back && !jbod { ((p.cache_mb as u64) << 20) / nvol } else { 0 },
+                            wb_bytes: if c.write_back && !jbod {
+                                ((p.cache_mb as u64) << 20) / nvol
+                            } else {
+                                0
+                            },
                             readahead: if jbod { ReadAhead::Off } else { c.readahead },
                             readahead_bytes: p.readahead_kb as u64 * 1024,
                             destage_per_member: p.destage_per_member,
@@ -246,7 +275,11 @@ impl Builder<'_> {
                         out.push((id, cap));
                     }
                 }
-                self.reports.push(Report::Controller { label: c.label.clone(), pools, vols: out.iter().map(|v| v.0).collect() });
+                self.reports.push(Report::Controller {
+                    label: c.label.clone(),
+                    pools,
+                    vols: out.iter().map(|v| v.0).collect(),
+                });
                 Ok(out)
             }
         }
@@ -273,8 +306,18 @@ fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static s
             }
             Report::Controller { pools, vols, .. } => {
                 let pool = |p: PoolId| &ctx.pools[p as usize];
-                v.push((i, "pcie", pool(pools.pcie_in).busy.max(pool(pools.pcie_out).busy), 1));
-                v.push((i, "roc", pool(pools.roc).busy, pool(pools.roc).servers() as u64));
+                v.push((
+                    i,
+                    "pcie",
+                    pool(pools.pcie_in).busy.max(pool(pools.pcie_out).busy),
+                    1,
+                ));
+                v.push((
+                    i,
+                    "roc",
+                    pool(pools.roc).busy,
+                    pool(pools.roc).servers() as u64,
+                ));
                 v.push((i, "dma", pool(pools.dma).busy, 1));
                 v.push((i, "xor", pool(pools.xor).busy, 1));
                 let (mut at, mut m) = (0, 0);
@@ -328,15 +371,26 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
         return Err(SimError::SizeTooLarge { size: span, cap });
     }
     if w.max_bs() > span {
-        return Err(SimError::BlockTooLarge { bs: w.max_bs(), cap: span });
+        return Err(SimError::BlockTooLarge {
+            bs: w.max_bs(),
+            cap: span,
+        });
     }
     let mean_bs = if w.bssplit.is_empty() {
         w.bs as f64
     } else {
-        w.bssplit.iter().map(|(s, p)| *s as f64 * *p as f64 / 100.0).sum()
+        w.bssplit
+            .iter()
+            .map(|(s, p)| *s as f64 * *p as f64 / 100.0)
+            .sum()
     };
-    let per_job = w.runtime.is_none().then(|| ((span as f64 / mean_bs).ceil() as u64).max(1));
-    let streams = (0..w.numjobs).map(|j| JobStream::new(w, span, seed, j, per_job)).collect();
+    let per_job = w
+        .runtime
+        .is_none()
+        .then(|| ((span as f64 / mean_bs).ceil() as u64).max(1));
+    let streams = (0..w.numjobs)
+        .map(|j| JobStream::new(w, span, seed, j, per_job))
+        .collect();
     let block_ns = (us(topo.host.block_layer_us) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
     let mut host = Host::new(HOST, root, block_ns, w.thinktime, w.iodepth, streams);
     host.window_start = w.ramp_time;
@@ -353,7 +407,7 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
     if let Comp::Host(h) = &mut comps[0] {
         h.start(&mut ctx);
     }
-    while let Some(next) = ctx.next() {
+    while let Some(next) = ctx.next_step() {
         match next {
             Next::Call(Call::Submit(c, r)) => match &mut comps[c as usize] {
                 Comp::Ssd(s) => s.submit(&mut ctx, r),
@@ -371,7 +425,9 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
                 }
                 Comp::Array(a) => a.child_done(&mut ctx, parent, child),
                 Comp::Ctrl(v) => v.child_done(&mut ctx, parent, child),
-                Comp::Ssd(_) | Comp::Hdd(_) | Comp::Empty => unreachable!("devices have no children"),
+                Comp::Ssd(_) | Comp::Hdd(_) | Comp::Empty => {
+                    unreachable!("devices have no children")
+                }
             },
             Next::Event(c, r, k) => {
                 if window_end.is_some_and(|e| ctx.now > e) {
@@ -393,7 +449,9 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             }
         }
     }
-    let Comp::Host(host) = &comps[0] else { unreachable!() };
+    let Comp::Host(host) = &comps[0] else {
+        unreachable!()
+    };
     let end = match window_end {
         Some(e) => e,
         None => host.last_completion.max(w.ramp_time),
@@ -406,7 +464,11 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
     let now_busy = busy(&comps, &reports, &ctx);
     let mut util: Vec<(f64, &'static str)> = vec![(0.0, ""); reports.len()];
     for (a, b) in snap.iter().zip(now_busy.iter()) {
-        let u = if window > 0 { (b.2 - a.2) as f64 / (window as f64 * b.3 as f64) } else { 0.0 };
+        let u = if window > 0 {
+            (b.2 - a.2) as f64 / (window as f64 * b.3 as f64)
+        } else {
+            0.0
+        };
         let u = u.min(1.0);
         if u > util[a.0].0 || util[a.0].1.is_empty() {
             util[a.0] = (u, a.1);
@@ -428,7 +490,8 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
         };
         let host_units = wa1[i].0 - wa0[i].0;
         let gc_units = wa1[i].1 - wa0[i].1;
-        let wa = (kind == "ssd" && host_units > 0).then(|| round3((host_units + gc_units) as f64 / host_units as f64));
+        let wa = (kind == "ssd" && host_units > 0)
+            .then(|| round3((host_units + gc_units) as f64 / host_units as f64));
         components.push(Component {
             name,
             kind: kind.into(),
@@ -440,7 +503,11 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
     }
     let cpu = &ctx.pools[HOST_CPU as usize];
     let cpu_busy = cpu.busy;
-    let cpu_util = if window > 0 { (cpu_busy as f64 / (window as f64 * cpu.servers() as f64)).min(1.0) } else { 0.0 };
+    let cpu_util = if window > 0 {
+        (cpu_busy as f64 / (window as f64 * cpu.servers() as f64)).min(1.0)
+    } else {
+        0.0
+    };
     // Host CPU since the window start: approximate with the whole run when there is no ramp.
     let cpu_util = if snapped { cpu_util } else { 0.0 };
     components.push(Component {
@@ -452,11 +519,11 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
         write_amplification: None,
     });
     // The saturated component: the busiest one, if it is busy enough to limit.
-    if let Some((i, c)) = components
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.utilization.total_cmp(&b.1.utilization).then(b.0.cmp(&a.0)))
-    {
+    if let Some((i, c)) = components.iter().enumerate().max_by(|a, b| {
+        a.1.utilization
+            .total_cmp(&b.1.utilization)
+            .then(b.0.cmp(&a.0))
+    }) {
         if c.utilization >= BOTTLENECK_UTIL {
             components[i].bottleneck = true;
         }
@@ -470,7 +537,9 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
         seed,
         summary,
         components,
-        host: HostStats { cpu_util_pct: round3(cpu_util * 100.0) },
+        host: HostStats {
+            cpu_util_pct: round3(cpu_util * 100.0),
+        },
         sim: SimStats {
             simulated_s: secs,
             wall_s: wall.elapsed().as_secs_f64(),

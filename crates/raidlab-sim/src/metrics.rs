@@ -23,7 +23,8 @@ impl DirMetrics {
             bytes: 0,
             lat_sum: 0,
             // 1 ns .. 1 hour, 3 significant digits.
-            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds"),
+            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .expect("valid histogram bounds"),
         }
     }
 
@@ -49,7 +50,10 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        Metrics { read: DirMetrics::new(), write: DirMetrics::new() }
+        Metrics {
+            read: DirMetrics::new(),
+            write: DirMetrics::new(),
+        }
     }
 }
 
@@ -57,7 +61,11 @@ impl Metrics {
     /// Record one completed I/O.
     #[inline]
     pub fn record(&mut self, read: bool, bytes: u32, lat: Ns) {
-        let d = if read { &mut self.read } else { &mut self.write };
+        let d = if read {
+            &mut self.read
+        } else {
+            &mut self.write
+        };
         d.count += 1;
         d.bytes += bytes as u64;
         d.lat_sum += lat as u128;
@@ -73,7 +81,11 @@ impl Metrics {
         let r = self.read.stats(secs);
         let w = self.write.stats(secs);
         if count == 0 || secs <= 0.0 {
-            return Summary { read: r, write: w, ..Summary::default() };
+            return Summary {
+                read: r,
+                write: w,
+                ..Summary::default()
+            };
         }
         Summary {
             iops: count as f64 / secs,

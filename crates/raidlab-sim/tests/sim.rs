@@ -26,17 +26,32 @@ fn json_without_wall(r: &RunResult) -> String {
 #[test]
 fn same_inputs_and_seed_give_identical_json() {
     for (t, w) in [
-        ("adaptec5085(raid5[stripe=64k](5*x25e))", "preset=heavy rw=randwrite bs=8k state=steady runtime=0.3"),
-        ("raid0(adaptec5085[mode=volume](4*x25e),adaptec5085[mode=volume](4*x25e))", "preset=light rw=randrw bs=4k runtime=0.2"),
-        ("adaptec5085(raid10[stripe=64k](4*hdd-sas10k))", "preset=heavy rw=randread bs=8k runtime=0.5"),
-        ("raid6[impl=md](6*s3500-80)", "rw=randwrite bssplit=4k/50:64k/50 iodepth=8 runtime=0.2 random_distribution=zipf:1.1"),
+        (
+            "adaptec5085(raid5[stripe=64k](5*x25e))",
+            "preset=heavy rw=randwrite bs=8k state=steady runtime=0.3",
+        ),
+        (
+            "raid0(adaptec5085[mode=volume](4*x25e),adaptec5085[mode=volume](4*x25e))",
+            "preset=light rw=randrw bs=4k runtime=0.2",
+        ),
+        (
+            "adaptec5085(raid10[stripe=64k](4*hdd-sas10k))",
+            "preset=heavy rw=randread bs=8k runtime=0.5",
+        ),
+        (
+            "raid6[impl=md](6*s3500-80)",
+            "rw=randwrite bssplit=4k/50:64k/50 iodepth=8 runtime=0.2 random_distribution=zipf:1.1",
+        ),
     ] {
         let a = json_without_wall(&run(t, w));
         let b = json_without_wall(&run(t, w));
         assert_eq!(a, b, "{t} | {w}");
     }
     // A different seed changes the run.
-    let a = run("x25e", "rw=randwrite bs=4k iodepth=4 runtime=0.2 state=steady");
+    let a = run(
+        "x25e",
+        "rw=randwrite bs=4k iodepth=4 runtime=0.2 state=steady",
+    );
     let db = PresetDb::builtin();
     let t = resolve("x25e", &db).unwrap();
     let w = Workload::parse("rw=randwrite bs=4k iodepth=4 runtime=0.2 state=steady").unwrap();
@@ -76,7 +91,10 @@ fn every_construct_simulates() {
     for (t, w) in cases {
         let r = run(t, w);
         assert!(r.summary.iops > 0.0, "{t} | {w}: no I/O");
-        assert!(r.summary.lat_avg_ms > 0.0 && r.summary.lat_max_ms >= r.summary.lat_p99_ms, "{t} | {w}");
+        assert!(
+            r.summary.lat_avg_ms > 0.0 && r.summary.lat_max_ms >= r.summary.lat_p99_ms,
+            "{t} | {w}"
+        );
         assert!(r.components.iter().filter(|c| c.bottleneck).count() <= 1);
         assert_eq!(r.engine, "sim");
     }
@@ -101,7 +119,10 @@ fn block_larger_than_volume_is_an_input_error() {
 #[test]
 fn drive_state_changes_write_amplification() {
     let wa = |st: &str| {
-        let r = run("x25e", &format!("rw=randwrite bs=4k iodepth=32 runtime=0.5 state={st}"));
+        let r = run(
+            "x25e",
+            &format!("rw=randwrite bs=4k iodepth=32 runtime=0.5 state={st}"),
+        );
         r.components[0].write_amplification.unwrap()
     };
     let (fob, steady) = (wa("fob"), wa("steady"));
@@ -112,25 +133,42 @@ fn drive_state_changes_write_amplification() {
 #[test]
 fn write_cache_off_makes_writes_wait_for_nand() {
     let on = run("x25e", "preset=latency rw=randwrite bs=4k runtime=0.2");
-    let off = run("x25e[wc=off]", "preset=latency rw=randwrite bs=4k runtime=0.2");
-    assert!(off.summary.lat_avg_ms > 2.0 * on.summary.lat_avg_ms, "{} vs {}", off.summary.lat_avg_ms, on.summary.lat_avg_ms);
+    let off = run(
+        "x25e[wc=off]",
+        "preset=latency rw=randwrite bs=4k runtime=0.2",
+    );
+    assert!(
+        off.summary.lat_avg_ms > 2.0 * on.summary.lat_avg_ms,
+        "{} vs {}",
+        off.summary.lat_avg_ms,
+        on.summary.lat_avg_ms
+    );
 }
 
 #[test]
 fn saturated_resource_is_flagged() {
-    let r = run("adaptec5085(raid0[stripe=64k](4*x25e))", "preset=light rw=randread bs=4k runtime=0.3");
+    let r = run(
+        "adaptec5085(raid0[stripe=64k](4*x25e))",
+        "preset=light rw=randread bs=4k runtime=0.3",
+    );
     let b: Vec<_> = r.components.iter().filter(|c| c.bottleneck).collect();
     assert_eq!(b.len(), 1);
     assert_eq!(b[0].kind, "controller");
     let r = run("x25e", "preset=latency rw=randread bs=4k runtime=0.1");
-    assert!(r.components.iter().all(|c| !c.bottleneck), "QD1 saturates nothing");
+    assert!(
+        r.components.iter().all(|c| !c.bottleneck),
+        "QD1 saturates nothing"
+    );
 }
 
 #[test]
 fn steady_state_warm_up_is_fast_and_memory_is_bounded() {
     // Eight 800 GB drives in steady state: the FTL folds, so this is quick.
     let t0 = std::time::Instant::now();
-    let r = run("raid5(8*s3500-800)", "rw=randwrite bs=4k iodepth=16 runtime=0.01 state=steady");
+    let r = run(
+        "raid5(8*s3500-800)",
+        "rw=randwrite bs=4k iodepth=16 runtime=0.01 state=steady",
+    );
     assert!(r.summary.iops > 0.0);
     // Generous bound for a debug build on a shared machine; the release
     // figure is in the README (well under a second per drive).

@@ -92,21 +92,24 @@ impl From<raidlab_core::Error> for Failure {
 }
 
 fn read_file(path: &str, what: &str) -> Result<String, Failure> {
-    std::fs::read_to_string(path).map_err(|e| Failure::Input(format!("cannot read {what} '{path}': {e}")))
+    std::fs::read_to_string(path)
+        .map_err(|e| Failure::Input(format!("cannot read {what} '{path}': {e}")))
 }
 
 fn load_presets(files: &[String]) -> Result<PresetDb, Failure> {
     let mut db = PresetDb::builtin();
     for f in files {
         let text = read_file(f, "presets file")?;
-        db.load_str(&text).map_err(|e| Failure::Input(format!("{f}: {e}")))?;
+        db.load_str(&text)
+            .map_err(|e| Failure::Input(format!("{f}: {e}")))?;
     }
     Ok(db)
 }
 
 fn emit(output: &Option<String>, text: &str) -> Result<(), Failure> {
     match output {
-        Some(path) => std::fs::write(path, text).map_err(|e| Failure::Runtime(format!("cannot write '{path}': {e}"))),
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Failure::Runtime(format!("cannot write '{path}': {e}"))),
         None => {
             let mut out = std::io::stdout().lock();
             // A closed pipe (e.g. `| head`) is not an error worth a message.
@@ -118,7 +121,15 @@ fn emit(output: &Option<String>, text: &str) -> Result<(), Failure> {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
-        Cmd::Sim { topology: expr, workload, job, seed, format, output, presets } => {
+        Cmd::Sim {
+            topology: expr,
+            workload,
+            job,
+            seed,
+            format,
+            output,
+            presets,
+        } => {
             let db = load_presets(&presets)?;
             let expr = match expr.strip_prefix('@') {
                 Some(path) => read_file(path, "topology file")?,
@@ -128,27 +139,42 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let w = match (&workload, &job) {
                 (_, Some(path)) => parse_job_file(&read_file(path, "job file")?)?,
                 (Some(s), None) => Workload::parse(s)?,
-                (None, None) => return Err(Failure::Input("give a workload with --workload \"k=v ...\" or --job FILE.fio".into())),
+                (None, None) => {
+                    return Err(Failure::Input(
+                        "give a workload with --workload \"k=v ...\" or --job FILE.fio".into(),
+                    ))
+                }
             };
-            let result = raidlab_sim::simulate(&topo, &w, seed).map_err(|e| Failure::Input(e.to_string()))?;
+            let result = raidlab_sim::simulate(&topo, &w, seed)
+                .map_err(|e| Failure::Input(e.to_string()))?;
             let text = match format {
                 SimFormat::Json => {
-                    serde_json::to_string_pretty(&result).map_err(|e| Failure::Runtime(e.to_string()))? + "\n"
+                    serde_json::to_string_pretty(&result)
+                        .map_err(|e| Failure::Runtime(e.to_string()))?
+                        + "\n"
                 }
                 SimFormat::Table => table::sim_table(&result),
             };
             emit(&output, &text)
         }
-        Cmd::Presets { name, format, presets } => {
+        Cmd::Presets {
+            name,
+            format,
+            presets,
+        } => {
             let db = load_presets(&presets)?;
             let text = match name {
                 Some(n) => {
                     let Some(p) = db.get(&n) else {
-                        return Err(Failure::Input(format!("unknown preset '{n}' (see 'raidlab presets')")));
+                        return Err(Failure::Input(format!(
+                            "unknown preset '{n}' (see 'raidlab presets')"
+                        )));
                     };
                     match format {
                         PresetFormat::Toml => db.to_toml(&n).unwrap_or_default(),
-                        PresetFormat::Table => table::preset_detail(&n, p, &db.to_toml(&n).unwrap_or_default()),
+                        PresetFormat::Table => {
+                            table::preset_detail(&n, p, &db.to_toml(&n).unwrap_or_default())
+                        }
                     }
                 }
                 None => match format {
@@ -156,7 +182,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     PresetFormat::Toml => {
                         let mut s = String::new();
                         for (n, _) in db.iter() {
-                            s += &format!("# ---- {n} ----\n{}\n", db.to_toml(n).unwrap_or_default());
+                            s += &format!(
+                                "# ---- {n} ----\n{}\n",
+                                db.to_toml(n).unwrap_or_default()
+                            );
                         }
                         s
                     }

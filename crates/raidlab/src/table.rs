@@ -6,9 +6,20 @@ use raidlab_core::result::RunResult;
 fn wl_line(r: &RunResult) -> String {
     let mut parts = Vec::new();
     if let Some(m) = r.workload.as_object() {
-        for k in ["rw", "bs", "iodepth", "numjobs", "rwmixread", "size", "runtime", "state"] {
+        for k in [
+            "rw",
+            "bs",
+            "iodepth",
+            "numjobs",
+            "rwmixread",
+            "size",
+            "runtime",
+            "state",
+        ] {
             if let Some(v) = m.get(k) {
-                if k == "rwmixread" && !matches!(m.get("rw").and_then(|x| x.as_str()), Some("rw" | "randrw")) {
+                if k == "rwmixread"
+                    && !matches!(m.get("rw").and_then(|x| x.as_str()), Some("rw" | "randrw"))
+                {
                     continue;
                 }
                 let s = match v {
@@ -16,7 +27,9 @@ fn wl_line(r: &RunResult) -> String {
                     serde_json::Value::Number(n) if k == "bs" || k == "size" => {
                         raidlab_core::units::format_size(n.as_u64().unwrap_or(0))
                     }
-                    serde_json::Value::Number(n) if k == "runtime" => format!("{}s", n.as_f64().unwrap_or(0.0)),
+                    serde_json::Value::Number(n) if k == "runtime" => {
+                        format!("{}s", n.as_f64().unwrap_or(0.0))
+                    }
                     other => other.to_string(),
                 };
                 parts.push(format!("{k}={s}"));
@@ -30,19 +43,38 @@ fn wl_line(r: &RunResult) -> String {
 pub fn sim_table(r: &RunResult) -> String {
     let s = &r.summary;
     let mut o = String::new();
-    o += &format!("topology   {}\n", r.topology.split_whitespace().collect::<Vec<_>>().join(" "));
+    o += &format!(
+        "topology   {}\n",
+        r.topology.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
     o += &format!("workload   {} (seed {})\n\n", wl_line(r), r.seed);
-    o += &format!("{:<7} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "", "IOPS", "MB/s", "avg ms", "p50 ms", "p99 ms", "p99.9 ms", "max ms");
+    o += &format!(
+        "{:<7} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "", "IOPS", "MB/s", "avg ms", "p50 ms", "p99 ms", "p99.9 ms", "max ms"
+    );
     o += &format!(
         "{:<7} {:>12.1} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
-        "all", s.iops, s.mbps, s.lat_avg_ms, s.lat_p50_ms, s.lat_p99_ms, s.lat_p999_ms, s.lat_max_ms
+        "all",
+        s.iops,
+        s.mbps,
+        s.lat_avg_ms,
+        s.lat_p50_ms,
+        s.lat_p99_ms,
+        s.lat_p999_ms,
+        s.lat_max_ms
     );
     for (name, d) in [("read", &s.read), ("write", &s.write)] {
         if d.iops > 0.0 {
-            o += &format!("{:<7} {:>12.1} {:>10.1} {:>9.3}\n", name, d.iops, d.mbps, d.lat_avg_ms);
+            o += &format!(
+                "{:<7} {:>12.1} {:>10.1} {:>9.3}\n",
+                name, d.iops, d.mbps, d.lat_avg_ms
+            );
         }
     }
-    o += &format!("\n{:<18} {:<11} {:>6}  {:<9} {:>6}\n", "component", "kind", "util", "resource", "WA");
+    o += &format!(
+        "\n{:<18} {:<11} {:>6}  {:<9} {:>6}\n",
+        "component", "kind", "util", "resource", "WA"
+    );
     for c in &r.components {
         o += &format!(
             "{:<18} {:<11} {:>5.0}%  {:<9} {:>6}{}\n",
@@ -50,12 +82,15 @@ pub fn sim_table(r: &RunResult) -> String {
             c.kind,
             c.utilization * 100.0,
             c.resource.as_deref().unwrap_or(""),
-            c.write_amplification.map(|w| format!("{w:.2}")).unwrap_or_else(|| "-".into()),
+            c.write_amplification
+                .map(|w| format!("{w:.2}"))
+                .unwrap_or_else(|| "-".into()),
             if c.bottleneck { "  <- bottleneck" } else { "" }
         );
     }
     if !r.components.iter().any(|c| c.bottleneck) {
-        o += "no resource saturated: the workload's queue depth limits throughput (latency-bound)\n";
+        o +=
+            "no resource saturated: the workload's queue depth limits throughput (latency-bound)\n";
     }
     o += &format!(
         "\nhost CPU {:.1}%   simulated {:.3} s in {:.2} s wall, {} events, {} host I/Os\n",

@@ -3,7 +3,10 @@
 use std::process::{Command, Output};
 
 fn raidlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raidlab")).args(args).output().expect("run raidlab")
+    Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args(args)
+        .output()
+        .expect("run raidlab")
 }
 
 fn stderr(o: &Output) -> String {
@@ -23,7 +26,11 @@ fn assert_input_error(args: &[&str], want: &str) {
     let o = raidlab(args);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
-    assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: one line, got {e:?}");
+    assert_eq!(
+        e.trim_end().lines().count(),
+        1,
+        "{args:?}: one line, got {e:?}"
+    );
     assert!(e.contains(want), "{args:?}: '{e}' lacks '{want}'");
     assert!(!e.contains("panicked"), "{e}");
     assert!(o.stdout.is_empty());
@@ -32,21 +39,57 @@ fn assert_input_error(args: &[&str], want: &str) {
 #[test]
 fn bad_input_gives_one_line_and_status_2() {
     let w = "rw=randread bs=4k runtime=0.01";
-    assert_input_error(&["sim", "-t", "nosuchdrive", "-w", w], "unknown preset 'nosuchdrive'");
+    assert_input_error(
+        &["sim", "-t", "nosuchdrive", "-w", w],
+        "unknown preset 'nosuchdrive'",
+    );
     assert_input_error(&["sim", "-t", "raid0(x25e,", "-w", w], "column 12");
-    assert_input_error(&["sim", "-t", "raid5(2*x25e)", "-w", w], "raid5 with 2 active members");
-    assert_input_error(&["sim", "-t", "raid6(3*x25e)", "-w", w], "raid6 with 3 active members");
-    assert_input_error(&["sim", "-t", "raid0[stripe=100k](2*x25e)", "-w", w], "power of two");
-    assert_input_error(&["sim", "-t", "x25e", "-w", "rw=read bs=64k size=32k"], "larger than the volume");
-    assert_input_error(&["sim", "-t", "x25e", "-w", "rw=randread colour=blue"], "unknown key 'colour'");
+    assert_input_error(
+        &["sim", "-t", "raid5(2*x25e)", "-w", w],
+        "raid5 with 2 active members",
+    );
+    assert_input_error(
+        &["sim", "-t", "raid6(3*x25e)", "-w", w],
+        "raid6 with 3 active members",
+    );
+    assert_input_error(
+        &["sim", "-t", "raid0[stripe=100k](2*x25e)", "-w", w],
+        "power of two",
+    );
+    assert_input_error(
+        &["sim", "-t", "x25e", "-w", "rw=read bs=64k size=32k"],
+        "larger than the volume",
+    );
+    assert_input_error(
+        &["sim", "-t", "x25e", "-w", "rw=randread colour=blue"],
+        "unknown key 'colour'",
+    );
     assert_input_error(&["sim", "-t", "x25e", "-w", "rw=sideways"], "rw=sideways");
-    assert_input_error(&["sim", "-t", "adaptec5085[mode=volume](2*x25e)", "-w", w], "root exposes 2 volumes");
-    assert_input_error(&["sim", "-t", "adaptec5085(raid0(9*x25e))", "-w", w], "8 ports but 9 devices");
-    assert_input_error(&["sim", "-t", "x25e[speed=1]", "-w", w], "unknown option 'speed'");
+    assert_input_error(
+        &["sim", "-t", "adaptec5085[mode=volume](2*x25e)", "-w", w],
+        "root exposes 2 volumes",
+    );
+    assert_input_error(
+        &["sim", "-t", "adaptec5085(raid0(9*x25e))", "-w", w],
+        "8 ports but 9 devices",
+    );
+    assert_input_error(
+        &["sim", "-t", "x25e[speed=1]", "-w", w],
+        "unknown option 'speed'",
+    );
     assert_input_error(&["sim", "-t", "x25e"], "give a workload");
-    assert_input_error(&["sim", "-t", "@/nonexistent/file", "-w", w], "cannot read topology file");
-    let job = tmp("bad.fio", "[global]\nbs=4k\n[job]\nrw=randread\nverify=md5\n");
-    assert_input_error(&["sim", "-t", "x25e", "--job", &job], "unsupported fio option 'verify'");
+    assert_input_error(
+        &["sim", "-t", "@/nonexistent/file", "-w", w],
+        "cannot read topology file",
+    );
+    let job = tmp(
+        "bad.fio",
+        "[global]\nbs=4k\n[job]\nrw=randread\nverify=md5\n",
+    );
+    assert_input_error(
+        &["sim", "-t", "x25e", "--job", &job],
+        "unsupported fio option 'verify'",
+    );
     assert_input_error(&["presets", "nope"], "unknown preset 'nope'");
     let bad = tmp("bad.toml", "[d]\nbase = \"x25e\"\nwarp = 9\n");
     assert_input_error(&["presets", "--presets", &bad], "warp");
@@ -54,13 +97,42 @@ fn bad_input_gives_one_line_and_status_2() {
 
 #[test]
 fn json_is_the_only_thing_on_stdout() {
-    let o = raidlab(&["sim", "-t", "adaptec5085(raid5[stripe=64k](5*x25e))", "-w", "preset=light rw=randread bs=4k runtime=0.05", "--format", "json"]);
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        "adaptec5085(raid5[stripe=64k](5*x25e))",
+        "-w",
+        "preset=light rw=randread bs=4k runtime=0.05",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
-    for k in ["raidlab", "engine", "topology", "workload", "seed", "summary", "components", "host", "sim"] {
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    for k in [
+        "raidlab",
+        "engine",
+        "topology",
+        "workload",
+        "seed",
+        "summary",
+        "components",
+        "host",
+        "sim",
+    ] {
         assert!(v.get(k).is_some(), "missing {k}");
     }
-    for k in ["iops", "mbps", "lat_avg_ms", "lat_max_ms", "lat_p50_ms", "lat_p99_ms", "lat_p999_ms", "read", "write"] {
+    for k in [
+        "iops",
+        "mbps",
+        "lat_avg_ms",
+        "lat_max_ms",
+        "lat_p50_ms",
+        "lat_p99_ms",
+        "lat_p999_ms",
+        "read",
+        "write",
+    ] {
         assert!(v["summary"].get(k).is_some(), "missing summary.{k}");
     }
     assert_eq!(v["engine"], "sim");
@@ -69,40 +141,90 @@ fn json_is_the_only_thing_on_stdout() {
     for k in ["simulated_s", "wall_s", "events", "host_ios"] {
         assert!(v["sim"][k].is_number(), "sim.{k}");
     }
-    assert!(v["components"].as_array().unwrap().iter().any(|c| c["kind"] == "controller"));
+    assert!(v["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["kind"] == "controller"));
 }
 
 #[test]
 fn table_output_job_file_topology_file_and_output_file() {
-    let topo = tmp("t.expr", "# two SSDs striped\nadaptec5085(\n  raid0[stripe=64k](2*x25e)  # on one controller\n)\n");
+    let topo = tmp(
+        "t.expr",
+        "# two SSDs striped\nadaptec5085(\n  raid0[stripe=64k](2*x25e)  # on one controller\n)\n",
+    );
     let job = tmp("j.fio", "[global]\nioengine=libaio\ndirect=1\n[randread]\nrw=randread\nbs=4k\niodepth=32\nruntime=0.05\n");
     let out = tmp("out.json", "");
-    let o = raidlab(&["sim", "-t", &format!("@{topo}"), "--job", &job, "--format", "json", "-o", &out]);
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        &format!("@{topo}"),
+        "--job",
+        &job,
+        "--format",
+        "json",
+        "-o",
+        &out,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["workload"]["iodepth"], 32);
-    let o = raidlab(&["sim", "-t", "x25e", "-w", "preset=light rw=randread bs=4k runtime=0.05"]);
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        "x25e",
+        "-w",
+        "preset=light rw=randread bs=4k runtime=0.05",
+    ]);
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.contains("IOPS") && s.contains("x25e#0") && s.contains("bottleneck"), "{s}");
+    assert!(
+        s.contains("IOPS") && s.contains("x25e#0") && s.contains("bottleneck"),
+        "{s}"
+    );
 }
 
 #[test]
 fn presets_list_dump_and_user_presets() {
     let o = raidlab(&["presets"]);
     let s = String::from_utf8_lossy(&o.stdout);
-    for n in ["x25e", "mtron7535", "s3500-800", "hdd-sas10k", "adaptec5085", "areca1680", "megaraid9265", "megaraid9365", "hba"] {
+    for n in [
+        "x25e",
+        "mtron7535",
+        "s3500-800",
+        "hdd-sas10k",
+        "adaptec5085",
+        "areca1680",
+        "megaraid9265",
+        "megaraid9365",
+        "hba",
+    ] {
         assert!(s.contains(n), "{n} missing from the list");
     }
     let o = raidlab(&["presets", "x25e", "--format", "toml"]);
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.contains("read_us = 55") && s.contains("petrov2010"), "{s}");
+    assert!(
+        s.contains("read_us = 55") && s.contains("petrov2010"),
+        "{s}"
+    );
     let user = tmp("mine.toml", "[my-nvme]\nbase = \"s3500-800\"\ndescription = \"my NVMe drive\"\nlink_mbps = 3200\nqueue_depth = 1024\nfw_cores = 8\n");
     let o = raidlab(&["presets", "--presets", &user]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("my-nvme"));
     let o = raidlab(&["presets", "my-nvme", "--format", "toml", "--presets", &user]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("link_mbps = 3200"));
-    let o = raidlab(&["sim", "--presets", &user, "-t", "raid0(2*my-nvme)", "-w", "rw=randread bs=4k iodepth=64 runtime=0.05", "--format", "json"]);
+    let o = raidlab(&[
+        "sim",
+        "--presets",
+        &user,
+        "-t",
+        "raid0(2*my-nvme)",
+        "-w",
+        "rw=randread bs=4k iodepth=64 runtime=0.05",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["components"][0]["name"], "my-nvme#0");
@@ -110,7 +232,17 @@ fn presets_list_dump_and_user_presets() {
 
 #[test]
 fn seeds_reproduce() {
-    let args = ["sim", "-t", "raid5(4*x25e)", "-w", "rw=randwrite bs=4k iodepth=8 runtime=0.05 state=steady", "--format", "json", "--seed", "7"];
+    let args = [
+        "sim",
+        "-t",
+        "raid5(4*x25e)",
+        "-w",
+        "rw=randwrite bs=4k iodepth=8 runtime=0.05 state=steady",
+        "--format",
+        "json",
+        "--seed",
+        "7",
+    ];
     let strip = |o: Output| {
         let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         v["sim"]["wall_s"] = serde_json::Value::Null;

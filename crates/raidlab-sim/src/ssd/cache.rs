@@ -21,7 +21,12 @@ pub struct WriteBuffer {
 impl WriteBuffer {
     /// A buffer of `cap` units (at least one page).
     pub fn new(cap: u32) -> Self {
-        WriteBuffer { cap: cap.max(1), used: 0, inflight: BinaryHeap::new(), pending: Vec::new() }
+        WriteBuffer {
+            cap: cap.max(1),
+            used: 0,
+            inflight: BinaryHeap::new(),
+            pending: Vec::new(),
+        }
     }
 
     /// Make room for `need` units at time `t`; returns the time the room is

@@ -85,7 +85,14 @@ impl Ftl {
     /// * `physical_ratio`: physical flash / logical space (≥ 1);
     /// * `upp`: units per page; `ppb`: pages per block; `dies`;
     /// * `threshold`: free blocks per die below which GC runs.
-    pub fn new(logical_units: u64, physical_ratio: f64, upp: u32, ppb: u32, dies: u32, threshold: u32) -> Ftl {
+    pub fn new(
+        logical_units: u64,
+        physical_ratio: f64,
+        upp: u32,
+        ppb: u32,
+        dies: u32,
+        threshold: u32,
+    ) -> Ftl {
         let logical = logical_units.clamp((upp * ppb) as u64, FOLD_UNITS) as u32;
         let phys_units = (logical as f64 * physical_ratio.max(1.0)) as u64;
         let per_die = phys_units.div_ceil(dies as u64);
@@ -117,7 +124,9 @@ impl Ftl {
             prev: vec![INVALID; blocks],
             next: vec![INVALID; blocks],
             heads: vec![INVALID; dies as usize * (upb as usize + 1)],
-            free: (0..dies).map(|d| (d * bpd..(d + 1) * bpd).rev().collect()).collect(),
+            free: (0..dies)
+                .map(|d| (d * bpd..(d + 1) * bpd).rev().collect())
+                .collect(),
             active: Vec::new(),
             gc_active: Vec::new(),
             host_units: 0,
@@ -234,7 +243,7 @@ impl Ftl {
         }
         let c = &mut self.gc_active[die];
         let u = c.block * self.upb + c.unit;
-        if c.unit % self.upp == 0 {
+        if c.unit.is_multiple_of(self.upp) {
             work.program_pages += 1;
         }
         c.unit += 1;
@@ -288,7 +297,9 @@ impl Ftl {
             let full = self.active[d].block;
             self.close(full);
             self.collect(d, self.threshold, &mut work);
-            let nb = self.free[d].pop().expect("flash exhausted: no free block after GC");
+            let nb = self.free[d]
+                .pop()
+                .expect("flash exhausted: no free block after GC");
             self.active[d] = Cursor { block: nb, unit: 0 };
         }
         let base = self.active[d].block * self.upb + self.active[d].unit;
@@ -313,8 +324,40 @@ impl Ftl {
         work
     }
 
-    /// Functional warm-up: write the whole logical space once, in order.
+    /// Functional warm-up: write the whole logical space once, in order,
+    /// one page per die in turn. From a fresh drive nothing is overwritten
+    /// and no collection is needed, so units are placed directly.
     pub fn fill(&mut self) {
+        if self.l2p.iter().any(|&u| u != INVALID) {
+            return self.fill_over_existing();
+        }
+        let upp = self.upp;
+        let mut die = 0usize;
+        let mut l = 0u32;
+        while l < self.logical {
+            let d = die;
+            if self.active[d].unit == self.upb {
+                let full = self.active[d].block;
+                self.close(full);
+                let nb = self.free[d].pop().expect("flash exhausted during fill");
+                self.active[d] = Cursor { block: nb, unit: 0 };
+            }
+            let base = self.active[d].block * self.upb + self.active[d].unit;
+            let n = upp.min(self.logical - l);
+            for i in 0..n {
+                let u = base + i;
+                self.l2p[(l + i) as usize] = u;
+                self.p2l[u as usize] = l + i;
+            }
+            self.valid[(base / self.upb) as usize] += n as u16;
+            self.host_units += n as u64;
+            self.active[d].unit += upp;
+            die = (die + 1) % self.dies as usize;
+            l += upp;
+        }
+    }
+
+    fn fill_over_existing(&mut self) {
         let mut die = 0;
         let mut page = vec![INVALID; self.upp as usize];
         let mut l = 0u32;
@@ -341,6 +384,9 @@ impl Ftl {
             for slot in page.iter_mut() {
                 *slot = rng.below(self.logical as u64) as u32;
             }
+            // Same GC policy as timed writes, so the run starts in the regime
+            // the warm-up reached (no one-time catch-up collection).
+            self.gc_ahead(die);
             self.write_page(die, &page);
             die = (die + 1) % self.dies;
         }
@@ -375,8 +421,11 @@ mod tests {
         let mut f = Ftl::new(4096, 1.1, 1, 64, 4, 2);
         f.fill();
         f.check();
+        f.fill(); // over existing data: the general path
+        f.check();
         assert!((0..f.logical_units()).all(|l| f.lookup(l).is_some()));
-        let dies: std::collections::BTreeSet<u32> = (0..8).map(|l| f.lookup(l).unwrap().0).collect();
+        let dies: std::collections::BTreeSet<u32> =
+            (0..8).map(|l| f.lookup(l).unwrap().0).collect();
         assert_eq!(dies.len(), 4, "consecutive pages go to different dies");
     }
 
@@ -407,7 +456,10 @@ mod tests {
         assert_eq!(f.logical_units() as u64, FOLD_UNITS);
         assert_eq!(f.block_scale(), 1.0);
         let g = Ftl::new(10 * FOLD_UNITS, 1.07, 4, 256, 64, 2);
-        assert!(g.block_scale() < 0.5, "large MLC blocks are scaled to keep enough blocks per die");
+        assert!(
+            g.block_scale() < 0.5,
+            "large MLC blocks are scaled to keep enough blocks per die"
+        );
         assert_eq!(f.fold(FOLD_UNITS + 5), 5);
         f.precondition_random(1, 3);
         f.check();

@@ -89,7 +89,14 @@ impl Ssd {
         let ratio = full_units as f64 * (1.0 + p.spare_pct / 100.0) / logical as f64;
         let upp = p.page_kb / 4;
         let dies = p.channels * p.dies_per_channel;
-        let mut ftl = Ftl::new(logical, ratio, upp, p.pages_per_block, dies, p.gc_free_blocks);
+        let mut ftl = Ftl::new(
+            logical,
+            ratio,
+            upp,
+            p.pages_per_block,
+            dies,
+            p.gc_free_blocks,
+        );
         match state {
             SsdState::Fob => {}
             SsdState::Fill => ftl.fill(),
@@ -148,7 +155,9 @@ impl Ssd {
         let mut cur: Option<(u32, u32, u64)> = None; // (die, page, bytes)
         for u in first..=last {
             let lpn = self.ftl.fold(u);
-            let Some((die, page)) = self.ftl.lookup(lpn) else { continue };
+            let Some((die, page)) = self.ftl.lookup(lpn) else {
+                continue;
+            };
             match &mut cur {
                 Some((d, p, b)) if *d == die && *p == page => *b += UNIT,
                 _ => {
@@ -180,7 +189,9 @@ impl Ssd {
         }
         self.die_rr = self.die_rr.wrapping_add(1);
         let work = self.ftl.write_page(die, &self.page);
-        let t = if work.is_empty() { t } else { self.nand.gc(t, die, work) };
+        if !work.is_empty() {
+            self.nand.gc(t, die, work);
+        }
         self.nand.program(t, die)
     }
 
@@ -212,7 +223,9 @@ impl Ssd {
                 ctx.schedule(data, self.id, id, EV_XFER);
             }
             Op::Write => {
-                let t = self.link.reserve(now, self.link_cmd + xfer_ns(r.len as u64, self.link_mbps));
+                let t = self
+                    .link
+                    .reserve(now, self.link_cmd + xfer_ns(r.len as u64, self.link_mbps));
                 let mut t = self.fw.reserve(t, self.fw_cost(self.fw_write, r.len));
                 let upp = self.ftl.upp() as usize;
                 // A write over the read-ahead window makes it stale.
@@ -238,7 +251,11 @@ impl Ssd {
                     while u <= last {
                         self.page.clear();
                         for k in 0..upp as u64 {
-                            self.page.push(if u + k <= last { self.ftl.fold(u + k) } else { INVALID });
+                            self.page.push(if u + k <= last {
+                                self.ftl.fold(u + k)
+                            } else {
+                                INVALID
+                            });
                         }
                         done = done.max(self.program(t));
                         u += upp as u64;

@@ -4,16 +4,33 @@
 //!
 //! Operations are placed on the timelines in dispatch order (the firmware's
 //! per-die queues are FIFO), so no event is needed per NAND operation.
+//!
+//! Garbage collection runs in the background of a die: host reads go ahead
+//! of queued GC work (firmware read priority and program/erase suspend) and
+//! wait at most for the GC operation in progress, pushing the GC backlog back
+//! by their own time; host programs wait for the backlog, because they need
+//! the blocks it frees.
 
 use crate::engine::{us, xfer_ns, Server};
 use crate::ssd::ftl::GcWork;
 use raidlab_core::preset::SsdParams;
 use raidlab_core::units::Ns;
 
+/// One die: its foreground timeline and its background GC backlog.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Die {
+    /// Foreground (host) operations are placed up to here.
+    pub free_at: Ns,
+    /// Queued GC work runs until here.
+    pub gc_until: Ns,
+    /// Busy time reserved (host and GC).
+    pub busy: Ns,
+}
+
 /// Timelines and timings of one drive's flash.
 pub struct Nand {
     /// One timeline per die (die d sits on channel d % channels).
-    pub dies: Vec<Server>,
+    pub dies: Vec<Die>,
     /// One timeline per channel.
     pub channels: Vec<Server>,
     t_read: Ns,
@@ -29,7 +46,7 @@ impl Nand {
     pub fn new(p: &SsdParams, block_scale: f64) -> Nand {
         let dies = p.channels * p.dies_per_channel;
         Nand {
-            dies: vec![Server::default(); dies as usize],
+            dies: vec![Die::default(); dies as usize],
             channels: vec![Server::default(); p.channels as usize],
             t_read: us(p.read_us),
             t_prog: us(p.program_us),
@@ -45,33 +62,56 @@ impl Nand {
     }
 
     /// Read `bytes` of one page of `die`, starting no earlier than `at`:
-    /// array read on the die, then the transfer on its channel.
+    /// array read on the die (ahead of queued GC, behind the GC operation in
+    /// progress), then the transfer on its channel.
     #[inline]
     pub fn read(&mut self, at: Ns, die: u32, bytes: u64) -> Ns {
-        let t = self.dies[die as usize].reserve(at, self.t_read);
+        let op = self.t_prog.max(self.t_read);
+        let d = &mut self.dies[die as usize];
+        let mut s = d.free_at.max(at);
+        if s < d.gc_until {
+            s += (d.gc_until - s).min(op);
+            d.gc_until += self.t_read;
+        }
+        let t = s + self.t_read;
+        d.free_at = t;
+        d.busy += self.t_read;
         let ch = self.channel_of(die);
         let t = self.channels[ch].reserve(t, xfer_ns(bytes, self.ch_mbps));
         // The die's register is busy until its data has left.
         let d = &mut self.dies[die as usize];
-        if d.free_at < t {
-            d.free_at = t;
-        }
+        d.free_at = d.free_at.max(t);
         t
     }
 
-    /// Program one page on `die`: transfer on the channel, then the program.
+    /// Program one page on `die`: transfer on the channel, then the program,
+    /// after any GC backlog on the die.
     #[inline]
     pub fn program(&mut self, at: Ns, die: u32) -> Ns {
         let ch = self.channel_of(die);
         let t = self.channels[ch].reserve(at, xfer_ns(self.page_bytes, self.ch_mbps));
-        self.dies[die as usize].reserve(t, self.t_prog)
+        let d = &mut self.dies[die as usize];
+        let s = t.max(d.free_at).max(d.gc_until);
+        d.free_at = s + self.t_prog;
+        d.busy += self.t_prog;
+        d.free_at
     }
 
-    /// Charge garbage-collection work (copy-back relocations and erases) to a die.
+    /// Queue garbage-collection work (copy-back relocations and erases) on a die.
     #[inline]
-    pub fn gc(&mut self, at: Ns, die: u32, w: GcWork) -> Ns {
-        let dur = w.read_pages as Ns * self.t_read + w.program_pages as Ns * self.t_prog + w.erases as Ns * self.t_erase;
-        self.dies[die as usize].reserve(at, dur)
+    pub fn gc(&mut self, at: Ns, die: u32, w: GcWork) {
+        let dur = w.read_pages as Ns * self.t_read
+            + w.program_pages as Ns * self.t_prog
+            + w.erases as Ns * self.t_erase;
+        let d = &mut self.dies[die as usize];
+        d.gc_until = d.gc_until.max(d.free_at).max(at) + dur;
+        d.busy += dur;
+    }
+
+    /// When `die` can take a new program.
+    #[inline]
+    fn ready(&self, die: usize) -> Ns {
+        self.dies[die].free_at.max(self.dies[die].gc_until)
     }
 
     /// Die that frees first (ties: lowest index from `start`).
@@ -79,10 +119,10 @@ impl Nand {
     pub fn least_busy(&self, start: u32) -> u32 {
         let n = self.dies.len() as u32;
         let mut best = start % n;
-        let mut bt = self.dies[best as usize].free_at;
+        let mut bt = self.ready(best as usize);
         for i in 1..n {
             let d = (start + i) % n;
-            let t = self.dies[d as usize].free_at;
+            let t = self.ready(d as usize);
             if t < bt {
                 best = d;
                 bt = t;
