@@ -121,6 +121,9 @@ pub struct ControllerParams {
     pub roc_cmd_us: f64,
     /// RoC cost per member (device) command, µs.
     pub roc_member_cmd_us: f64,
+    /// RoC cost per KiB of host data moved (scatter-gather and cache-buffer
+    /// management), µs.
+    pub roc_us_per_kb: f64,
     /// Internal data path (cache memory / DMA) rate, 10^6 bytes/s.
     pub dma_mbps: f64,
     /// Parity (XOR / P+Q) engine rate, 10^6 bytes/s.

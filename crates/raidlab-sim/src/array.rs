@@ -192,7 +192,8 @@ impl ArrayComp {
         let cmds = (plan.reads.len() + plan.writes.len()) as Ns;
         self.plans[p as usize] = plan;
         let cost = self.costs.req_ns + self.costs.member_ns * cmds;
-        let t = ctx.reserve(self.costs.cpu, ctx.now, cost);
+        // `t0` may carry a not-before time from a controller front end.
+        let t = ctx.reserve(self.costs.cpu, ctx.now.max(r.t0), cost);
         ctx.schedule(t, self.id, id, EV_GO);
     }
 

@@ -20,6 +20,7 @@ use raidlab_core::topology::ReadAhead;
 use raidlab_core::units::Ns;
 use raidlab_layout::{Geometry, Level};
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 const EV_ISSUE: u8 = 0;
 const EV_DONE: u8 = 1;
@@ -53,6 +54,8 @@ pub struct CtrlConfig {
     pub pools: CtrlPools,
     /// RoC cost per host command.
     pub cmd_ns: Ns,
+    /// RoC cost per KiB of host data.
+    pub ns_per_kb: f64,
     /// Extra RoC cost when the volume is a single device (its one member command).
     pub passthrough_member_ns: Ns,
     /// PCIe rate, 10^6 B/s.
@@ -76,6 +79,28 @@ pub struct CtrlConfig {
     /// Geometry of the array behind (None for a single device).
     pub geo: Option<Geometry>,
 }
+
+/// Hasher for line numbers: one multiply (Fibonacci hashing). Keys are
+/// small integers chosen by the simulation, not by an adversary, so SipHash's
+/// protection buys nothing here and costs most of the cache's time.
+#[derive(Default, Clone, Copy)]
+struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (x ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type LineMap = HashMap<u64, Line, BuildHasherDefault<LineHasher>>;
 
 struct RaEntry {
     start: u64,
@@ -124,7 +149,7 @@ pub struct CtrlVol {
     line_bytes: u64,
     gran: u64,
     dirty: u64,
-    lines: HashMap<u64, Line>,
+    lines: LineMap,
     /// Dirty lines waiting for destage, oldest first, one queue per member.
     fifos: Vec<VecDeque<u64>>,
     destages: Vec<Option<Destage>>,
@@ -133,6 +158,8 @@ pub struct CtrlVol {
     at_limit_ns: Ns,
     wait_space: VecDeque<ReqId>,
     kick_at: Option<Ns>,
+    spare_lines: Vec<Vec<u64>>,
+    runs: Vec<(u64, u64)>,
 }
 
 impl CtrlVol {
@@ -157,7 +184,7 @@ impl CtrlVol {
             line_bytes,
             gran,
             dirty: 0,
-            lines: HashMap::new(),
+            lines: LineMap::default(),
             fifos: vec![VecDeque::new(); members],
             destages: Vec::new(),
             destage_out: vec![0; members],
@@ -165,6 +192,8 @@ impl CtrlVol {
             at_limit_ns: 0,
             wait_space: VecDeque::new(),
             kick_at: None,
+            spare_lines: Vec::new(),
+            runs: Vec::new(),
         }
     }
 
@@ -188,16 +217,47 @@ impl CtrlVol {
             }
         }
         let cost = self.cfg.cmd_ns
+            + (self.cfg.ns_per_kb * r.len as f64 / 1024.0) as Ns
             + if self.cfg.wb_bytes > 0 && r.op == Op::Write {
                 0
             } else {
                 self.cfg.passthrough_member_ns
             };
         t = ctx.reserve(p.roc, t, cost);
-        ctx.schedule(t, self.id, id, EV_ISSUE);
+        if self.cfg.geo.is_some() && (r.op == Op::Read || self.cfg.wb_bytes == 0) {
+            // A hardware array runs on the same RoC: decide now and hand the
+            // request on with a not-before time, so the array continues the
+            // RoC's work where the command's cost ends (one event fewer).
+            self.issue(ctx, id, t);
+        } else {
+            ctx.schedule(t, self.id, id, EV_ISSUE);
+        }
     }
 
-    fn send_child(&mut self, ctx: &mut Ctx, id: ReqId, offset: u64, len: u64, op: Op, tag: u32) {
+    /// Take the host command onward once the RoC has accepted it at `at`.
+    fn issue(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
+        let r = ctx.reqs[id];
+        if r.op == Op::Read {
+            self.issue_read(ctx, id, at);
+        } else if self.cfg.wb_bytes > 0 {
+            self.event(ctx, id, EV_ACCEPT);
+        } else {
+            let (a, b) = (r.offset, r.offset + r.len as u64);
+            self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
+            self.send_child(ctx, id, r.offset, r.len as u64, Op::Write, u32::MAX, at);
+        }
+    }
+
+    fn send_child(
+        &mut self,
+        ctx: &mut Ctx,
+        id: ReqId,
+        offset: u64,
+        len: u64,
+        op: Op,
+        tag: u32,
+        at: Ns,
+    ) {
         let child = ctx.reqs.alloc(Req {
             offset,
             len: len as u32,
@@ -205,7 +265,7 @@ impl CtrlVol {
             parent: id,
             pending: 0,
             comp: 0,
-            t0: ctx.now,
+            t0: at,
             tag,
             slot: 0,
             phase: 0,
@@ -214,10 +274,10 @@ impl CtrlVol {
         ctx.submit(self.child, child);
     }
 
-    fn data_return(&mut self, ctx: &mut Ctx, id: ReqId) {
+    fn data_return(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
         let len = ctx.reqs[id].len as u64;
         let p = self.cfg.pools;
-        let mut t = ctx.now;
+        let mut t = at;
         if self.cfg.wb_bytes > 0 || self.cfg.readahead != ReadAhead::Off {
             t = ctx.reserve(p.dma, t, xfer_ns(len, self.cfg.dma_mbps));
         }
@@ -236,7 +296,7 @@ impl CtrlVol {
         hit.is_some()
     }
 
-    fn issue_read(&mut self, ctx: &mut Ctx, id: ReqId) {
+    fn issue_read(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
         let r = ctx.reqs[id];
         let (a, b) = (r.offset, r.offset + r.len as u64);
         // Dirty data in cache covering the whole read?
@@ -244,7 +304,7 @@ impl CtrlVol {
             if let Some(l) = self.lines.get(&(a / self.line_bytes)) {
                 let mask = self.bits_for(a, b);
                 if l.bits & mask == mask {
-                    self.data_return(ctx, id);
+                    self.data_return(ctx, id, at);
                     return;
                 }
             }
@@ -252,7 +312,7 @@ impl CtrlVol {
         let seq = self.sequential(a, b);
         if let Some(e) = self.ra.iter_mut().find(|e| a >= e.start && b <= e.end) {
             if e.ready {
-                self.data_return(ctx, id);
+                self.data_return(ctx, id, at);
             } else {
                 e.waiters.push(id);
             }
@@ -286,7 +346,7 @@ impl CtrlVol {
                 waiters: Vec::new(),
             });
         }
-        self.send_child(ctx, id, a, end - a, Op::Read, tag);
+        self.send_child(ctx, id, a, end - a, Op::Read, tag, at);
     }
 
     fn bits_for(&self, a: u64, b: u64) -> u64 {
@@ -349,20 +409,22 @@ impl CtrlVol {
         true
     }
 
-    fn full_stripe_lines(&self, line: u64) -> Option<Vec<u64>> {
+    /// The lines of `line`'s stripe, if every one of them is wholly dirty
+    /// and none is being destaged (a full-stripe write).
+    fn full_stripe(&self, line: u64) -> Option<std::ops::Range<u64>> {
         let g = self.cfg.geo.as_ref()?;
         if !matches!(g.level(), Level::Raid5 | Level::Raid6) {
             return None;
         }
         let dd = g.data_disks() as u64;
         let s0 = line / dd * dd;
-        let all: Vec<u64> = (s0..s0 + dd).collect();
-        let full = all.iter().all(|l| {
+        let all = s0..s0 + dd;
+        let full = all.clone().all(|l| {
             self.lines
-                .get(l)
+                .get(&l)
                 .is_some_and(|x| x.bits == u64::MAX && !x.in_destage)
                 || (self.line_bytes / self.gran < 64
-                    && self.lines.get(l).is_some_and(|x| {
+                    && self.lines.get(&l).is_some_and(|x| {
                         x.bits == (1u64 << (self.line_bytes / self.gran)) - 1 && !x.in_destage
                     }))
         });
@@ -415,8 +477,14 @@ impl CtrlVol {
         let now = ctx.now;
         let limit = self.cfg.destage_per_member;
         {
-            let lines = self.full_stripe_lines(l).unwrap_or_else(|| vec![l]);
-            let mut runs: Vec<(u64, u64)> = Vec::new();
+            let mut lines = self.spare_lines.pop().unwrap_or_default();
+            lines.clear();
+            match self.full_stripe(l) {
+                Some(r) => lines.extend(r),
+                None => lines.push(l),
+            }
+            let mut runs = std::mem::take(&mut self.runs);
+            runs.clear();
             let mut bytes = 0;
             for &x in &lines {
                 let e = self.lines.get_mut(&x).expect("dirty line");
@@ -471,13 +539,14 @@ impl CtrlVol {
             if self.destage_out[m] == limit {
                 self.limit_since[m] = now;
             }
-            for (a, b) in runs {
+            for &(a, b) in &runs {
                 let a = a.min(self.cfg.capacity);
                 let b = b.min(self.cfg.capacity);
                 if b > a {
-                    self.send_child(ctx, root, a, b - a, Op::Write, u32::MAX);
+                    self.send_child(ctx, root, a, b - a, Op::Write, u32::MAX, now);
                 }
             }
+            self.runs = runs;
             if ctx.reqs[root].pending == 0 {
                 self.destage_done(ctx, root);
             }
@@ -494,7 +563,7 @@ impl CtrlVol {
         }
         self.destage_out[d.member] -= 1;
         self.dirty -= d.bytes;
-        for l in d.lines {
+        for &l in &d.lines {
             let e = self.lines.get_mut(&l).expect("line");
             e.in_destage = false;
             if e.bits != 0 {
@@ -506,6 +575,7 @@ impl CtrlVol {
                 self.lines.remove(&l);
             }
         }
+        self.spare_lines.push(d.lines);
         while let Some(&w) = self.wait_space.front() {
             if !self.cache_insert(ctx, w) {
                 break;
@@ -519,18 +589,7 @@ impl CtrlVol {
     /// A timed event.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         match kind {
-            EV_ISSUE => {
-                let r = ctx.reqs[id];
-                if r.op == Op::Read {
-                    self.issue_read(ctx, id);
-                } else if self.cfg.wb_bytes > 0 {
-                    self.event(ctx, id, EV_ACCEPT);
-                } else {
-                    let (a, b) = (r.offset, r.offset + r.len as u64);
-                    self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
-                    self.send_child(ctx, id, r.offset, r.len as u64, Op::Write, u32::MAX);
-                }
-            }
+            EV_ISSUE => self.issue(ctx, id, ctx.now),
             EV_ACCEPT => {
                 if self.wait_space.is_empty() && self.cache_insert(ctx, id) {
                     ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE);
@@ -568,11 +627,11 @@ impl CtrlVol {
                         e.ready = true;
                         let waiters = std::mem::take(&mut e.waiters);
                         for w in waiters {
-                            self.data_return(ctx, w);
+                            self.data_return(ctx, w, ctx.now);
                         }
                     }
                 }
-                self.data_return(ctx, id);
+                self.data_return(ctx, id, ctx.now);
             }
             Op::Write => ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE),
         }

@@ -43,7 +43,9 @@ pub struct Req {
     pub pending: u32,
     /// Component handling the request.
     pub comp: CompId,
-    /// Time the request entered its component.
+    /// Time the request was issued; for a request to an array, the earliest
+    /// time the array may start on it (a controller's RoC hands on requests
+    /// with the time its command processing ends).
     pub t0: Ns,
     /// Set by the request's creator (job index, member index, ...).
     pub tag: u32,
@@ -129,11 +131,22 @@ impl Pool {
             self.free_at[0] = s + dur;
             return s + dur;
         }
-        let mut best = 0;
-        for i in 1..self.free_at.len() {
-            if self.free_at[i] < self.free_at[best] {
+        // Best fit: the server that frees latest while still by `now` (so a
+        // reservation for a later start does not hold a server that is free
+        // earlier), else the one that frees first.
+        let mut best = usize::MAX;
+        let mut first = 0;
+        for i in 0..self.free_at.len() {
+            let f = self.free_at[i];
+            if f <= now && (best == usize::MAX || f > self.free_at[best]) {
                 best = i;
             }
+            if f < self.free_at[first] {
+                first = i;
+            }
+        }
+        if best == usize::MAX {
+            best = first;
         }
         let s = self.free_at[best].max(now);
         self.free_at[best] = s + dur;
@@ -319,6 +332,18 @@ mod tests {
 
     #[test]
     fn pool_is_fifo_per_server_and_picks_earliest() {
+        let mut q = Pool::new(2);
+        assert_eq!(q.reserve(0, 55), 55);
+        assert_eq!(
+            q.reserve(55, 20),
+            75,
+            "future work goes to the server free by then"
+        );
+        assert_eq!(
+            q.reserve(10, 55),
+            65,
+            "the other server stayed free for earlier work"
+        );
         let mut p = Pool::new(2);
         assert_eq!(p.reserve(0, 10), 10);
         assert_eq!(p.reserve(0, 10), 10);

@@ -253,6 +253,7 @@ impl Builder<'_> {
                             label: c.label.clone(),
                             pools,
                             cmd_ns: us(p.roc_cmd_us),
+                            ns_per_kb: p.roc_us_per_kb * 1000.0,
                             passthrough_member_ns: if is_dev { us(p.roc_member_cmd_us) } else { 0 },
                             pcie_mbps: pcie,
                             dma_mbps: p.dma_mbps,

@@ -114,7 +114,8 @@ impl Nand {
         self.dies[die].free_at.max(self.dies[die].gc_until)
     }
 
-    /// Die that frees first (ties: lowest index from `start`).
+    /// The die that can take a program first (ties: the earliest from
+    /// `start`), so writes skip dies busy with GC.
     #[inline]
     pub fn least_busy(&self, start: u32) -> u32 {
         let n = self.dies.len() as u32;
