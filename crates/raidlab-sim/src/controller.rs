@@ -244,7 +244,14 @@ impl CtrlVol {
         } else {
             let (a, b) = (r.offset, r.offset + r.len as u64);
             self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
-            self.send_child(ctx, id, r.offset, r.len as u64, Op::Write, u32::MAX, at);
+            self.send_child(
+                ctx,
+                id,
+                r.offset..r.offset + r.len as u64,
+                Op::Write,
+                u32::MAX,
+                at,
+            );
         }
     }
 
@@ -252,15 +259,14 @@ impl CtrlVol {
         &mut self,
         ctx: &mut Ctx,
         id: ReqId,
-        offset: u64,
-        len: u64,
+        span: std::ops::Range<u64>,
         op: Op,
         tag: u32,
         at: Ns,
     ) {
         let child = ctx.reqs.alloc(Req {
-            offset,
-            len: len as u32,
+            offset: span.start,
+            len: (span.end - span.start) as u32,
             op,
             parent: id,
             pending: 0,
@@ -346,7 +352,7 @@ impl CtrlVol {
                 waiters: Vec::new(),
             });
         }
-        self.send_child(ctx, id, a, end - a, Op::Read, tag, at);
+        self.send_child(ctx, id, a..end, Op::Read, tag, at);
     }
 
     fn bits_for(&self, a: u64, b: u64) -> u64 {
@@ -543,7 +549,7 @@ impl CtrlVol {
                 let a = a.min(self.cfg.capacity);
                 let b = b.min(self.cfg.capacity);
                 if b > a {
-                    self.send_child(ctx, root, a, b - a, Op::Write, u32::MAX, now);
+                    self.send_child(ctx, root, a..b, Op::Write, u32::MAX, now);
                 }
             }
             self.runs = runs;
