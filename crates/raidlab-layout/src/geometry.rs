@@ -397,90 +397,119 @@ impl Geometry {
     /// md's rule: full stripe when every data chunk is rewritten whole;
     /// otherwise read-modify-write when it needs fewer bytes read than
     /// reconstruct-write (ties go to reconstruct-write).
+    ///
+    /// `out`'s elements and their vectors are reused, so a caller that keeps
+    /// `out` plans without allocating.
     pub fn write_plan(&self, off: u64, len: u64, out: &mut Vec<StripeOp>) {
-        out.clear();
         let c = self.chunk;
         let dd = self.data_disks() as u64;
         let stripe_bytes = c * dd;
         let end = off + len;
+        let mut used = 0;
         let mut s = off / stripe_bytes;
         while s * stripe_bytes < end {
             let s0 = s * stripe_bytes;
             let lo = off.max(s0);
             let hi = end.min(s0 + stripe_bytes);
-            // Touched range within each data chunk, in chunk-relative bytes.
-            let mut touched: Vec<Option<(u64, u64)>> = vec![None; dd as usize];
-            for (k, t) in touched.iter_mut().enumerate() {
-                let c0 = s0 + k as u64 * c;
+            // Touched range within data chunk k, chunk-relative.
+            let touched = |k: u64| -> Option<(u64, u64)> {
+                let c0 = s0 + k * c;
                 let a = lo.max(c0);
                 let b = hi.min(c0 + c);
-                if a < b {
-                    *t = Some((a - c0, b - c0));
+                (a < b).then(|| (a - c0, b - c0))
+            };
+            let (mut row_lo, mut row_hi, mut written, mut full) = (u64::MAX, 0, 0, true);
+            for k in 0..dd {
+                match touched(k) {
+                    Some((a, b)) => {
+                        row_lo = row_lo.min(a);
+                        row_hi = row_hi.max(b);
+                        written += b - a;
+                        full &= a == 0 && b == c;
+                    }
+                    None => full = false,
                 }
             }
-            let row_lo = touched.iter().flatten().map(|t| t.0).min().unwrap_or(0);
-            let row_hi = touched.iter().flatten().map(|t| t.1).max().unwrap_or(0);
             let row = row_hi - row_lo;
             let base = s * c;
             let (pd, qd) = self.parity_of(s);
-            let parities: Vec<usize> = std::iter::once(pd).chain(qd).collect();
-            let full = touched.iter().all(|t| *t == Some((0, c)));
-            let mut writes: Vec<Extent> = Vec::new();
-            for (k, t) in touched.iter().enumerate() {
-                if let Some((a, b)) = t {
-                    writes.push(Extent {
-                        member: self.data_member(s, k) as u32,
+            if used == out.len() {
+                out.push(StripeOp {
+                    stripe: 0,
+                    kind: WriteKind::FullStripe,
+                    reads: Vec::new(),
+                    writes: Vec::new(),
+                    parity_bytes: 0,
+                });
+            }
+            let op = &mut out[used];
+            used += 1;
+            op.stripe = s;
+            op.reads.clear();
+            op.writes.clear();
+            for k in 0..dd {
+                if let Some((a, b)) = touched(k) {
+                    op.writes.push(Extent {
+                        member: self.data_member(s, k as usize) as u32,
                         offset: base + a,
                         len: b - a,
                     });
                 }
             }
-            for &p in &parities {
-                writes.push(Extent {
+            for p in std::iter::once(pd).chain(qd) {
+                op.writes.push(Extent {
                     member: p as u32,
                     offset: base + row_lo,
                     len: row,
                 });
             }
-            let (kind, reads) = if full {
-                (WriteKind::FullStripe, Vec::new())
-            } else {
-                let mut rmw = Vec::new();
-                for (k, t) in touched.iter().enumerate() {
-                    if let Some((a, b)) = t {
-                        rmw.push(Extent {
-                            member: self.data_member(s, k) as u32,
+            let nparity = 1 + qd.is_some() as u64;
+            // Bytes each method reads: RMW the old data and parity of the rows
+            // written; RCW the rest of those rows.
+            let rmw_bytes = written + nparity * row;
+            let rcw_bytes = row * dd - written;
+            if full {
+                op.kind = WriteKind::FullStripe;
+                op.parity_bytes = c * dd;
+            } else if rmw_bytes < rcw_bytes {
+                op.kind = WriteKind::ReadModifyWrite;
+                for k in 0..dd {
+                    if let Some((a, b)) = touched(k) {
+                        op.reads.push(Extent {
+                            member: self.data_member(s, k as usize) as u32,
                             offset: base + a,
                             len: b - a,
                         });
                     }
                 }
-                for &p in &parities {
-                    rmw.push(Extent {
+                for p in std::iter::once(pd).chain(qd) {
+                    op.reads.push(Extent {
                         member: p as u32,
                         offset: base + row_lo,
                         len: row,
                     });
                 }
-                let mut rcw = Vec::new();
-                for (k, t) in touched.iter().enumerate() {
-                    let m = self.data_member(s, k) as u32;
-                    match t {
-                        None => rcw.push(Extent {
+                op.parity_bytes = written * 2;
+            } else {
+                op.kind = WriteKind::ReconstructWrite;
+                for k in 0..dd {
+                    let m = self.data_member(s, k as usize) as u32;
+                    match touched(k) {
+                        None => op.reads.push(Extent {
                             member: m,
                             offset: base + row_lo,
                             len: row,
                         }),
                         Some((a, b)) => {
-                            if *a > row_lo {
-                                rcw.push(Extent {
+                            if a > row_lo {
+                                op.reads.push(Extent {
                                     member: m,
                                     offset: base + row_lo,
                                     len: a - row_lo,
                                 });
                             }
-                            if *b < row_hi {
-                                rcw.push(Extent {
+                            if b < row_hi {
+                                op.reads.push(Extent {
                                     member: m,
                                     offset: base + b,
                                     len: row_hi - b,
@@ -489,29 +518,11 @@ impl Geometry {
                         }
                     }
                 }
-                let bytes = |v: &Vec<Extent>| v.iter().map(|e| e.len).sum::<u64>();
-                if bytes(&rmw) < bytes(&rcw) {
-                    (WriteKind::ReadModifyWrite, rmw)
-                } else {
-                    (WriteKind::ReconstructWrite, rcw)
-                }
-            };
-            let parity_bytes = match kind {
-                WriteKind::FullStripe => c * dd,
-                WriteKind::ReadModifyWrite => {
-                    touched.iter().flatten().map(|t| t.1 - t.0).sum::<u64>() * 2
-                }
-                WriteKind::ReconstructWrite => row * dd,
-            };
-            out.push(StripeOp {
-                stripe: s,
-                kind,
-                reads,
-                writes,
-                parity_bytes,
-            });
+                op.parity_bytes = row * dd;
+            }
             s += 1;
         }
+        out.truncate(used);
     }
 }
 

@@ -583,7 +583,11 @@ impl CtrlVol {
         }
         self.spare_lines.push(d.lines);
         while let Some(&w) = self.wait_space.front() {
-            if !self.cache_insert(ctx, w) {
+            // New dirty bytes are at least the write's length less the
+            // granules it shares with data already dirty: a write that
+            // cannot fit even so waits without a look at the map.
+            let need = (ctx.reqs[w].len as u64).saturating_sub(2 * self.gran);
+            if self.dirty + need > self.cfg.wb_bytes || !self.cache_insert(ctx, w) {
                 break;
             }
             self.wait_space.pop_front();
