@@ -38,6 +38,41 @@ pub enum Level {
     Concat,
 }
 
+impl Level {
+    /// Parse a level word (`raid0`, `raid1`, `raid5`, `raid6`, `raid10`, `concat`).
+    pub fn from_word(s: &str) -> Option<Level> {
+        Some(match s {
+            "raid0" => Level::Raid0,
+            "raid1" => Level::Raid1,
+            "raid5" => Level::Raid5,
+            "raid6" => Level::Raid6,
+            "raid10" => Level::Raid10,
+            "concat" => Level::Concat,
+            _ => return None,
+        })
+    }
+    /// The level's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Level::Raid0 => "raid0",
+            Level::Raid1 => "raid1",
+            Level::Raid5 => "raid5",
+            Level::Raid6 => "raid6",
+            Level::Raid10 => "raid10",
+            Level::Concat => "concat",
+        }
+    }
+    /// Fewest active members the level accepts.
+    pub fn min_members(self) -> usize {
+        match self {
+            Level::Raid0 | Level::Concat => 1,
+            Level::Raid1 | Level::Raid10 => 2,
+            Level::Raid5 => 3,
+            Level::Raid6 => 4,
+        }
+    }
+}
+
 /// md's parity layouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParityLayout {
@@ -49,6 +84,19 @@ pub enum ParityLayout {
     RightSymmetric,
     /// md `right-asymmetric`.
     RightAsymmetric,
+}
+
+impl ParityLayout {
+    /// Parse md's layout word (or its two-letter short form).
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "left-symmetric" | "ls" => ParityLayout::LeftSymmetric,
+            "left-asymmetric" | "la" => ParityLayout::LeftAsymmetric,
+            "right-symmetric" | "rs" => ParityLayout::RightSymmetric,
+            "right-asymmetric" | "ra" => ParityLayout::RightAsymmetric,
+            _ => return None,
+        })
+    }
 }
 
 /// A contiguous range on one member.
@@ -121,14 +169,7 @@ impl Geometry {
         member_sizes: &[u64],
     ) -> Result<Self, LayoutError> {
         let n = member_sizes.len();
-        let (word, min) = match level {
-            Level::Raid0 => ("raid0", 1),
-            Level::Concat => ("concat", 1),
-            Level::Raid1 => ("raid1", 2),
-            Level::Raid10 => ("raid10", 2),
-            Level::Raid5 => ("raid5", 3),
-            Level::Raid6 => ("raid6", 4),
-        };
+        let (word, min) = (level.word(), level.min_members());
         if n < min {
             return Err(LayoutError::TooFewMembers {
                 level: word,

@@ -22,10 +22,10 @@ use host::Host;
 use raidlab_core::preset::HostParams;
 use raidlab_core::result::{Component, HostStats, RunResult, SimStats, VERSION};
 use raidlab_core::rng::mix;
-use raidlab_core::topology::{self, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology};
+use raidlab_core::topology::{DeviceModel, Mode, Node, ReadAhead, SsdState, Topology};
 use raidlab_core::units::Ns;
 use raidlab_core::workload::{JobStream, Workload};
-use raidlab_layout::{Geometry, LayoutError, Level, ParityLayout};
+use raidlab_layout::{Geometry, LayoutError, Level};
 use ssd::Ssd;
 use thiserror::Error;
 
@@ -88,26 +88,6 @@ fn pcie_lane_mbps(gen: u32) -> f64 {
         3 => 985.0,
         4 => 1969.0,
         _ => 3938.0,
-    }
-}
-
-fn level(l: topology::Level) -> Level {
-    match l {
-        topology::Level::Raid0 => Level::Raid0,
-        topology::Level::Raid1 => Level::Raid1,
-        topology::Level::Raid5 => Level::Raid5,
-        topology::Level::Raid6 => Level::Raid6,
-        topology::Level::Raid10 => Level::Raid10,
-        topology::Level::Concat => Level::Concat,
-    }
-}
-
-fn layout(l: topology::ParityLayout) -> ParityLayout {
-    match l {
-        topology::ParityLayout::LeftSymmetric => ParityLayout::LeftSymmetric,
-        topology::ParityLayout::LeftAsymmetric => ParityLayout::LeftAsymmetric,
-        topology::ParityLayout::RightSymmetric => ParityLayout::RightSymmetric,
-        topology::ParityLayout::RightAsymmetric => ParityLayout::RightAsymmetric,
     }
 }
 
@@ -187,8 +167,8 @@ impl Builder<'_> {
                     self.node(s, ctrl)?; // hot spares: present, idle
                 }
                 let sizes: Vec<u64> = members.iter().map(|m| m.1).collect();
-                let lvl = level(a.level);
-                let geo = Geometry::new(lvl, a.stripe, layout(a.layout), &sizes)
+                let lvl = a.level;
+                let geo = Geometry::new(lvl, a.stripe, a.layout, &sizes)
                     .map_err(|err| SimError::Layout { col: a.col, err })?;
                 let pq = lvl == Level::Raid6;
                 let costs = match ctrl {
