@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod preset;
+pub mod published;
 pub mod result;
 pub mod rng;
 pub mod topology;

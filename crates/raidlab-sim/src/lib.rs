@@ -13,6 +13,7 @@ pub mod hdd;
 pub mod host;
 pub mod metrics;
 pub mod ssd;
+pub mod validate;
 
 use array::{ArrayComp, Costs};
 use controller::{CtrlConfig, CtrlPools, CtrlVol};

@@ -64,6 +64,35 @@ enum Cmd {
         #[arg(long)]
         presets: Vec<String>,
     },
+    /// Simulate every row of a published-measurement CSV and report the errors.
+    ///
+    /// The CSV has the columns id,source,ref,topology,workload,metric,value,note
+    /// (metric: iops, mbps, lat_avg_ms, lat_max_ms). Rows whose workload has no
+    /// `runtime` are simulated with 2 s of warm-up (`ramp_time`) and 3 s of
+    /// measurement. Rows run in parallel; a row that cannot be simulated is
+    /// listed under `failed` with the reason.
+    Validate {
+        /// CSV file (e.g. data/published/calibration.csv).
+        file: String,
+        /// Only rows whose id, source or ref contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
+        format: SimFormat,
+        /// Random seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Extra presets (TOML).
+        #[arg(long)]
+        presets: Vec<String>,
+        /// Write the result to FILE instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<String>,
+    },
     /// List presets, or dump one.
     Presets {
         /// Preset to show.
@@ -157,6 +186,51 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             emit(&output, &text)
         }
+        Cmd::Validate {
+            file,
+            filter,
+            format,
+            seed,
+            jobs,
+            presets,
+            output,
+        } => {
+            let db = load_presets(&presets)?;
+            let text = read_file(&file, "CSV file")?;
+            let mut rows = raidlab_core::published::parse_csv(&text)
+                .map_err(|e| Failure::Input(format!("{file}: {e}")))?;
+            if let Some(f) = &filter {
+                rows.retain(|r| {
+                    r.id.contains(f.as_str())
+                        || r.source.contains(f.as_str())
+                        || r.reference.contains(f.as_str())
+                });
+            }
+            if rows.is_empty() {
+                return Err(Failure::Input(format!("{file}: no rows to validate")));
+            }
+            let threads = jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            });
+            let v = raidlab_sim::validate::validate(
+                &rows,
+                &db,
+                seed,
+                threads,
+                &progress_bar("validate"),
+            );
+            let text = match format {
+                SimFormat::Json => {
+                    serde_json::to_string_pretty(&table::validation_json(&v))
+                        .map_err(|e| Failure::Runtime(e.to_string()))?
+                        + "\n"
+                }
+                SimFormat::Table => table::validation_table(&v),
+            };
+            emit(&output, &text)
+        }
         Cmd::Presets {
             name,
             format,
@@ -193,6 +267,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let _ = Preset::kind; // presets are listed by kind in the table
             emit(&None, &text)
+        }
+    }
+}
+
+/// A progress callback that draws on stderr only when stderr is a terminal.
+fn progress_bar(what: &'static str) -> impl Fn(usize, usize) + Sync {
+    use std::io::IsTerminal;
+    let tty = std::io::stderr().is_terminal();
+    move |done, total| {
+        if tty {
+            eprint!("\r{what}: {done}/{total} simulations");
+            if done == total {
+                eprintln!();
+            }
         }
     }
 }

@@ -2,6 +2,8 @@
 
 use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::result::RunResult;
+use raidlab_sim::validate::{ErrorStats, Validation};
+use std::collections::BTreeMap;
 
 fn wl_line(r: &RunResult) -> String {
     let mut parts = Vec::new();
@@ -111,4 +113,81 @@ pub fn preset_list(db: &PresetDb) -> String {
 /// A preset's header and its TOML.
 pub fn preset_detail(name: &str, p: &Preset, toml: &str) -> String {
     format!("{name} ({}): {}\n\n{toml}", p.kind(), p.description())
+}
+
+/// The validate report as text: one line per row, then summaries per source,
+/// per table and overall, then the rows that could not be simulated.
+pub fn validation_table(v: &Validation) -> String {
+    let mut o = format!(
+        "{:<40} {:<10} {:>11} {:>11} {:>8}  {}\n",
+        "id", "metric", "published", "simulated", "error", "bottleneck"
+    );
+    for r in &v.rows {
+        o += &format!(
+            "{:<40} {:<10} {:>11.3} {:>11.3} {:>7.1}%  {}\n",
+            r.row.id,
+            r.row.metric,
+            r.row.value,
+            r.simulated,
+            r.error_pct,
+            r.bottleneck.as_deref().unwrap_or("-")
+        );
+    }
+    let mut by_source: BTreeMap<&str, Vec<_>> = BTreeMap::new();
+    let mut by_table: BTreeMap<(&str, &str), Vec<_>> = BTreeMap::new();
+    for r in &v.rows {
+        by_source.entry(r.row.source.as_str()).or_default().push(r);
+        by_table
+            .entry((r.row.source.as_str(), r.row.reference.as_str()))
+            .or_default()
+            .push(r);
+    }
+    let line = |name: String, s: ErrorStats| {
+        format!(
+            "{:<40} {:>5} {:>10.1}% {:>10.1}% {:>10}\n",
+            name, s.rows, s.median, s.p90, s.within_25pct
+        )
+    };
+    o += &format!(
+        "\n{:<40} {:>5} {:>11} {:>11} {:>10}\n",
+        "group", "rows", "median|err|", "p90|err|", "within25%"
+    );
+    for (src, rows) in &by_source {
+        o += &line(src.to_string(), ErrorStats::of(rows.iter().copied()));
+    }
+    for ((src, t), rows) in &by_table {
+        o += &line(format!("  {src} {t}"), ErrorStats::of(rows.iter().copied()));
+    }
+    o += &line("all".into(), v.stats());
+    if !v.failed.is_empty() {
+        o += &format!("\nfailed ({}):\n", v.failed.len());
+        for f in &v.failed {
+            o += &format!("  {}: {}\n", f.id, f.reason);
+        }
+    }
+    o
+}
+
+/// The validate report as the JSON of SPEC §5.
+pub fn validation_json(v: &Validation) -> serde_json::Value {
+    let s = v.stats();
+    serde_json::json!({
+        "rows": v.rows.iter().map(|r| serde_json::json!({
+            "id": r.row.id,
+            "source": r.row.source,
+            "ref": r.row.reference,
+            "metric": r.row.metric,
+            "published": r.row.value,
+            "simulated": r.simulated,
+            "error_pct": r.error_pct,
+            "bottleneck": r.bottleneck,
+        })).collect::<Vec<_>>(),
+        "summary": {
+            "rows": s.rows,
+            "median_abs_error_pct": s.median,
+            "p90_abs_error_pct": s.p90,
+            "within_25pct": s.within_25pct,
+            "failed": v.failed.iter().map(|f| serde_json::json!({"id": f.id, "reason": f.reason})).collect::<Vec<_>>(),
+        }
+    })
 }

@@ -1,0 +1,214 @@
+//! Simulating published measurements (`raidlab validate`, `raidlab reproduce`).
+//!
+//! Every row names a topology, a workload and a metric. Rows that share a
+//! topology and workload share one simulation. Rows whose workload gives no
+//! `runtime` run with [`RAMP`] of warm-up and [`WINDOW`] of measurement,
+//! long enough for caches, queues and garbage collection to settle.
+
+use crate::simulate;
+use raidlab_core::preset::PresetDb;
+use raidlab_core::published::Row;
+use raidlab_core::result::RunResult;
+use raidlab_core::topology::resolve;
+use raidlab_core::units::{Ns, SEC};
+use raidlab_core::workload::Workload;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Warm-up given to rows without `runtime`.
+pub const RAMP: Ns = 2 * SEC;
+/// Measurement window given to rows without `runtime`.
+pub const WINDOW: Ns = 3 * SEC;
+
+/// One row, simulated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowResult {
+    /// The published row.
+    pub row: Row,
+    /// Simulated value of the row's metric.
+    pub simulated: f64,
+    /// 100 · (simulated − published) / published.
+    pub error_pct: f64,
+    /// The saturated component, if any.
+    pub bottleneck: Option<String>,
+}
+
+/// A row that could not be simulated, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    /// Row id.
+    pub id: String,
+    /// One-line reason.
+    pub reason: String,
+}
+
+/// Summary statistics of |error|.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ErrorStats {
+    /// Rows simulated.
+    pub rows: usize,
+    /// Median |error| %.
+    pub median: f64,
+    /// 90th percentile |error| % (nearest rank).
+    pub p90: f64,
+    /// Rows within ±25 %.
+    pub within_25pct: usize,
+}
+
+impl ErrorStats {
+    /// Statistics over a set of results.
+    pub fn of<'a>(rows: impl IntoIterator<Item = &'a RowResult>) -> ErrorStats {
+        let mut e: Vec<f64> = rows.into_iter().map(|r| r.error_pct.abs()).collect();
+        if e.is_empty() {
+            return ErrorStats::default();
+        }
+        e.sort_by(f64::total_cmp);
+        let rank = |q: f64| e[((q * e.len() as f64).ceil() as usize).clamp(1, e.len()) - 1];
+        ErrorStats {
+            rows: e.len(),
+            median: rank(0.5),
+            p90: rank(0.9),
+            within_25pct: e.iter().filter(|x| **x <= 25.0).count(),
+        }
+    }
+}
+
+/// The outcome of validating a set of rows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Validation {
+    /// Simulated rows, in input order.
+    pub rows: Vec<RowResult>,
+    /// Rows that could not be simulated.
+    pub failed: Vec<Failed>,
+}
+
+impl Validation {
+    /// Error statistics over all simulated rows.
+    pub fn stats(&self) -> ErrorStats {
+        ErrorStats::of(&self.rows)
+    }
+}
+
+/// The workload a row is simulated with: its own, or with validate's window.
+pub fn row_workload(row: &Row) -> Result<Workload, String> {
+    let mut w = Workload::parse(&row.workload).map_err(|e| e.to_string())?;
+    if w.runtime.is_none() {
+        w.runtime = Some(WINDOW);
+        if w.ramp_time == 0 {
+            w.ramp_time = RAMP;
+        }
+    }
+    Ok(w)
+}
+
+fn run_one(row: &Row, db: &PresetDb, seed: u64) -> Result<RunResult, String> {
+    let t = resolve(&row.topology, db).map_err(|e| e.to_string())?;
+    let w = row_workload(row)?;
+    simulate(&t, &w, seed).map_err(|e| e.to_string())
+}
+
+/// Simulate `rows` on `threads` threads; `progress(done, total)` is called
+/// as simulations finish. Results do not depend on the thread count.
+pub fn validate(
+    rows: &[Row],
+    db: &PresetDb,
+    seed: u64,
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Validation {
+    // One simulation per distinct (topology, workload).
+    let mut keys: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut jobs: Vec<&Row> = Vec::new();
+    for r in rows {
+        keys.entry((r.topology.clone(), r.workload.clone()))
+            .or_insert_with(|| {
+                jobs.push(r);
+                jobs.len() - 1
+            });
+    }
+    let results: Mutex<Vec<Option<Result<RunResult, String>>>> = Mutex::new(vec![None; jobs.len()]);
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let threads = threads.clamp(1, jobs.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= jobs.len() {
+                    break;
+                }
+                let r = jobs[i];
+                let out = run_one(r, db, seed);
+                results
+                    .lock()
+                    .expect("no thread panics while holding the lock")[i] = Some(out);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
+            });
+        }
+    });
+    let results = results.into_inner().expect("threads have finished");
+    let mut v = Validation::default();
+    for r in rows {
+        let i = keys[&(r.topology.clone(), r.workload.clone())];
+        match results[i].as_ref().expect("every job ran") {
+            Err(reason) => v.failed.push(Failed {
+                id: r.id.clone(),
+                reason: reason.clone(),
+            }),
+            Ok(res) => {
+                let sim = res.summary.metric(&r.metric).unwrap_or(f64::NAN);
+                if !sim.is_finite() || sim <= 0.0 {
+                    v.failed.push(Failed {
+                        id: r.id.clone(),
+                        reason: format!("the simulation produced no {}", r.metric),
+                    });
+                    continue;
+                }
+                v.rows.push(RowResult {
+                    row: r.clone(),
+                    simulated: sim,
+                    error_pct: 100.0 * (sim - r.value) / r.value,
+                    bottleneck: res.components.iter().find(|c| c.bottleneck).map(|c| {
+                        format!("{} ({})", c.name, c.resource.clone().unwrap_or_default())
+                    }),
+                });
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_use_nearest_rank() {
+        let mk = |e: f64| RowResult {
+            row: Row {
+                id: String::new(),
+                source: String::new(),
+                reference: String::new(),
+                topology: String::new(),
+                workload: String::new(),
+                metric: "iops".into(),
+                value: 1.0,
+                note: String::new(),
+                line: 0,
+            },
+            simulated: 1.0,
+            error_pct: e,
+            bottleneck: None,
+        };
+        let rows: Vec<RowResult> = [-50.0, 10.0, 5.0, -1.0, 30.0, 2.0, 3.0, -4.0, 6.0, 7.0]
+            .into_iter()
+            .map(mk)
+            .collect();
+        let s = ErrorStats::of(&rows);
+        assert_eq!(s.rows, 10);
+        assert_eq!(s.median, 5.0);
+        assert_eq!(s.p90, 30.0);
+        assert_eq!(s.within_25pct, 8);
+    }
+}
