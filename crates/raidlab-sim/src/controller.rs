@@ -66,6 +66,11 @@ pub struct CtrlConfig {
     pub fw_latency: Ns,
     /// Write-back cache capacity for this volume, bytes (0 = write-through).
     pub wb_bytes: u64,
+    /// Cache memory for this volume, bytes.
+    pub cache_bytes: u64,
+    /// Reads are cached (cached I/O); off for pass-through and `readahead=off`
+    /// (MegaRAID's direct I/O, which intel2013 and admin2015 used with it).
+    pub read_cache: bool,
     /// Read-ahead policy.
     pub readahead: ReadAhead,
     /// Read-ahead bytes.
@@ -101,6 +106,45 @@ impl Hasher for LineHasher {
 }
 
 type LineMap = HashMap<u64, Line, BuildHasherDefault<LineHasher>>;
+
+/// Bytes per read-cache block.
+const BLOCK: u64 = 4096;
+
+/// Clean data held in the controller cache, in 4 KiB blocks, least recently
+/// used out first.
+struct ReadCache {
+    cap: usize,
+    map: HashMap<u64, u32, BuildHasherDefault<LineHasher>>,
+    order: VecDeque<(u64, u32)>,
+    stamp: u32,
+}
+
+impl ReadCache {
+    fn new(bytes: u64) -> Self {
+        ReadCache { cap: (bytes / BLOCK) as usize, map: HashMap::default(), order: VecDeque::new(), stamp: 0 }
+    }
+
+    fn holds(&self, a: u64, b: u64) -> bool {
+        self.cap > 0 && (a / BLOCK..b.div_ceil(BLOCK)).all(|k| self.map.contains_key(&k))
+    }
+
+    fn insert(&mut self, a: u64, b: u64) {
+        if self.cap == 0 {
+            return;
+        }
+        for k in a / BLOCK..b.div_ceil(BLOCK) {
+            self.stamp = self.stamp.wrapping_add(1);
+            self.map.insert(k, self.stamp);
+            self.order.push_back((k, self.stamp));
+        }
+        while self.map.len() > self.cap || self.order.len() > 2 * self.cap + 64 {
+            let Some((k, st)) = self.order.pop_front() else { break };
+            if self.map.get(&k) == Some(&st) {
+                self.map.remove(&k);
+            }
+        }
+    }
+}
 
 struct RaEntry {
     start: u64,
@@ -160,6 +204,7 @@ pub struct CtrlVol {
     kick_at: Option<Ns>,
     spare_lines: Vec<Vec<u64>>,
     runs: Vec<(u64, u64)>,
+    read_cache: ReadCache,
 }
 
 impl CtrlVol {
@@ -173,6 +218,7 @@ impl CtrlVol {
             .max(4096);
         let gran = (line_bytes / 64).max(512);
         let members = cfg.geo.as_ref().map(|g| g.members()).unwrap_or(1);
+        let (cfg_read_cache, cfg_cache_bytes) = (cfg.read_cache, cfg.cache_bytes);
         CtrlVol {
             cfg,
             id,
@@ -194,6 +240,43 @@ impl CtrlVol {
             kick_at: None,
             spare_lines: Vec::new(),
             runs: Vec::new(),
+            read_cache: ReadCache::new(if cfg_read_cache { cfg_cache_bytes } else { 0 }),
+        }
+    }
+
+    /// Bring the cache to the steady state of a workload over `span` bytes,
+    /// as a long run would leave it (functional, no timing): read data
+    /// cached as LRU would hold it under uniform random access (all of a span
+    /// that fits, else a random sample of it), and for random writes the
+    /// write-back cache full of dirty data, the state in which sustained
+    /// random writes run at the destage rate.
+    pub fn warm(&mut self, span: u64, random_reads: bool, random_writes: bool, bs: u64, seed: u64) {
+        let span = span.min(self.cfg.capacity) / BLOCK * BLOCK;
+        if span == 0 {
+            return;
+        }
+        let mut rng = raidlab_core::rng::Rng::new(seed);
+        if random_reads && self.read_cache.cap > 0 {
+            let blocks = span / BLOCK;
+            if blocks <= self.read_cache.cap as u64 {
+                self.read_cache.insert(0, span);
+            } else {
+                for _ in 0..self.read_cache.cap {
+                    let k = rng.below(blocks);
+                    self.read_cache.insert(k * BLOCK, (k + 1) * BLOCK);
+                }
+            }
+        }
+        if random_writes && self.cfg.wb_bytes > 0 {
+            let bs = bs.clamp(512, span);
+            let n = span / bs;
+            for _ in 0..4 * self.cfg.wb_bytes / bs {
+                if self.dirty + bs > self.cfg.wb_bytes {
+                    break;
+                }
+                let a = rng.below(n) * bs;
+                self.mark_dirty(a, a + bs, 0);
+            }
         }
     }
 
@@ -315,6 +398,10 @@ impl CtrlVol {
                 }
             }
         }
+        if self.read_cache.holds(a, b) {
+            self.data_return(ctx, id, at);
+            return;
+        }
         let seq = self.sequential(a, b);
         if let Some(e) = self.ra.iter_mut().find(|e| a >= e.start && b <= e.end) {
             if e.ready {
@@ -393,7 +480,14 @@ impl CtrlVol {
         if self.dirty + add > self.cfg.wb_bytes && self.dirty > 0 {
             return false;
         }
-        self.dirty += add;
+        self.mark_dirty(a, b, ctx.now);
+        // Cached data supersedes read-ahead copies.
+        self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
+        true
+    }
+
+    /// Mark `a..b` dirty (queueing its lines for destage).
+    fn mark_dirty(&mut self, a: u64, b: u64, now: Ns) {
         let mut l = a / self.line_bytes;
         while l * self.line_bytes < b {
             let la = a.max(l * self.line_bytes);
@@ -401,18 +495,17 @@ impl CtrlVol {
             let bits = self.bits_for(la, lb);
             let member = self.member_of(l) as u32;
             let e = self.lines.entry(l).or_default();
+            self.dirty += (bits & !e.bits).count_ones() as u64 * self.gran;
             e.bits |= bits;
             e.member = member;
             if !e.queued && !e.in_destage {
                 e.queued = true;
-                e.first = ctx.now;
+                e.first = now;
                 self.fifos[member as usize].push_back(l);
             }
             l += 1;
         }
-        // Cached data supersedes read-ahead copies.
-        self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
-        true
+        self.read_cache.insert(a, b);
     }
 
     /// The lines of `line`'s stripe, if every one of them is wholly dirty
@@ -632,6 +725,7 @@ impl CtrlVol {
         }
         match c.op {
             Op::Read => {
+                self.read_cache.insert(c.offset, c.offset + c.len as u64);
                 if c.tag != u32::MAX {
                     if let Some(e) = self.ra.iter_mut().find(|e| e.id == c.tag) {
                         e.ready = true;
@@ -643,7 +737,10 @@ impl CtrlVol {
                 }
                 self.data_return(ctx, id, ctx.now);
             }
-            Op::Write => ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE),
+            Op::Write => {
+                self.read_cache.insert(c.offset, c.offset + c.len as u64);
+                ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE)
+            }
         }
     }
 }

@@ -25,7 +25,7 @@ use raidlab_core::result::{Component, HostStats, RunResult, SimStats, VERSION};
 use raidlab_core::rng::mix;
 use raidlab_core::topology::{DeviceModel, Mode, Node, ReadAhead, SsdState, Topology};
 use raidlab_core::units::Ns;
-use raidlab_core::workload::{JobStream, Workload};
+use raidlab_core::workload::{JobStream, Rw, Workload};
 use raidlab_layout::{Geometry, LayoutError, Level};
 use ssd::Ssd;
 use thiserror::Error;
@@ -244,6 +244,8 @@ impl Builder<'_> {
                             } else {
                                 0
                             },
+                            cache_bytes: ((p.cache_mb as u64) << 20) / nvol,
+                            read_cache: !jbod && c.readahead != ReadAhead::Off,
                             readahead: if jbod { ReadAhead::Off } else { c.readahead },
                             readahead_bytes: p.readahead_kb as u64 * 1024,
                             destage_per_member: p.destage_per_member,
@@ -366,6 +368,17 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             .map(|(s, p)| *s as f64 * *p as f64 / 100.0)
             .sum()
     };
+    // Controller caches start in the workload's steady state (see CtrlVol::warm).
+    let reads = !matches!(w.rw, Rw::Write | Rw::RandWrite);
+    let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
+    let random = w.percentage_random > 0;
+    for (i, c) in b.comps.iter_mut().enumerate() {
+        if let Comp::Ctrl(v) = c {
+            let vcap = v.cfg.capacity;
+            let vspan = if i as CompId == root { span } else { (span as f64 / cap as f64 * vcap as f64) as u64 };
+            v.warm(vspan, random && reads, random && writes, w.max_bs(), mix(seed, 0xCAC4E + i as u64));
+        }
+    }
     let per_job = w
         .runtime
         .is_none()
