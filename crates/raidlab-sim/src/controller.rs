@@ -366,11 +366,12 @@ impl CtrlVol {
     fn data_return(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
         let len = ctx.reqs[id].len as u64;
         let p = self.cfg.pools;
-        let mut t = at;
+        // Cache memory and PCIe stream the data together (cut-through): the
+        // slower of the two sets the time.
+        let mut t = ctx.reserve(p.pcie_out, at, xfer_ns(len, self.cfg.pcie_mbps));
         if self.cfg.wb_bytes > 0 || self.cfg.readahead != ReadAhead::Off {
-            t = ctx.reserve(p.dma, t, xfer_ns(len, self.cfg.dma_mbps));
+            t = t.max(ctx.reserve(p.dma, at, xfer_ns(len, self.cfg.dma_mbps)));
         }
-        t = ctx.reserve(p.pcie_out, t, xfer_ns(len, self.cfg.pcie_mbps));
         ctx.schedule(t + self.cfg.fw_latency, self.id, id, EV_DONE);
     }
 

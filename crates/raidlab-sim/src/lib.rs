@@ -97,6 +97,8 @@ struct Builder<'a> {
     comps: Vec<Comp>,
     reports: Vec<Report>,
     state: Option<SsdState>,
+    /// Preconditioning when neither the expression nor the workload says.
+    default_state: SsdState,
     seed: u64,
     host: &'a HostParams,
     devices: u64,
@@ -129,7 +131,7 @@ impl Builder<'_> {
                 self.devices += 1;
                 let (comp, cap) = match &d.model {
                     DeviceModel::Ssd(p) => {
-                        let st = self.state.or(d.state).unwrap_or(SsdState::Fill);
+                        let st = self.state.or(d.state).unwrap_or(self.default_state);
                         let s = Ssd::new(
                             d.label.clone(),
                             id,
@@ -344,6 +346,14 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
         comps: vec![Comp::Empty],
         reports: Vec::new(),
         state: w.state,
+        // Workload-dependent preconditioning (SNIA PTS): random writes run on
+        // drives in random-write steady state, everything else on drives
+        // written once sequentially.
+        default_state: if w.percentage_random > 0 && !matches!(w.rw, Rw::Read | Rw::RandRead) {
+            SsdState::Steady
+        } else {
+            SsdState::Fill
+        },
         seed,
         host: &topo.host,
         devices: 0,
