@@ -26,6 +26,8 @@ use std::collections::VecDeque;
 const EV_XFER: u8 = 0;
 const EV_DONE: u8 = 1;
 const UNIT: u64 = 4096;
+/// Largest SATA data frame (FIS) payload: 8 KiB.
+const FRAME: u64 = 8192;
 
 /// Counters of one drive.
 #[derive(Debug, Clone, Copy, Default)]
@@ -151,29 +153,32 @@ impl Ssd {
         base + (self.fw_per_kb * len as f64 / 1024.0) as Ns
     }
 
-    /// NAND reads of units `first..=last`, starting at `t`; returns when the data is out.
-    fn nand_read(&mut self, t: Ns, first: u64, last: u64) -> Ns {
-        let mut done = t;
+    /// NAND reads of units `first..=last`, starting at `t`; returns when the
+    /// first and the last of the data are out of the flash.
+    fn nand_read(&mut self, t: Ns, first: u64, last: u64) -> (Ns, Ns) {
+        let (mut lo, mut hi) = (Ns::MAX, t);
         let mut cur: Option<(u32, u32, u64)> = None; // (die, page, bytes)
         for u in first..=last {
             let lpn = self.ftl.fold(u);
-            let Some((die, page)) = self.ftl.lookup(lpn) else {
-                continue;
-            };
+            let Some((die, page)) = self.ftl.lookup(lpn) else { continue };
             match &mut cur {
                 Some((d, p, b)) if *d == die && *p == page => *b += UNIT,
                 _ => {
                     if let Some((d, _, b)) = cur {
-                        done = done.max(self.nand.read(t, d, b));
+                        let done = self.nand.read(t, d, b);
+                        lo = lo.min(done);
+                        hi = hi.max(done);
                     }
                     cur = Some((die, page, UNIT));
                 }
             }
         }
         if let Some((d, _, b)) = cur {
-            done = done.max(self.nand.read(t, d, b));
+            let done = self.nand.read(t, d, b);
+            lo = lo.min(done);
+            hi = hi.max(done);
         }
-        done
+        (lo.min(hi), hi)
     }
 
     /// Program the page in `self.page` on the least busy die, after any GC it triggers.
@@ -207,8 +212,8 @@ impl Ssd {
                 let t = self.link.reserve(now, self.link_cmd);
                 let t = self.fw.reserve(t, self.fw_cost(self.fw_read, r.len));
                 let (ra0, ra1, ready) = self.ra;
-                let data = if first >= ra0 && last < ra1 {
-                    t.max(ready)
+                let (data_first, data_last) = if first >= ra0 && last < ra1 {
+                    (t.max(ready), t.max(ready))
                 } else {
                     self.nand_read(t, first, last)
                 };
@@ -217,12 +222,16 @@ impl Ssd {
                     let a = last + 1;
                     let b = (last + self.ra_units).min(self.capacity / UNIT - 1);
                     if a <= b {
-                        let ready = self.nand_read(t, a, b);
+                        let (_, ready) = self.nand_read(t, a, b);
                         self.ra = (a, b + 1, ready);
                     }
                 }
                 self.last_read_end = r.offset + r.len as u64;
-                ctx.schedule(data, self.id, id, EV_XFER);
+                // The link streams the data as it comes out of the flash: it
+                // starts with the first page and ends no sooner than one data
+                // frame after the last.
+                ctx.reqs[id].slot = (data_last - data_first).min(u32::MAX as Ns) as u32;
+                ctx.schedule(data_first, self.id, id, EV_XFER);
             }
             Op::Write => {
                 let t = self
@@ -273,7 +282,9 @@ impl Ssd {
         match kind {
             EV_XFER => {
                 let len = ctx.reqs[id].len as u64;
+                let last = ctx.now + ctx.reqs[id].slot as Ns;
                 let t = self.link.reserve(ctx.now, xfer_ns(len, self.link_mbps));
+                let t = t.max(last + xfer_ns(len.min(FRAME), self.link_mbps));
                 ctx.schedule(t, self.id, id, EV_DONE);
             }
             _ => {
