@@ -41,6 +41,9 @@ pub struct SsdParams {
     pub fw_write_us: f64,
     /// Firmware/DMA cost per KiB moved, µs (ECC, buffer management).
     pub fw_us_per_kb: f64,
+    /// Firmware cost per 4 KiB unit relocated by garbage collection, µs
+    /// (mapping update, copy-back command, error handling).
+    pub fw_gc_us: f64,
     /// NAND channels.
     pub channels: u32,
     /// NAND dies per channel (each die runs one array operation at a time).

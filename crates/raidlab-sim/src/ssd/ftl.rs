@@ -48,6 +48,8 @@ pub struct GcWork {
     pub program_pages: u32,
     /// Blocks erased.
     pub erases: u32,
+    /// Units relocated.
+    pub moved: u32,
 }
 
 impl GcWork {
@@ -324,6 +326,7 @@ impl Ftl {
             }
             self.valid[victim as usize] = 0;
             self.gc_units += moved;
+            work.moved += moved as u32;
             debug_assert_eq!(self.valid[victim as usize], 0);
             work.erases += 1;
             self.erases += 1;

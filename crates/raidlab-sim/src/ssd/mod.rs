@@ -57,6 +57,10 @@ pub struct Ssd {
     fw_read: Ns,
     fw_write: Ns,
     fw_per_kb: f64,
+    fw_gc: Ns,
+    /// Background firmware work (GC bookkeeping) runs until here; host
+    /// commands pre-empt it, page programs wait for it.
+    fw_bg_until: Ns,
     nand: Nand,
     ftl: Ftl,
     buf: WriteBuffer,
@@ -118,6 +122,8 @@ impl Ssd {
             fw_read: us(p.fw_read_us),
             fw_write: us(p.fw_write_us),
             fw_per_kb: p.fw_us_per_kb * 1000.0,
+            fw_gc: us(p.fw_gc_us),
+            fw_bg_until: 0,
             nand: Nand::new(p, ftl.block_scale()),
             ftl,
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
@@ -181,6 +187,24 @@ impl Ssd {
         (lo.min(hi), hi)
     }
 
+    /// Queue the firmware's share of relocating `moved` units (spread over
+    /// its cores) behind any background work already queued.
+    fn fw_background(&mut self, t: Ns, moved: u32) {
+        let dur = self.fw_gc * moved as Ns / self.fw.servers() as Ns;
+        self.fw_bg_until = self.fw_bg_until.max(t) + dur;
+        self.fw.busy += dur * self.fw.servers() as Ns;
+    }
+
+    /// Firmware time for a host command at `t`: it goes ahead of background
+    /// work, which it pushes back.
+    fn fw_command(&mut self, t: Ns, dur: Ns) -> Ns {
+        let done = self.fw.reserve(t, dur);
+        if self.fw_bg_until > t {
+            self.fw_bg_until += dur / self.fw.servers() as Ns;
+        }
+        done
+    }
+
     /// Program the page in `self.page` on the least busy die, after any GC it triggers.
     fn program(&mut self, t: Ns) -> Ns {
         // A die that is down to its reserve collects in the background first;
@@ -192,14 +216,17 @@ impl Ssd {
                 break;
             }
             self.nand.gc(t, die, w);
+            self.fw_background(t, w.moved);
             die = self.nand.least_busy(self.die_rr);
         }
         self.die_rr = self.die_rr.wrapping_add(1);
         let work = self.ftl.write_page(die, &self.page);
         if !work.is_empty() {
             self.nand.gc(t, die, work);
+            self.fw_background(t, work.moved);
         }
-        self.nand.program(t, die)
+        // The page needs the blocks the firmware's GC work frees.
+        self.nand.program(t.max(self.fw_bg_until), die)
     }
 
     fn start(&mut self, ctx: &mut Ctx, id: ReqId) {
@@ -210,7 +237,7 @@ impl Ssd {
         match r.op {
             Op::Read => {
                 let t = self.link.reserve(now, self.link_cmd);
-                let t = self.fw.reserve(t, self.fw_cost(self.fw_read, r.len));
+                let t = self.fw_command(t, self.fw_cost(self.fw_read, r.len));
                 let (ra0, ra1, ready) = self.ra;
                 let (data_first, data_last) = if first >= ra0 && last < ra1 {
                     (t.max(ready), t.max(ready))
@@ -237,7 +264,7 @@ impl Ssd {
                 let t = self
                     .link
                     .reserve(now, self.link_cmd + xfer_ns(r.len as u64, self.link_mbps));
-                let mut t = self.fw.reserve(t, self.fw_cost(self.fw_write, r.len));
+                let mut t = self.fw_command(t, self.fw_cost(self.fw_write, r.len));
                 let upp = self.ftl.upp() as usize;
                 // A write over the read-ahead window makes it stale.
                 if first < self.ra.1 && last >= self.ra.0 {
