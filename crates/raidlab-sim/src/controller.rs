@@ -299,8 +299,10 @@ impl CtrlVol {
                 t = ctx.reserve(p.dma, t, xfer_ns(r.len as u64, self.cfg.dma_mbps));
             }
         }
+        // Per-KiB work (descriptors, cache buffers) occupies a core while the
+        // DMA engine moves the data: it limits throughput, not latency.
+        ctx.reserve(p.roc, t, (self.cfg.ns_per_kb * r.len as f64 / 1024.0) as Ns);
         let cost = self.cfg.cmd_ns
-            + (self.cfg.ns_per_kb * r.len as f64 / 1024.0) as Ns
             + if self.cfg.wb_bytes > 0 && r.op == Op::Write {
                 0
             } else {
