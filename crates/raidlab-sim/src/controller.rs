@@ -121,7 +121,12 @@ struct ReadCache {
 
 impl ReadCache {
     fn new(bytes: u64) -> Self {
-        ReadCache { cap: (bytes / BLOCK) as usize, map: HashMap::default(), order: VecDeque::new(), stamp: 0 }
+        ReadCache {
+            cap: (bytes / BLOCK) as usize,
+            map: HashMap::default(),
+            order: VecDeque::new(),
+            stamp: 0,
+        }
     }
 
     fn holds(&self, a: u64, b: u64) -> bool {
@@ -138,7 +143,9 @@ impl ReadCache {
             self.order.push_back((k, self.stamp));
         }
         while self.map.len() > self.cap || self.order.len() > 2 * self.cap + 64 {
-            let Some((k, st)) = self.order.pop_front() else { break };
+            let Some((k, st)) = self.order.pop_front() else {
+                break;
+            };
             if self.map.get(&k) == Some(&st) {
                 self.map.remove(&k);
             }

@@ -385,8 +385,18 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
     for (i, c) in b.comps.iter_mut().enumerate() {
         if let Comp::Ctrl(v) = c {
             let vcap = v.cfg.capacity;
-            let vspan = if i as CompId == root { span } else { (span as f64 / cap as f64 * vcap as f64) as u64 };
-            v.warm(vspan, random && reads, random && writes, w.max_bs(), mix(seed, 0xCAC4E + i as u64));
+            let vspan = if i as CompId == root {
+                span
+            } else {
+                (span as f64 / cap as f64 * vcap as f64) as u64
+            };
+            v.warm(
+                vspan,
+                random && reads,
+                random && writes,
+                w.max_bs(),
+                mix(seed, 0xCAC4E + i as u64),
+            );
         }
     }
     let per_job = w

@@ -4,7 +4,7 @@
 //! their typed errors into one-line messages and exit codes (2 = bad input,
 //! 1 = runtime failure).
 
-mod table;
+use raidlab_report::text as table;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use raidlab_core::preset::{Preset, PresetDb};
@@ -12,6 +12,9 @@ use raidlab_core::topology;
 use raidlab_core::workload::{parse_job_file, Workload};
 use std::io::Write;
 use std::process::ExitCode;
+
+/// The published measurements raidlab ships (SPEC §5 CSV).
+const CALIBRATION: &str = include_str!("../../../data/published/calibration.csv");
 
 /// raidlab — a laboratory for storage built from flash SSDs in RAID arrays.
 #[derive(Parser)]
@@ -89,6 +92,27 @@ enum Cmd {
         /// Extra presets (TOML).
         #[arg(long)]
         presets: Vec<String>,
+        /// Write the result to FILE instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<String>,
+    },
+    /// Reproduce a document's tables: published and simulated side by side.
+    ///
+    /// Uses the calibration data shipped with raidlab (data/published/
+    /// calibration.csv, built in). Rows are simulated as `validate` does.
+    Reproduce {
+        /// petrov2010, jdev2009, admin2015, intel2013 or all.
+        #[arg(default_value = "petrov2010")]
+        source: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
+        format: SimFormat,
+        /// Random seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
         /// Write the result to FILE instead of stdout.
         #[arg(long, short = 'o')]
         output: Option<String>,
@@ -228,6 +252,51 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         + "\n"
                 }
                 SimFormat::Table => table::validation_table(&v),
+            };
+            emit(&output, &text)
+        }
+        Cmd::Reproduce {
+            source,
+            format,
+            seed,
+            jobs,
+            output,
+        } => {
+            const SOURCES: [&str; 4] = ["petrov2010", "jdev2009", "admin2015", "intel2013"];
+            if source != "all" && !SOURCES.contains(&source.as_str()) {
+                return Err(Failure::Input(format!(
+                    "unknown document '{source}' (petrov2010, jdev2009, admin2015, intel2013, all)"
+                )));
+            }
+            let db = PresetDb::builtin();
+            let mut rows = raidlab_core::published::parse_csv(CALIBRATION)
+                .map_err(|e| Failure::Runtime(e.to_string()))?;
+            rows.retain(|r| source == "all" || r.source == source);
+            let threads = jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            });
+            let v = raidlab_sim::validate::validate(
+                &rows,
+                &db,
+                seed,
+                threads,
+                &progress_bar("reproduce"),
+            );
+            let tables = raidlab_report::reproduce::tables(&v);
+            let text = match format {
+                SimFormat::Json => {
+                    serde_json::to_string_pretty(&raidlab_report::reproduce::to_json(&tables, &v))
+                        .map_err(|e| Failure::Runtime(e.to_string()))?
+                        + "\n"
+                }
+                SimFormat::Table => {
+                    let s = v.stats();
+                    let mut t = raidlab_report::reproduce::render(&tables);
+                    t += &format!("\nall: {} rows, median |error| {:.1}%, p90 {:.1}%, {} within 25%, {} failed\n", s.rows, s.median, s.p90, s.within_25pct, v.failed.len());
+                    t
+                }
             };
             emit(&output, &text)
         }

@@ -250,3 +250,65 @@ fn seeds_reproduce() {
     };
     assert_eq!(strip(raidlab(&args)), strip(raidlab(&args)));
 }
+
+#[test]
+fn validate_reports_rows_summary_and_failures() {
+    let csv = tmp(
+        "v.csv",
+        "id,source,ref,topology,workload,metric,value,note\n\
+         a,doc,T1,x25e,preset=light rw=randread bs=4k runtime=0.05,iops,35000,\n\
+         b,doc,T1,x25e,preset=latency rw=randread bs=4k runtime=0.05,lat_avg_ms,0.16,\n\
+         c,doc,T2,\"raid5(2*x25e)\",rw=randread bs=4k runtime=0.05,iops,100,impossible on purpose\n",
+    );
+    let o = raidlab(&["validate", &csv, "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+    for k in ["id", "metric", "published", "simulated", "error_pct"] {
+        assert!(v["rows"][0].get(k).is_some(), "rows[].{k}");
+    }
+    assert_eq!(v["summary"]["rows"], 2);
+    assert!(v["summary"]["median_abs_error_pct"].as_f64().unwrap() < 50.0);
+    assert_eq!(v["summary"]["failed"][0]["id"], "c");
+    assert!(v["summary"]["failed"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("raid5"));
+    let o = raidlab(&["validate", &csv, "--filter", "T1"]);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("median") && !s.contains("failed"), "{s}");
+}
+
+#[test]
+fn validate_and_reproduce_reject_bad_input() {
+    let bad = tmp(
+        "bad.csv",
+        "id,source,ref,topology,workload,metric,value,note\na,s,T,x25e,rw=read,speed,1,\n",
+    );
+    assert_input_error(&["validate", &bad], "metric 'speed'");
+    let bad = tmp("bad2.csv", "nonsense\n");
+    assert_input_error(&["validate", &bad], "header");
+    assert_input_error(&["validate", "/nonexistent.csv"], "cannot read CSV file");
+    assert_input_error(
+        &["reproduce", "nature2024"],
+        "unknown document 'nature2024'",
+    );
+}
+
+#[test]
+fn reproduce_lays_out_a_document() {
+    let o = raidlab(&["reproduce", "admin2015", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tables = v["tables"].as_array().unwrap();
+    assert!(tables.iter().any(|t| t["ref"] == "Figure 5"));
+    assert!(tables
+        .iter()
+        .all(|t| !t["cells"].as_array().unwrap().is_empty()));
+    let o = raidlab(&["reproduce", "admin2015"]);
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.contains("admin2015 Figure 5") && s.contains("published simulated err"),
+        "{s}"
+    );
+}

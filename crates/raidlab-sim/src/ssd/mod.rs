@@ -166,7 +166,9 @@ impl Ssd {
         let mut cur: Option<(u32, u32, u64)> = None; // (die, page, bytes)
         for u in first..=last {
             let lpn = self.ftl.fold(u);
-            let Some((die, page)) = self.ftl.lookup(lpn) else { continue };
+            let Some((die, page)) = self.ftl.lookup(lpn) else {
+                continue;
+            };
             match &mut cur {
                 Some((d, p, b)) if *d == die && *p == page => *b += UNIT,
                 _ => {

@@ -1,0 +1,6 @@
+//! Reports: tables for the terminal, the documents' tables reproduced with
+//! published and simulated values side by side, and their JSON.
+//! This crate formats results; it runs nothing.
+
+pub mod reproduce;
+pub mod text;

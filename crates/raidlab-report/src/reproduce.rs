@@ -1,0 +1,253 @@
+//! The documents' tables, reproduced: published and simulated values side by
+//! side, laid out as the documents lay them out — rows are block sizes (or
+//! workloads when the block size does not vary), columns are configurations
+//! and whatever else varies in the table (direction, threads, metric).
+
+use raidlab_core::units::parse_size;
+use raidlab_sim::validate::{ErrorStats, RowResult, Validation};
+use std::collections::BTreeMap;
+
+/// One cell of a reproduced table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell<'a> {
+    /// The simulated row.
+    pub result: &'a RowResult,
+    /// Row label.
+    pub row: String,
+    /// Column label.
+    pub col: String,
+}
+
+/// One table of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocTable<'a> {
+    /// Document.
+    pub source: String,
+    /// Table or figure.
+    pub reference: String,
+    /// Row labels in order.
+    pub rows: Vec<String>,
+    /// Column labels in order.
+    pub cols: Vec<String>,
+    /// Cells.
+    pub cells: Vec<Cell<'a>>,
+}
+
+fn workload_map(w: &str) -> BTreeMap<String, String> {
+    w.split_whitespace()
+        .filter_map(|t| t.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Group results into the documents' tables, in the order rows first appear.
+pub fn tables(v: &Validation) -> Vec<DocTable<'_>> {
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut groups: BTreeMap<(String, String), Vec<&RowResult>> = BTreeMap::new();
+    for r in &v.rows {
+        let k = (r.row.source.clone(), r.row.reference.clone());
+        if !groups.contains_key(&k) {
+            order.push(k.clone());
+        }
+        groups.entry(k).or_default().push(r);
+    }
+    order
+        .into_iter()
+        .map(|k| layout(&k.0, &k.1, &groups[&k]))
+        .collect()
+}
+
+fn layout<'a>(source: &str, reference: &str, rows: &[&'a RowResult]) -> DocTable<'a> {
+    let maps: Vec<BTreeMap<String, String>> =
+        rows.iter().map(|r| workload_map(&r.row.workload)).collect();
+    let mut keys: Vec<String> = maps.iter().flat_map(|m| m.keys().cloned()).collect();
+    keys.sort();
+    keys.dedup();
+    let varies = |f: &dyn Fn(usize) -> String| -> bool {
+        let first = f(0);
+        (1..rows.len()).any(|i| f(i) != first)
+    };
+    let varying: Vec<String> = keys
+        .into_iter()
+        .filter(|k| varies(&|i| maps[i].get(k).cloned().unwrap_or_default()))
+        .collect();
+    let topo_varies = varies(&|i| rows[i].row.topology.clone());
+    let metric_varies = varies(&|i| rows[i].row.metric.clone());
+    let bs_rows = varying.iter().any(|k| k == "bs");
+    let mut cells = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let m = &maps[i];
+        let mut col = Vec::new();
+        if topo_varies {
+            col.push(r.row.topology.split_whitespace().collect::<String>());
+        }
+        let mut row_label = String::new();
+        if bs_rows {
+            row_label = m.get("bs").cloned().unwrap_or_default();
+        }
+        for k in varying.iter().filter(|k| k.as_str() != "bs") {
+            let v = m.get(k).cloned().unwrap_or_else(|| "-".into());
+            if bs_rows {
+                col.push(format!("{k}={v}"));
+            } else {
+                if !row_label.is_empty() {
+                    row_label.push(' ');
+                }
+                row_label += &format!("{k}={v}");
+            }
+        }
+        if metric_varies {
+            col.push(r.row.metric.clone());
+        }
+        if row_label.is_empty() {
+            row_label = r.row.workload.clone();
+        }
+        if col.is_empty() {
+            col.push(r.row.metric.clone());
+        }
+        cells.push(Cell {
+            result: r,
+            row: row_label,
+            col: col.join(" "),
+        });
+    }
+    let mut row_order: Vec<String> = Vec::new();
+    let mut col_order: Vec<String> = Vec::new();
+    for c in &cells {
+        if !row_order.contains(&c.row) {
+            row_order.push(c.row.clone());
+        }
+        if !col_order.contains(&c.col) {
+            col_order.push(c.col.clone());
+        }
+    }
+    if bs_rows {
+        row_order.sort_by_key(|r| parse_size(r).unwrap_or(u64::MAX));
+    }
+    DocTable {
+        source: source.into(),
+        reference: reference.into(),
+        rows: row_order,
+        cols: col_order,
+        cells,
+    }
+}
+
+fn num(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn resource(b: &Option<String>) -> String {
+    match b {
+        Some(s) => s
+            .rsplit('(')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(')')
+            .to_string(),
+        None => "-".into(),
+    }
+}
+
+/// The tables as text: per cell "published simulated error resource".
+pub fn render(tables: &[DocTable<'_>]) -> String {
+    let mut o = String::new();
+    for t in tables {
+        let stats = ErrorStats::of(t.cells.iter().map(|c| c.result));
+        o += &format!(
+            "\n{} {} — {} rows, median |error| {:.1}%, p90 {:.1}%\n",
+            t.source, t.reference, stats.rows, stats.median, stats.p90
+        );
+        let mut legend = Vec::new();
+        let short: Vec<String> = t
+            .cols
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if c.len() > 24 {
+                    legend.push(format!("  C{} = {c}", i + 1));
+                    format!("C{}", i + 1)
+                } else {
+                    c.clone()
+                }
+            })
+            .collect();
+        let w = 26;
+        let rw = t.rows.iter().map(|r| r.len()).max().unwrap_or(4).max(4);
+        o += &format!("{:<rw$}", "");
+        for c in &short {
+            o += &format!(" | {c:<w$}");
+        }
+        o += "\n";
+        o += &format!("{:<rw$}", "");
+        for _ in &short {
+            o += &format!(" | {:<w$}", "published simulated err");
+        }
+        o += "\n";
+        for r in &t.rows {
+            o += &format!("{r:<rw$}");
+            for c in &t.cols {
+                match t.cells.iter().find(|x| &x.row == r && &x.col == c) {
+                    Some(x) => {
+                        let cell = format!(
+                            "{} {} {:+.0}% {}",
+                            num(x.result.row.value),
+                            num(x.result.simulated),
+                            x.result.error_pct,
+                            resource(&x.result.bottleneck)
+                        );
+                        o += &format!(" | {cell:<w$}");
+                    }
+                    None => o += &format!(" | {:<w$}", ""),
+                }
+            }
+            o += "\n";
+        }
+        for l in legend {
+            o += &l;
+            o += "\n";
+        }
+    }
+    o
+}
+
+/// The tables as JSON.
+pub fn to_json(tables: &[DocTable<'_>], v: &Validation) -> serde_json::Value {
+    let s = v.stats();
+    serde_json::json!({
+        "tables": tables.iter().map(|t| {
+            let st = ErrorStats::of(t.cells.iter().map(|c| c.result));
+            serde_json::json!({
+                "source": t.source,
+                "ref": t.reference,
+                "rows": t.rows,
+                "columns": t.cols,
+                "median_abs_error_pct": st.median,
+                "p90_abs_error_pct": st.p90,
+                "cells": t.cells.iter().map(|c| serde_json::json!({
+                    "id": c.result.row.id,
+                    "row": c.row,
+                    "column": c.col,
+                    "metric": c.result.row.metric,
+                    "published": c.result.row.value,
+                    "simulated": c.result.simulated,
+                    "error_pct": c.result.error_pct,
+                    "bottleneck": c.result.bottleneck,
+                })).collect::<Vec<_>>(),
+            })
+        }).collect::<Vec<_>>(),
+        "summary": {
+            "rows": s.rows,
+            "median_abs_error_pct": s.median,
+            "p90_abs_error_pct": s.p90,
+            "within_25pct": s.within_25pct,
+            "failed": v.failed.iter().map(|f| serde_json::json!({"id": f.id, "reason": f.reason})).collect::<Vec<_>>(),
+        }
+    })
+}
