@@ -26,6 +26,7 @@ const EV_ISSUE: u8 = 0;
 const EV_DONE: u8 = 1;
 const EV_KICK: u8 = 2;
 const EV_ACCEPT: u8 = 3;
+const EV_DESTAGED: u8 = 4;
 /// Phase of a destage root request.
 const DESTAGE: u8 = 9;
 const RA_ENTRIES: usize = 32;
@@ -711,6 +712,7 @@ impl CtrlVol {
                 }
                 self.kick(ctx);
             }
+            EV_DESTAGED => self.destage_done(ctx, id),
             EV_KICK => {
                 if self.kick_at == Some(ctx.now) {
                     self.kick_at = None;
@@ -730,7 +732,9 @@ impl CtrlVol {
             return;
         }
         if ctx.reqs[id].phase == DESTAGE {
-            self.destage_done(ctx, id);
+            // A destage is a command like any other: its slot frees after the
+            // firmware's fixed latency.
+            ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DESTAGED);
             return;
         }
         match c.op {

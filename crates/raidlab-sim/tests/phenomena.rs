@@ -1,0 +1,286 @@
+//! The published phenomena of SPEC §7, checked for direction and rough size
+//! on the simulator. Each one must emerge from the mechanisms; none is
+//! special-cased.
+
+use raidlab_core::preset::PresetDb;
+use raidlab_core::result::RunResult;
+use raidlab_core::topology::resolve;
+use raidlab_core::workload::Workload;
+use raidlab_sim::simulate;
+
+fn run(topo: &str, wl: &str) -> RunResult {
+    let t = resolve(topo, &PresetDb::builtin()).unwrap_or_else(|e| panic!("{topo}: {e}"));
+    let w = Workload::parse(wl).unwrap_or_else(|e| panic!("{wl}: {e}"));
+    simulate(&t, &w, 1).unwrap_or_else(|e| panic!("{topo} | {wl}: {e}"))
+}
+
+fn iops(topo: &str, wl: &str) -> f64 {
+    run(topo, wl).summary.iops
+}
+
+fn mbps(topo: &str, wl: &str) -> f64 {
+    run(topo, wl).summary.mbps
+}
+
+fn lat(topo: &str, wl: &str) -> f64 {
+    run(topo, wl).summary.lat_avg_ms
+}
+
+const A: &str = "adaptec5085";
+
+/// 1. RAID 0 over two X25-E on an Adaptec 5085 gives fewer random IOPS than one X25-E.
+#[test]
+fn p01_controller_makes_raid0_of_two_slower_than_one_ssd() {
+    let one = iops("x25e", "preset=light rw=randread bs=4k runtime=0.5");
+    let two = iops(
+        &format!("{A}(raid0[stripe=64k](2*x25e))"),
+        "preset=light rw=randread bs=4k runtime=0.5",
+    );
+    assert!(two < one, "raid0 x2 {two} vs one {one}");
+}
+
+/// 2. Random IOPS saturate early; sequential reads saturate near 690 MB/s with
+///    a few SSDs; with caches off, sequential writes grow with the SSD count.
+#[test]
+fn p02_controller_saturation_and_linear_cacheless_writes() {
+    let r8 = |n: u32| {
+        iops(
+            &format!("{A}(raid0[stripe=64k]({n}*x25e))"),
+            "preset=heavy rw=randread bs=8k runtime=0.3",
+        )
+    };
+    assert!(
+        r8(4) < 1.1 * r8(2),
+        "8 KB random reads saturate by 2 SSDs: {} vs {}",
+        r8(4),
+        r8(2)
+    );
+    let r64 = |n: u32| {
+        iops(
+            &format!("{A}(raid0[stripe=64k]({n}*x25e))"),
+            "preset=heavy rw=randread bs=64k runtime=0.3",
+        )
+    };
+    assert!(
+        r64(2) > 1.6 * r64(1) && r64(8) < 1.15 * r64(4),
+        "64 KB: scale then saturate"
+    );
+    let seq = |n: u32| {
+        mbps(
+            &format!("{A}(raid0[stripe=64k]({n}*x25e))"),
+            "preset=light rw=read bs=128k runtime=0.3",
+        )
+    };
+    let (s4, s8) = (seq(4), seq(8));
+    assert!(
+        (600.0..800.0).contains(&s4) && s8 < 1.05 * s4,
+        "seq read saturates near 690 MB/s: {s4} {s8}"
+    );
+    let w = |n: u32| {
+        mbps(
+            &format!("{A}[cache=wt](raid0[stripe=64k]({n}*x25e[wc=off]))"),
+            "preset=light rw=write bs=128k runtime=0.3",
+        )
+    };
+    let (w1, w4) = (w(1), w(4));
+    assert!(
+        w4 > 3.5 * w1,
+        "cacheless sequential writes scale linearly: {w1} -> {w4}"
+    );
+}
+
+/// 3. Reads beat writes in RAID too; RAID 5 has the worst random writes,
+///    RAID 0 the best, RAID 10 in between.
+#[test]
+fn p03_asymmetry_and_level_order() {
+    let w = |lvl: &str, n: u32| {
+        iops(
+            &format!("{A}({lvl}[stripe=64k]({n}*x25e))"),
+            "preset=light rw=randwrite bs=8k runtime=0.5",
+        )
+    };
+    let r = iops(
+        &format!("{A}(raid0[stripe=64k](4*x25e))"),
+        "preset=light rw=randread bs=8k runtime=0.5",
+    );
+    let (r0, r5, r10) = (w("raid0", 4), w("raid5", 5), w("raid10", 8));
+    assert!(r > r0, "reads {r} beat writes {r0}");
+    assert!(
+        r5 < r10 && r10 < r0,
+        "raid5 {r5} < raid10 {r10} < raid0 {r0}"
+    );
+}
+
+/// 4. In light random reads one SSD beats RAID 5 over five.
+#[test]
+fn p04_single_ssd_beats_raid5_in_light_random_reads() {
+    let one = iops("x25e", "preset=light rw=randread bs=4k runtime=0.5");
+    let r5 = iops(
+        &format!("{A}(raid5[stripe=64k](5*x25e))"),
+        "preset=light rw=randread bs=4k runtime=0.5",
+    );
+    assert!(one > r5, "{one} vs {r5}");
+}
+
+/// 5. With a write-back cache small random writes are faster than small
+///    random reads; above the stripe unit the order reverses.
+#[test]
+fn p05_write_back_latency_order() {
+    let t = format!("{A}(raid0[stripe=64k](4*x25e))");
+    let w4 = lat(&t, "preset=latency rw=randwrite bs=4k runtime=0.5");
+    let r4 = lat(&t, "preset=latency rw=randread bs=4k runtime=0.5");
+    assert!(w4 < r4, "4 KB: write {w4} < read {r4}");
+    let w256 = lat(&t, "preset=latency rw=randwrite bs=256k runtime=0.5");
+    let r256 = lat(&t, "preset=latency rw=randread bs=256k runtime=0.5");
+    assert!(w256 > r256, "256 KB: write {w256} > read {r256}");
+}
+
+/// 6. Maximum latencies of 100–450 ms on arrays (GC outliers, request synchronisation).
+#[test]
+fn p06_long_latency_outliers_on_arrays() {
+    let m = run(
+        &format!("{A}(raid5[stripe=64k](5*x25e))"),
+        "preset=heavy rw=randwrite bs=8k runtime=2",
+    )
+    .summary
+    .lat_max_ms;
+    assert!((100.0..450.0).contains(&m), "max latency {m} ms");
+}
+
+/// 7. Software RAID 0 over two controllers doubles random throughput, raises
+///    sequential throughput by 40–100 % and cuts latency by 30–40 %.
+#[test]
+fn p07_software_raid_over_two_controllers() {
+    let one = format!("{A}(raid0[stripe=64k](4*x25e))");
+    let two = "raid0(adaptec5085[mode=volume](4*x25e),adaptec5085[mode=volume](4*x25e))";
+    let (a, b) = (
+        run(&one, "preset=light rw=randread bs=4k runtime=0.5"),
+        run(two, "preset=light rw=randread bs=4k runtime=0.5"),
+    );
+    assert!(
+        b.summary.iops > 1.7 * a.summary.iops,
+        "{} vs {}",
+        b.summary.iops,
+        a.summary.iops
+    );
+    assert!(
+        b.summary.lat_avg_ms < 0.7 * a.summary.lat_avg_ms,
+        "latency drops by 30 % or more"
+    );
+    let (s1, s2) = (
+        mbps(&one, "preset=light rw=read bs=1m runtime=0.5"),
+        mbps(two, "preset=light rw=read bs=1m runtime=0.5"),
+    );
+    assert!(
+        s2 > 1.4 * s1 && s2 < 2.05 * s1,
+        "sequential +40..100 %: {s1} -> {s2}"
+    );
+}
+
+/// 8. Software RAID costs little CPU, except RAID 5 sequential writes (parity).
+#[test]
+fn p08_software_raid_cpu() {
+    let t = |lvl: &str| {
+        format!("{lvl}(adaptec5085[mode=volume](4*x25e),adaptec5085[mode=volume](4*x25e))")
+    };
+    let r0 = run(&t("raid0"), "rw=write bs=1m iodepth=8 runtime=0.5");
+    let r5 = run(&t("raid5"), "rw=write bs=1m iodepth=8 runtime=0.5");
+    let rr = run(&t("raid5"), "rw=randread bs=4k iodepth=32 runtime=0.5");
+    assert!(
+        rr.host.cpu_util_pct < 10.0 && r0.host.cpu_util_pct < 10.0,
+        "little CPU"
+    );
+    let per_mb = |r: &RunResult| r.host.cpu_util_pct / r.summary.mbps;
+    assert!(
+        per_mb(&r5) > 5.0 * per_mb(&r0),
+        "RAID 5 sequential writes pay for parity"
+    );
+}
+
+/// 10. Mixed sequential read/write loads are far slower than the blend of the pure loads.
+#[test]
+fn p10_mixed_sequential_is_slower_than_the_blend() {
+    let r = iops("x25e", "preset=light rw=read bs=8k runtime=0.5");
+    let w = iops("x25e", "preset=light rw=write bs=8k runtime=0.5");
+    let m = iops("x25e", "preset=light rw=rw rwmixread=33 bs=8k runtime=0.5");
+    let blend = 1.0 / (0.33 / r + 0.67 / w);
+    assert!(m < 0.75 * blend, "mixed {m} vs blend {blend}");
+}
+
+/// 11 (read-ahead). On SSD RAID 5, controller read-ahead cuts random read IOPS by about 20 %.
+#[test]
+fn p11_read_ahead_costs_random_reads() {
+    let on = iops(
+        "megaraid9361[cache=wt,readahead=on](raid5(4*s3500-480))",
+        "rw=randread bs=4k iodepth=32 runtime=0.3",
+    );
+    let off = iops(
+        "megaraid9361[cache=wt,readahead=off](raid5(4*s3500-480))",
+        "rw=randread bs=4k iodepth=32 runtime=0.3",
+    );
+    let cut = 1.0 - on / off;
+    assert!((0.1..0.35).contains(&cut), "read-ahead cut {cut}");
+}
+
+/// 12. Over-provisioning 20 % / 40 % multiplies steady random write IOPS about 2.7× / 3.9×.
+#[test]
+fn p12_over_provisioning() {
+    let w = |t: &str| iops(t, "rw=randwrite bs=4k iodepth=16 state=steady runtime=0.5");
+    let (a, b, c) = (
+        w("s3500-800"),
+        w("s3500-800[op=20%]"),
+        w("s3500-800[op=40%]"),
+    );
+    assert!((2.0..3.6).contains(&(b / a)), "20 %: {}", b / a);
+    assert!((3.0..5.5).contains(&(c / a)), "40 %: {}", c / a);
+}
+
+/// 13. On the MegaRAID 9265, RAID 10 write IOPS grow linearly with drive
+///     pairs and read IOPS reach hundreds of thousands.
+#[test]
+fn p13_modern_controller_scales() {
+    let t = |n: u32| {
+        format!("megaraid9265[cache=wt,readahead=off](raid10[stripe=256k]({n}*s3500-480))")
+    };
+    let w = |n: u32| {
+        run(
+            &t(n),
+            &format!("rw=randwrite bs=4k numjobs={n} iodepth=4 state=steady runtime=0.3"),
+        )
+    };
+    let (w2, w8) = (w(2), w(8));
+    let ratio = w8.summary.iops / w2.summary.iops;
+    assert!((3.4..4.6).contains(&ratio), "writes x4 pairs: {ratio}");
+    assert!(
+        !w8.components
+            .iter()
+            .any(|c| c.bottleneck && c.kind == "controller"),
+        "the controller is not the bottleneck"
+    );
+    let r = iops(&t(8), "rw=randread bs=4k numjobs=8 iodepth=8 runtime=0.3");
+    assert!(r > 150_000.0, "reads {r}");
+}
+
+/// 14. md is a little slower than hardware RAID for random reads; mdadm
+///     striping beats lvm2 striping by about 10 % in small-block IOPS when the
+///     host CPU is what limits them.
+#[test]
+fn p14_md_vs_hardware_and_lvm() {
+    let hw = iops(
+        "megaraid9365[cache=wt,readahead=off](raid1(2*s3500-80))",
+        "rw=randread bs=4k iodepth=16 runtime=0.3",
+    );
+    let md = iops(
+        "raid1[impl=md](megaraid9365[mode=jbod](2*s3500-80))",
+        "rw=randread bs=4k iodepth=16 runtime=0.3",
+    );
+    assert!(md < hw && md > 0.85 * hw, "md {md} vs hw {hw}");
+    let s = |imp: &str| {
+        iops(
+            &format!("host[cores=1](raid0[impl={imp}](hba[mode=jbod](4*s3500-480)))"),
+            "rw=randread bs=4k iodepth=64 runtime=0.3",
+        )
+    };
+    let ratio = s("md") / s("lvm");
+    assert!((1.05..1.2).contains(&ratio), "md/lvm {ratio}");
+}
