@@ -26,6 +26,21 @@ use std::collections::VecDeque;
 const EV_XFER: u8 = 0;
 const EV_DONE: u8 = 1;
 const UNIT: u64 = 4096;
+
+/// The later-ending of two prefetch windows.
+trait MaxByEnd {
+    fn max_by_end(self, other: Self) -> Self;
+}
+
+impl MaxByEnd for (u64, u64, Ns) {
+    fn max_by_end(self, other: Self) -> Self {
+        if self.1 >= other.1 {
+            self
+        } else {
+            other
+        }
+    }
+}
 /// Largest SATA data frame (FIS) payload: 8 KiB.
 const FRAME: u64 = 8192;
 
@@ -69,7 +84,8 @@ pub struct Ssd {
     outstanding: u32,
     waitq: VecDeque<ReqId>,
     ra_units: u64,
-    ra: (u64, u64, Ns),
+    /// Prefetched windows (start unit, end unit, ready time): the current and the next.
+    ra: [(u64, u64, Ns); 2],
     last_read_end: u64,
     die_rr: u32,
     page: Vec<u32>,
@@ -132,7 +148,7 @@ impl Ssd {
             outstanding: 0,
             waitq: VecDeque::new(),
             ra_units: p.readahead_kb as u64 / 4,
-            ra: (0, 0, 0),
+            ra: [(0, 0, 0); 2],
             last_read_end: u64::MAX,
             die_rr: 0,
             page: Vec::with_capacity(upp as usize),
@@ -155,8 +171,12 @@ impl Ssd {
         self.start(ctx, id);
     }
 
-    fn fw_cost(&self, base: Ns, len: u32) -> Ns {
-        base + (self.fw_per_kb * len as f64 / 1024.0) as Ns
+    /// Per-command firmware time (latency), after which the per-KiB work
+    /// (ECC, buffers) runs alongside the data transfer: it occupies the
+    /// firmware without delaying this command.
+    fn fw_occupy_per_kb(&mut self, t: Ns, len: u32) {
+        let dur = (self.fw_per_kb * len as f64 / 1024.0) as Ns;
+        self.fw.reserve(t, dur);
     }
 
     /// NAND reads of units `first..=last`, starting at `t`; returns when the
@@ -239,20 +259,49 @@ impl Ssd {
         match r.op {
             Op::Read => {
                 let t = self.link.reserve(now, self.link_cmd);
-                let t = self.fw_command(t, self.fw_cost(self.fw_read, r.len));
-                let (ra0, ra1, ready) = self.ra;
-                let (data_first, data_last) = if first >= ra0 && last < ra1 {
-                    (t.max(ready), t.max(ready))
-                } else {
-                    self.nand_read(t, first, last)
+                let t = self.fw_command(t, self.fw_read);
+                self.fw_occupy_per_kb(t, r.len);
+                // Data already prefetched into DRAM (up to two windows).
+                let covered = |w: &(u64, u64, Ns)| first >= w.0 && last < w.1;
+                let hit = self
+                    .ra
+                    .iter()
+                    .find(|w| covered(w))
+                    .map(|w| w.2)
+                    .or_else(|| {
+                        // A request spanning both windows.
+                        let (a, b) = (self.ra[0], self.ra[1]);
+                        (a.1 == b.0 && first >= a.0 && last < b.1 && a.1 > a.0)
+                            .then_some(a.2.max(b.2))
+                    });
+                let (data_first, data_last) = match hit {
+                    Some(ready) => (t.max(ready), t.max(ready)),
+                    None => self.nand_read(t, first, last),
                 };
-                if self.ra_units > 0 && r.offset == self.last_read_end && last + 1 >= ra1 {
-                    // Sequential stream: prefetch the next window into DRAM.
-                    let a = last + 1;
-                    let b = (last + self.ra_units).min(self.capacity / UNIT - 1);
-                    if a <= b {
-                        let (_, ready) = self.nand_read(t, a, b);
-                        self.ra = (a, b + 1, ready);
+                if self.ra_units > 0 && r.offset == self.last_read_end {
+                    // Sequential stream: keep the next window prefetched,
+                    // at least two of the stream's requests long; fetch it
+                    // when the stream passes the middle of the current one.
+                    let window = self.ra_units.max(2 * (last - first + 1));
+                    let end = self.ra[1].1.max(self.ra[0].1);
+                    let cur_start = if self.ra[1].1 > self.ra[1].0 {
+                        self.ra[1].0
+                    } else {
+                        self.ra[0].0
+                    };
+                    let stale = last + 1 > end || end == 0;
+                    let passed_middle = last + 1 >= cur_start + (end - cur_start) / 2;
+                    if stale || passed_middle {
+                        let a = if stale { last + 1 } else { end };
+                        let b = (a + window - 1).min(self.capacity / UNIT - 1);
+                        if a <= b {
+                            let (_, ready) = self.nand_read(t, a, b);
+                            self.ra = if stale {
+                                [(a, b + 1, ready), (0, 0, 0)]
+                            } else {
+                                [self.ra[1].max_by_end(self.ra[0]), (a, b + 1, ready)]
+                            };
+                        }
                     }
                 }
                 self.last_read_end = r.offset + r.len as u64;
@@ -266,11 +315,12 @@ impl Ssd {
                 let t = self
                     .link
                     .reserve(now, self.link_cmd + xfer_ns(r.len as u64, self.link_mbps));
-                let mut t = self.fw_command(t, self.fw_cost(self.fw_write, r.len));
+                let mut t = self.fw_command(t, self.fw_write);
+                self.fw_occupy_per_kb(t, r.len);
                 let upp = self.ftl.upp() as usize;
                 // A write over the read-ahead window makes it stale.
-                if first < self.ra.1 && last >= self.ra.0 {
-                    self.ra = (0, 0, 0);
+                if self.ra.iter().any(|w| first < w.1 && last >= w.0) {
+                    self.ra = [(0, 0, 0); 2];
                 }
                 if self.wc {
                     t = self.buf.admit(t, (last - first + 1) as u32);
