@@ -84,6 +84,8 @@ pub struct Ssd {
     outstanding: u32,
     waitq: VecDeque<ReqId>,
     ra_units: u64,
+    /// Time the last write-through (wc=off) write was committed.
+    write_committed: Ns,
     /// Prefetched windows (start unit, end unit, ready time): the current and the next.
     ra: [(u64, u64, Ns); 2],
     last_read_end: u64,
@@ -149,6 +151,7 @@ impl Ssd {
             waitq: VecDeque::new(),
             ra_units: p.readahead_kb as u64 / 4,
             ra: [(0, 0, 0); 2],
+            write_committed: 0,
             last_read_end: u64::MAX,
             die_rr: 0,
             page: Vec::with_capacity(upp as usize),
@@ -336,6 +339,10 @@ impl Ssd {
                     }
                     ctx.schedule(t, self.id, id, EV_DONE);
                 } else {
+                    // With its volatile cache off the drive commits one write
+                    // before it starts the next (Intel: 170 MB/s sequential
+                    // writes fall to 120 MB/s with the write cache off).
+                    let t = t.max(self.write_committed);
                     let mut done = t;
                     let mut u = first;
                     while u <= last {
@@ -350,6 +357,7 @@ impl Ssd {
                         done = done.max(self.program(t));
                         u += upp as u64;
                     }
+                    self.write_committed = done;
                     ctx.schedule(done, self.id, id, EV_DONE);
                 }
             }
