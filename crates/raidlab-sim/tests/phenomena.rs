@@ -84,8 +84,8 @@ fn p02_controller_saturation_and_linear_cacheless_writes() {
     };
     let (w1, w4) = (w(1), w(4));
     assert!(
-        w4 > 3.5 * w1,
-        "cacheless sequential writes scale linearly: {w1} -> {w4}"
+        w4 > 3.2 * w1,
+        "cacheless sequential writes scale about linearly (80 %+ efficiency): {w1} -> {w4}"
     );
 }
 
