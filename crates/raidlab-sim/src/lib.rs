@@ -80,17 +80,25 @@ enum Report {
 
 const HOST: CompId = 0;
 
-/// PCIe payload rate per lane for a generation, 10^6 B/s (2.5 GT/s and 5 GT/s
-/// with 8b/10b coding; 8, 16, 32 GT/s with 128b/130b).
+/// PCIe payload rate per lane for a generation, 10^6 B/s: the line rate
+/// after coding (2.5 and 5 GT/s with 8b/10b; 8, 16, 32 GT/s with 128b/130b)
+/// times [`PCIE_EFFICIENCY`].
 fn pcie_lane_mbps(gen: u32) -> f64 {
-    match gen {
-        1 => 250.0,
-        2 => 500.0,
-        3 => 985.0,
-        4 => 1969.0,
-        _ => 3938.0,
-    }
+    PCIE_EFFICIENCY
+        * match gen {
+            1 => 250.0,
+            2 => 500.0,
+            3 => 985.0,
+            4 => 1969.0,
+            _ => 3938.0,
+        }
 }
+
+/// Share of a PCIe link's coded rate left for data: 256-byte TLP payloads
+/// carry ~24 bytes of header, sequence number and CRC (91 %), and ACK and
+/// flow-control DLLPs take a few percent more. (jdev2009 saw 1.75 GB/s
+/// through a PCIe 1.0 x8 slot: at least 88 % of its 2 GB/s.)
+const PCIE_EFFICIENCY: f64 = 0.88;
 
 struct Builder<'a> {
     ctx: Ctx,
