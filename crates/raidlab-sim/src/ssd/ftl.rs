@@ -69,6 +69,9 @@ pub struct Ftl {
     fold_mask: Option<u64>,
     /// Die of each block.
     die_of: Vec<u16>,
+    /// Written once sequentially, tables not built yet: locations follow
+    /// from the fill order (page p on die p mod dies) until the first write.
+    lazy_fill: bool,
     scale: f64,
     dies: u32,
     logical: u32,
@@ -136,6 +139,7 @@ impl Ftl {
                 .is_power_of_two()
                 .then(|| logical as u64 - 1),
             die_of: (0..blocks as u32).map(|b| (b / bpd) as u16).collect(),
+            lazy_fill: false,
             scale,
             dies,
             logical,
@@ -195,6 +199,11 @@ impl Ftl {
     /// Physical location of a logical unit: (die, global page number).
     #[inline]
     pub fn lookup(&self, lpn: u32) -> Option<(u32, u32)> {
+        if self.lazy_fill {
+            // Page p of the fill went to die p mod dies; a page is named by p.
+            let p = lpn >> self.upp_shift;
+            return Some((p % self.dies, p));
+        }
         let u = self.l2p[lpn as usize];
         (u != INVALID).then(|| {
             let block = u >> self.upb_shift;
@@ -337,6 +346,7 @@ impl Ftl {
     /// Program one page on `die` holding `lpns` (≤ upp units; `INVALID`
     /// entries are padding). Returns the GC work this triggered on the die.
     pub fn write_page(&mut self, die: u32, lpns: &[u32]) -> GcWork {
+        self.materialize();
         let d = die as usize;
         let mut work = GcWork::default();
         if self.active[d].unit == self.upb {
@@ -363,11 +373,32 @@ impl Ftl {
     /// more than the reserve now, so the next host page placed there does not
     /// wait for a collection. Returns the work done (empty if none needed).
     pub fn gc_ahead(&mut self, die: u32) -> GcWork {
+        self.materialize();
         let mut work = GcWork::default();
         if (self.free[die as usize].len() as u32) <= self.threshold {
             self.collect(die as usize, self.threshold + 1, &mut work);
         }
         work
+    }
+
+    /// The state after a sequential fill, with the tables built only when
+    /// first needed (by a write): read-only runs never pay for them.
+    pub fn fill_lazily(&mut self) {
+        if self.host_units == 0 && !self.lazy_fill {
+            self.lazy_fill = true;
+        } else {
+            self.fill();
+        }
+    }
+
+    fn materialize(&mut self) {
+        if self.lazy_fill {
+            self.lazy_fill = false;
+            let counted = self.host_units;
+            self.fill();
+            // The fill happened before the run: it is not the run's writing.
+            self.host_units = counted;
+        }
     }
 
     /// Functional warm-up: write the whole logical space once, in order,
@@ -464,6 +495,7 @@ impl Ftl {
 
     /// Check every invariant (tests).
     pub fn check(&self) {
+        assert!(!self.lazy_fill, "check a materialised FTL");
         let mut valid = vec![0u16; self.valid.len()];
         for (l, &u) in self.l2p.iter().enumerate() {
             if u != INVALID {
@@ -511,6 +543,31 @@ mod tests {
         // 7 % spare it is several times higher than with 50 %.
         assert!(low > 3.0 && low < 12.0, "wa at 7% spare = {low}");
         assert!(high > 1.1 && high < 2.2, "wa at 50% spare = {high}");
+    }
+
+    #[test]
+    fn lazy_fill_places_like_the_real_fill() {
+        for (upp, dies) in [(1, 20), (4, 8), (2, 3)] {
+            let mut eager = Ftl::new(1 << 14, 1.1, upp, 64, dies, 2);
+            eager.fill();
+            let mut lazy = Ftl::new(1 << 14, 1.1, upp, 64, dies, 2);
+            lazy.fill_lazily();
+            for l in 0..eager.logical_units() {
+                assert_eq!(
+                    eager.lookup(l).unwrap().0,
+                    lazy.lookup(l).unwrap().0,
+                    "die of unit {l}"
+                );
+            }
+            // Same-page grouping is preserved.
+            for l in 1..eager.logical_units() {
+                let same_e = eager.lookup(l).unwrap().1 == eager.lookup(l - 1).unwrap().1;
+                let same_l = lazy.lookup(l).unwrap().1 == lazy.lookup(l - 1).unwrap().1;
+                assert_eq!(same_e, same_l);
+            }
+            lazy.write_page(0, &vec![0; upp as usize]);
+            lazy.check();
+        }
     }
 
     #[test]
