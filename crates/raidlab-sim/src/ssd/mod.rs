@@ -124,9 +124,7 @@ impl Ssd {
         match state {
             SsdState::Fob => {}
             SsdState::Fill => ftl.fill_lazily(),
-            // One random pass after the fill: greedy GC's write amplification
-            // has converged by half a pass (see the FTL's tests).
-            SsdState::Steady => ftl.precondition_random(1, seed),
+            SsdState::Steady => ftl.precondition_steady(seed),
         }
         ftl.reset_counters();
         Ssd {
