@@ -219,7 +219,6 @@ pub fn render(tables: &[DocTable<'_>]) -> String {
 
 /// The tables as JSON.
 pub fn to_json(tables: &[DocTable<'_>], v: &Validation) -> serde_json::Value {
-    let s = v.stats();
     serde_json::json!({
         "tables": tables.iter().map(|t| {
             let st = ErrorStats::of(t.cells.iter().map(|c| c.result));
@@ -242,12 +241,6 @@ pub fn to_json(tables: &[DocTable<'_>], v: &Validation) -> serde_json::Value {
                 })).collect::<Vec<_>>(),
             })
         }).collect::<Vec<_>>(),
-        "summary": {
-            "rows": s.rows,
-            "median_abs_error_pct": s.median,
-            "p90_abs_error_pct": s.p90,
-            "within_25pct": s.within_25pct,
-            "failed": v.failed.iter().map(|f| serde_json::json!({"id": f.id, "reason": f.reason})).collect::<Vec<_>>(),
-        }
+        "summary": crate::text::summary_json(v),
     })
 }

@@ -168,9 +168,20 @@ pub fn validation_table(v: &Validation) -> String {
     o
 }
 
+/// The `summary` object of SPEC §5 (shared by validate and reproduce).
+pub fn summary_json(v: &Validation) -> serde_json::Value {
+    let s = v.stats();
+    serde_json::json!({
+        "rows": s.rows,
+        "median_abs_error_pct": s.median,
+        "p90_abs_error_pct": s.p90,
+        "within_25pct": s.within_25pct,
+        "failed": v.failed.iter().map(|f| serde_json::json!({"id": f.id, "reason": f.reason})).collect::<Vec<_>>(),
+    })
+}
+
 /// The validate report as the JSON of SPEC §5.
 pub fn validation_json(v: &Validation) -> serde_json::Value {
-    let s = v.stats();
     serde_json::json!({
         "rows": v.rows.iter().map(|r| serde_json::json!({
             "id": r.row.id,
@@ -182,12 +193,6 @@ pub fn validation_json(v: &Validation) -> serde_json::Value {
             "error_pct": r.error_pct,
             "bottleneck": r.bottleneck,
         })).collect::<Vec<_>>(),
-        "summary": {
-            "rows": s.rows,
-            "median_abs_error_pct": s.median,
-            "p90_abs_error_pct": s.p90,
-            "within_25pct": s.within_25pct,
-            "failed": v.failed.iter().map(|f| serde_json::json!({"id": f.id, "reason": f.reason})).collect::<Vec<_>>(),
-        }
+        "summary": summary_json(v),
     })
 }

@@ -201,11 +201,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let result = raidlab_sim::simulate(&topo, &w, seed)
                 .map_err(|e| Failure::Input(e.to_string()))?;
             let text = match format {
-                SimFormat::Json => {
-                    serde_json::to_string_pretty(&result)
-                        .map_err(|e| Failure::Runtime(e.to_string()))?
-                        + "\n"
-                }
+                SimFormat::Json => json_text(&result)?,
                 SimFormat::Table => table::sim_table(&result),
             };
             emit(&output, &text)
@@ -233,24 +229,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if rows.is_empty() {
                 return Err(Failure::Input(format!("{file}: no rows to validate")));
             }
-            let threads = jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            });
-            let v = raidlab_sim::validate::validate(
-                &rows,
-                &db,
-                seed,
-                threads,
-                &progress_bar("validate"),
-            );
+            let v = simulate_rows(&rows, &db, seed, jobs, "validate");
             let text = match format {
-                SimFormat::Json => {
-                    serde_json::to_string_pretty(&table::validation_json(&v))
-                        .map_err(|e| Failure::Runtime(e.to_string()))?
-                        + "\n"
-                }
+                SimFormat::Json => json_text(&table::validation_json(&v))?,
                 SimFormat::Table => table::validation_table(&v),
             };
             emit(&output, &text)
@@ -272,25 +253,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut rows = raidlab_core::published::parse_csv(CALIBRATION)
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
             rows.retain(|r| source == "all" || r.source == source);
-            let threads = jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            });
-            let v = raidlab_sim::validate::validate(
-                &rows,
-                &db,
-                seed,
-                threads,
-                &progress_bar("reproduce"),
-            );
+            let v = simulate_rows(&rows, &db, seed, jobs, "reproduce");
             let tables = raidlab_report::reproduce::tables(&v);
             let text = match format {
-                SimFormat::Json => {
-                    serde_json::to_string_pretty(&raidlab_report::reproduce::to_json(&tables, &v))
-                        .map_err(|e| Failure::Runtime(e.to_string()))?
-                        + "\n"
-                }
+                SimFormat::Json => json_text(&raidlab_report::reproduce::to_json(&tables, &v))?,
                 SimFormat::Table => {
                     let s = v.stats();
                     let mut t = raidlab_report::reproduce::render(&tables);
@@ -338,6 +304,30 @@ fn run(cli: Cli) -> Result<(), Failure> {
             emit(&None, &text)
         }
     }
+}
+
+/// Pretty JSON text of a serialisable value, newline-terminated.
+fn json_text(v: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string_pretty(v)
+        .map(|t| t + "\n")
+        .map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// Simulate published rows on `jobs` threads (default: all cores), with a
+/// progress line on stderr when it is a terminal.
+fn simulate_rows(
+    rows: &[raidlab_core::published::Row],
+    db: &PresetDb,
+    seed: u64,
+    jobs: Option<usize>,
+    what: &'static str,
+) -> raidlab_sim::validate::Validation {
+    let threads = jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    raidlab_sim::validate::validate(rows, db, seed, threads, &progress_bar(what))
 }
 
 /// A progress callback that draws on stderr only when stderr is a terminal.

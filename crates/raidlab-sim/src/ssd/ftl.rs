@@ -607,26 +607,6 @@ mod tests {
     }
 
     #[test]
-    fn half_a_random_pass_reaches_steady_state() {
-        let wa_after = |half_passes: u32| {
-            let mut f = Ftl::new(1 << 16, 1.074, 1, 64, 8, 2);
-            f.precondition_random(half_passes, 4);
-            f.reset_counters();
-            let mut rng = raidlab_core::rng::Rng::new(5);
-            for i in 0..(1u32 << 15) {
-                f.gc_ahead(i % 8);
-                f.write_page(i % 8, &[rng.below(f.logical_units() as u64) as u32]);
-            }
-            (f.host_units + f.gc_units) as f64 / f.host_units as f64
-        };
-        let (half, three) = (wa_after(1), wa_after(6));
-        assert!(
-            (half / three - 1.0).abs() < 0.05,
-            "half a pass: {half}, 3 passes: {three}"
-        );
-    }
-
-    #[test]
     fn multi_unit_pages_and_folding() {
         let mut f = Ftl::new(10 * FOLD_UNITS, 1.2, 4, 16, 2, 2);
         assert_eq!(f.logical_units() as u64, FOLD_UNITS);
