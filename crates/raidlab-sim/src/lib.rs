@@ -347,6 +347,7 @@ fn wa_counters(comps: &[Comp], reports: &[Report]) -> Vec<(u64, u64)> {
 
 /// Simulate `w` on `topo` with `seed` (the workload's own `seed=` wins).
 pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, SimError> {
+    debug_assert!(volume_capacity(topo).is_ok());
     let wall = std::time::Instant::now();
     let seed = w.seed.unwrap_or(seed);
     let mut b = Builder {
@@ -368,6 +369,11 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
     };
     let vols = b.node(&topo.root, None)?;
     let (root, cap) = vols[0];
+    debug_assert_eq!(
+        volume_capacity(topo).ok(),
+        Some(cap),
+        "capacity without building agrees"
+    );
     let span = w.size.unwrap_or(cap);
     if span > cap {
         return Err(SimError::SizeTooLarge { size: span, cap });
@@ -570,6 +576,39 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             host_ios: host.completed,
         },
     })
+}
+
+/// Bytes the topology's volume exposes, computed from the presets and the
+/// layouts without building the simulation.
+pub fn volume_capacity(topo: &Topology) -> Result<u64, SimError> {
+    fn vols(n: &Node) -> Result<Vec<u64>, SimError> {
+        Ok(match n {
+            Node::Device(d) => vec![match &d.model {
+                DeviceModel::Ssd(p) => {
+                    let units = ((p.capacity_gb * 1e9 / 4096.0) as u64) as f64 * (1.0 - d.op);
+                    units as u64 * 4096
+                }
+                DeviceModel::Hdd(_) => d.capacity(),
+            }],
+            Node::Controller(c) => {
+                let mut v = Vec::new();
+                for ch in &c.children {
+                    v.extend(vols(ch)?);
+                }
+                v
+            }
+            Node::Array(a) => {
+                let mut sizes = Vec::new();
+                for m in a.active() {
+                    sizes.extend(vols(m)?);
+                }
+                let geo = Geometry::new(a.level, a.stripe, a.layout, &sizes)
+                    .map_err(|err| SimError::Layout { col: a.col, err })?;
+                vec![geo.capacity()]
+            }
+        })
+    }
+    Ok(vols(&topo.root)?.first().copied().unwrap_or(0))
 }
 
 /// Utilisation at which a resource counts as saturated: FIFO queues in front

@@ -198,6 +198,23 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     ))
                 }
             };
+            if w.runtime.is_none() {
+                // fio's rule: one pass over `size` per job. Say so when that is long.
+                if let Ok(cap) = raidlab_sim::volume_capacity(&topo) {
+                    let ios = w.size.unwrap_or(cap) / w.bs.max(1) * w.numjobs as u64;
+                    if ios > 20_000_000 {
+                        let bytes = w.size.unwrap_or(cap) as f64;
+                        let span = if bytes >= 1e12 {
+                            format!("{:.1} TB", bytes / 1e12)
+                        } else {
+                            format!("{:.1} GB", bytes / 1e9)
+                        };
+                        eprintln!(
+                            "raidlab: note: no runtime given, so each job makes one pass over {span} ({ios} I/Os in all); add runtime= to bound the run"
+                        );
+                    }
+                }
+            }
             let result = raidlab_sim::simulate(&topo, &w, seed)
                 .map_err(|e| Failure::Input(e.to_string()))?;
             let text = match format {
