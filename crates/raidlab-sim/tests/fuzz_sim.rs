@@ -1,0 +1,133 @@
+//! Random small topologies and workloads through the whole simulator: every
+//! run must finish without a panic and report sane figures.
+
+use proptest::prelude::*;
+use raidlab_core::preset::PresetDb;
+use raidlab_core::topology::resolve;
+use raidlab_core::workload::Workload;
+use raidlab_sim::simulate;
+
+fn device() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("x25e".to_string()),
+        Just("x25e[wc=off]".to_string()),
+        Just("s3500-80".to_string()),
+        Just("s3500-80[op=20%]".to_string()),
+        Just("mtron7535".to_string()),
+        Just("hdd-sas15k".to_string()),
+        Just("hdd-sas10k[wc=on]".to_string()),
+    ]
+}
+
+fn array(members: usize) -> impl Strategy<Value = String> {
+    (
+        prop_oneof![
+            Just("raid0"),
+            Just("raid1"),
+            Just("raid5"),
+            Just("raid6"),
+            Just("raid10"),
+            Just("concat")
+        ],
+        prop_oneof![Just("4k"), Just("16k"), Just("64k"), Just("256k")],
+        prop_oneof![
+            Just("left-symmetric"),
+            Just("left-asymmetric"),
+            Just("right-symmetric"),
+            Just("right-asymmetric")
+        ],
+        device(),
+    )
+        .prop_map(move |(lvl, stripe, layout, dev)| {
+            let n = match lvl {
+                "raid5" => members.max(3),
+                "raid6" => members.max(4),
+                _ => members.max(2),
+            };
+            let lay = if matches!(lvl, "raid5" | "raid6") {
+                format!(",layout={layout}")
+            } else {
+                String::new()
+            };
+            format!("{lvl}[stripe={stripe}{lay}]({n}*{dev})")
+        })
+}
+
+fn topology() -> impl Strategy<Value = String> {
+    (
+        array(3),
+        0usize..6,
+        prop_oneof![
+            Just("adaptec5085"),
+            Just("megaraid9361"),
+            Just("areca1680"),
+            Just("hba")
+        ],
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(arr, shape, ctrl, wt, ra)| {
+            let opts = format!(
+                "[cache={},readahead={}]",
+                if wt { "wt" } else { "wb" },
+                if ra { "on" } else { "adaptive" }
+            );
+            match shape {
+                0 => arr,
+                1 => format!("{ctrl}{opts}({arr})"),
+                2 => format!("raid0({ctrl}[mode=volume](2*x25e),{ctrl}[mode=volume](2*x25e))"),
+                3 => format!("raid1[impl=lvm]({ctrl}[mode=jbod](2*s3500-80))"),
+                4 => format!("host[cores=2]({arr})"),
+                _ => format!("raid0(raid1(2*x25e),{arr})"),
+            }
+        })
+}
+
+fn workload() -> impl Strategy<Value = String> {
+    (
+        prop_oneof![
+            Just("read"),
+            Just("write"),
+            Just("randread"),
+            Just("randwrite"),
+            Just("rw"),
+            Just("randrw")
+        ],
+        prop_oneof![Just("512"), Just("4k"), Just("8k"), Just("64k"), Just("1m")],
+        1u32..40,
+        1u32..4,
+        prop_oneof![
+            Just(""),
+            Just("state=steady"),
+            Just("state=fob"),
+            Just("random_distribution=zipf:1.2"),
+            Just("bssplit=4k/50:64k/50"),
+            Just("thinktime=50")
+        ],
+    )
+        .prop_map(|(rw, bs, qd, jobs, extra)| {
+            format!("rw={rw} bs={bs} iodepth={qd} numjobs={jobs} runtime=0.02 {extra}")
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn random_configurations_simulate_sanely(t in topology(), w in workload(), seed in 0u64..1000) {
+        let db = PresetDb::builtin();
+        let topo = resolve(&t, &db).map_err(|e| TestCaseError::fail(format!("{t}: {e}")))?;
+        let wl = Workload::parse(&w).map_err(|e| TestCaseError::fail(format!("{w}: {e}")))?;
+        match simulate(&topo, &wl, seed) {
+            Ok(r) => {
+                let s = &r.summary;
+                prop_assert!(s.iops.is_finite() && s.iops >= 0.0, "{} | {}: iops {}", t, w, s.iops);
+                prop_assert!(s.lat_max_ms >= s.lat_p50_ms, "{} | {}", t, w);
+                prop_assert!(r.components.iter().all(|c| (0.0..=1.0).contains(&c.utilization)));
+                prop_assert!(r.components.iter().filter(|c| c.bottleneck).count() <= 1);
+            }
+            // Only typed input errors may come back (e.g. a block larger than a tiny volume).
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+}
