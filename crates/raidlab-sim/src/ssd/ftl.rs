@@ -277,23 +277,6 @@ impl Ftl {
         self.bucket_insert(b);
     }
 
-    /// Next free unit of the GC cursor of `die`, opening a block when needed.
-    fn gc_slot(&mut self, die: usize, work: &mut GcWork) -> u32 {
-        if self.gc_active[die].unit == self.upb {
-            let full = self.gc_active[die].block;
-            self.close(full);
-            let nb = self.free[die].pop().expect("GC reserve exhausted");
-            self.gc_active[die] = Cursor { block: nb, unit: 0 };
-        }
-        let c = &mut self.gc_active[die];
-        let u = c.block * self.upb + c.unit;
-        if c.unit & (self.upp - 1) == 0 {
-            work.program_pages += 1;
-        }
-        c.unit += 1;
-        u
-    }
-
     fn collect(&mut self, die: usize, target: u32, work: &mut GcWork) {
         let base = die * (self.upb as usize + 1);
         while (self.free[die].len() as u32) < target {
@@ -311,6 +294,9 @@ impl Ftl {
             self.closed[victim as usize] = false;
             let start = victim * self.upb;
             let mut moved = 0u64;
+            // The GC cursor, kept in locals while this victim is emptied.
+            let (mut gb, mut gu) = (self.gc_active[die].block, self.gc_active[die].unit);
+            let mut added = 0u16;
             let mut pu = start;
             while pu < start + self.upb {
                 let mut any = false;
@@ -320,12 +306,22 @@ impl Ftl {
                         continue;
                     }
                     any = true;
-                    let dst = self.gc_slot(die, work);
+                    if gu == self.upb {
+                        self.valid[gb as usize] += added;
+                        added = 0;
+                        self.close(gb);
+                        gb = self.free[die].pop().expect("GC reserve exhausted");
+                        gu = 0;
+                    }
+                    if gu & (self.upp - 1) == 0 {
+                        work.program_pages += 1;
+                    }
+                    let dst = gb * self.upb + gu;
+                    gu += 1;
+                    added += 1;
                     self.p2l[u as usize] = INVALID;
                     self.l2p[l as usize] = dst;
                     self.p2l[dst as usize] = l;
-                    // The GC cursor's block is the one `dst` lies in.
-                    self.valid[self.gc_active[die].block as usize] += 1;
                     moved += 1;
                 }
                 if any {
@@ -333,6 +329,11 @@ impl Ftl {
                 }
                 pu += self.upp;
             }
+            self.valid[gb as usize] += added;
+            self.gc_active[die] = Cursor {
+                block: gb,
+                unit: gu,
+            };
             self.valid[victim as usize] = 0;
             self.gc_units += moved;
             work.moved += moved as u32;
