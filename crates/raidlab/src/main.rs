@@ -80,21 +80,11 @@ enum Cmd {
         /// Only rows whose id, source or ref contains this.
         #[arg(long)]
         filter: Option<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
-        format: SimFormat,
-        /// Random seed.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Worker threads (default: all cores).
-        #[arg(long)]
-        jobs: Option<usize>,
+        #[command(flatten)]
+        run: RowsRun,
         /// Extra presets (TOML).
         #[arg(long)]
         presets: Vec<String>,
-        /// Write the result to FILE instead of stdout.
-        #[arg(long, short = 'o')]
-        output: Option<String>,
     },
     /// Reproduce a document's tables: published and simulated side by side.
     ///
@@ -104,18 +94,8 @@ enum Cmd {
         /// petrov2010, jdev2009, admin2015, intel2013 or all.
         #[arg(default_value = "petrov2010")]
         source: String,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
-        format: SimFormat,
-        /// Random seed.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Worker threads (default: all cores).
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// Write the result to FILE instead of stdout.
-        #[arg(long, short = 'o')]
-        output: Option<String>,
+        #[command(flatten)]
+        run: RowsRun,
     },
     /// List presets, or dump one.
     Presets {
@@ -128,6 +108,23 @@ enum Cmd {
         #[arg(long)]
         presets: Vec<String>,
     },
+}
+
+/// Options shared by the commands that simulate published rows.
+#[derive(clap::Args)]
+struct RowsRun {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SimFormat::Table)]
+    format: SimFormat,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long, short = 'o')]
+    output: Option<String>,
 }
 
 /// A failure, with the exit code it maps to.
@@ -226,11 +223,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Validate {
             file,
             filter,
-            format,
-            seed,
-            jobs,
+            run:
+                RowsRun {
+                    format,
+                    seed,
+                    jobs,
+                    output,
+                },
             presets,
-            output,
         } => {
             let db = load_presets(&presets)?;
             let text = read_file(&file, "CSV file")?;
@@ -255,10 +255,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Cmd::Reproduce {
             source,
-            format,
-            seed,
-            jobs,
-            output,
+            run:
+                RowsRun {
+                    format,
+                    seed,
+                    jobs,
+                    output,
+                },
         } => {
             const SOURCES: [&str; 4] = ["petrov2010", "jdev2009", "admin2015", "intel2013"];
             if source != "all" && !SOURCES.contains(&source.as_str()) {
