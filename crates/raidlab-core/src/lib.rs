@@ -7,6 +7,7 @@
 //! This crate knows nothing about events or files on disk.
 
 pub mod error;
+pub mod metrics;
 pub mod preset;
 pub mod published;
 pub mod result;

@@ -116,4 +116,68 @@ pub struct RunResult {
     pub host: HostStats,
     /// Run bookkeeping.
     pub sim: SimStats,
+    /// What only a real run has: engine, totals, members, verify.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real: Option<RealStats>,
+}
+
+/// I/Os and bytes of one direction, whole run (ramp included).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct IoTotals {
+    /// I/Os completed.
+    pub ios: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+}
+
+/// One member of a real run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MemberStats {
+    /// Path, or `missing`.
+    pub path: String,
+    /// `file`, `block` or `missing`.
+    pub kind: String,
+    /// Reads completed.
+    pub reads: u64,
+    /// Writes completed.
+    pub writes: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Share of the run with at least one operation in flight (iostat's %util).
+    pub utilization: f64,
+}
+
+/// Outcome of `--verify`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct VerifyStats {
+    /// 512-byte units checked on read.
+    pub checked_units: u64,
+    /// Units that failed.
+    pub mismatches: u64,
+    /// The first failures, described.
+    pub first: Vec<String>,
+}
+
+/// The real engine's own figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RealStats {
+    /// `io_uring` or `psync`.
+    pub engine: String,
+    /// Every member opened with O_DIRECT.
+    pub direct: bool,
+    /// Host buffers registered with io_uring.
+    pub registered_buffers: bool,
+    /// Parity kernel (`avx2`, `scalar`).
+    pub parity_kernel: String,
+    /// Reads, whole run.
+    pub read: IoTotals,
+    /// Writes, whole run.
+    pub write: IoTotals,
+    /// Members, in expression order.
+    pub members: Vec<MemberStats>,
+    /// Verify outcome, when asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyStats>,
 }

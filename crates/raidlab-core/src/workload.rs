@@ -499,6 +499,28 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
     Workload::from_pairs(&refs)
 }
 
+/// The streams of every job of `w` over a span of `span` bytes: the one
+/// workload generator both engines use. Without `runtime`, each job makes
+/// one pass over the span (as fio does with `size`): span / mean block size
+/// I/Os.
+pub fn job_streams(w: &Workload, span: u64, seed: u64) -> Vec<JobStream> {
+    let mean_bs = if w.bssplit.is_empty() {
+        w.bs as f64
+    } else {
+        w.bssplit
+            .iter()
+            .map(|(s, p)| *s as f64 * *p as f64 / 100.0)
+            .sum()
+    };
+    let per_job = w
+        .runtime
+        .is_none()
+        .then(|| ((span as f64 / mean_bs).ceil() as u64).max(1));
+    (0..w.numjobs)
+        .map(|j| JobStream::new(w, span, seed, j, per_job))
+        .collect()
+}
+
 /// One I/O as the application issues it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Io {

@@ -73,6 +73,46 @@ pub fn sim_table(r: &RunResult) -> String {
             );
         }
     }
+    if let Some(real) = &r.real {
+        o += &format!(
+            "\n{:<24} {:<6} {:>6} {:>10} {:>10} {:>10} {:>10}\n",
+            "member", "kind", "util", "reads", "writes", "MB read", "MB written"
+        );
+        for m in &real.members {
+            o += &format!(
+                "{:<24} {:<6} {:>5.0}% {:>10} {:>10} {:>10.1} {:>10.1}\n",
+                m.path,
+                m.kind,
+                m.utilization * 100.0,
+                m.reads,
+                m.writes,
+                m.read_bytes as f64 / 1e6,
+                m.write_bytes as f64 / 1e6
+            );
+        }
+        if let Some(v) = &real.verify {
+            o += &format!(
+                "\nverify: {} blocks checked, {} mismatches\n",
+                v.checked_units, v.mismatches
+            );
+            for f in &v.first {
+                o += &format!("  {f}\n");
+            }
+        }
+        o += &format!(
+            "\nengine {}{}{}, parity {}   host CPU {:.1}%   {:.3} s measured, {:.2} s wall, {} reads, {} writes\n",
+            real.engine,
+            if real.direct { " O_DIRECT" } else { " buffered" },
+            if real.registered_buffers { " registered buffers" } else { "" },
+            real.parity_kernel,
+            r.host.cpu_util_pct,
+            r.sim.simulated_s,
+            r.sim.wall_s,
+            real.read.ios,
+            real.write.ios
+        );
+        return o;
+    }
     o += &format!(
         "\n{:<18} {:<11} {:>6}  {:<9} {:>6}\n",
         "component", "kind", "util", "resource", "WA"

@@ -31,6 +31,8 @@ pub struct Host {
     /// Host I/Os completed (all).
     pub completed: u64,
     total_inflight: u64,
+    /// Each job's I/Os in issue order, when asked for.
+    pub trace: Option<Vec<Vec<raidlab_core::workload::Io>>>,
 }
 
 impl Host {
@@ -60,6 +62,7 @@ impl Host {
             metrics: Metrics::default(),
             completed: 0,
             total_inflight: 0,
+            trace: None,
         }
     }
 
@@ -88,6 +91,9 @@ impl Host {
             }
             return;
         };
+        if let Some(t) = &mut self.trace {
+            t[job].push(io);
+        }
         let id = ctx.reqs.alloc(Req {
             offset: io.offset,
             len: io.len,

@@ -11,7 +11,7 @@ pub mod controller;
 pub mod engine;
 pub mod hdd;
 pub mod host;
-pub mod metrics;
+pub use raidlab_core::metrics;
 pub mod ssd;
 pub mod validate;
 
@@ -25,7 +25,7 @@ use raidlab_core::result::{Component, HostStats, RunResult, SimStats, VERSION};
 use raidlab_core::rng::mix;
 use raidlab_core::topology::{DeviceModel, Mode, Node, ReadAhead, SsdState, Topology};
 use raidlab_core::units::Ns;
-use raidlab_core::workload::{JobStream, Rw, Workload};
+use raidlab_core::workload::{Rw, Workload};
 use raidlab_layout::{Geometry, LayoutError, Level};
 use ssd::Ssd;
 use thiserror::Error;
@@ -347,6 +347,25 @@ fn wa_counters(comps: &[Comp], reports: &[Report]) -> Vec<(u64, u64)> {
 
 /// Simulate `w` on `topo` with `seed` (the workload's own `seed=` wins).
 pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, SimError> {
+    simulate_inner(topo, w, seed, false).map(|r| r.0)
+}
+
+/// [`simulate`], also returning each job's I/Os in the order the host issued
+/// them (the real engine's `trace` gives the same for a real run).
+pub fn simulate_traced(
+    topo: &Topology,
+    w: &Workload,
+    seed: u64,
+) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
+    simulate_inner(topo, w, seed, true)
+}
+
+fn simulate_inner(
+    topo: &Topology,
+    w: &Workload,
+    seed: u64,
+    trace: bool,
+) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
     debug_assert!(volume_capacity(topo).is_ok());
     let wall = std::time::Instant::now();
     let seed = w.seed.unwrap_or(seed);
@@ -384,14 +403,6 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             cap: span,
         });
     }
-    let mean_bs = if w.bssplit.is_empty() {
-        w.bs as f64
-    } else {
-        w.bssplit
-            .iter()
-            .map(|(s, p)| *s as f64 * *p as f64 / 100.0)
-            .sum()
-    };
     // Controller caches start in the workload's steady state (see CtrlVol::warm).
     let reads = !matches!(w.rw, Rw::Write | Rw::RandWrite);
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
@@ -413,16 +424,13 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             );
         }
     }
-    let per_job = w
-        .runtime
-        .is_none()
-        .then(|| ((span as f64 / mean_bs).ceil() as u64).max(1));
-    let streams = (0..w.numjobs)
-        .map(|j| JobStream::new(w, span, seed, j, per_job))
-        .collect();
+    let streams = raidlab_core::workload::job_streams(w, span, seed);
     let block_ns = (us(topo.host.block_layer_us) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
     let mut host = Host::new(HOST, root, block_ns, w.thinktime, w.iodepth, streams);
     host.window_start = w.ramp_time;
+    if trace {
+        host.trace = Some(vec![Vec::new(); w.numjobs as usize]);
+    }
     host.window_end = w.runtime.map(|r| w.ramp_time + r);
     let window_end = host.window_end;
     let mut ctx = b.ctx;
@@ -558,7 +566,14 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
         }
     }
     let workload = w.to_json(seed);
-    Ok(RunResult {
+    let trace = match &mut comps[0] {
+        Comp::Host(h) => h.trace.take().unwrap_or_default(),
+        _ => unreachable!(),
+    };
+    let Comp::Host(host) = &comps[0] else {
+        unreachable!()
+    };
+    let result = RunResult {
         raidlab: VERSION.into(),
         engine: "sim".into(),
         topology: topo.expr.trim().to_string(),
@@ -575,7 +590,9 @@ pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, S
             events: ctx.events,
             host_ios: host.completed,
         },
-    })
+        real: None,
+    };
+    Ok((result, trace))
 }
 
 /// Bytes the topology's volume exposes, computed from the presets and the

@@ -97,6 +97,69 @@ enum Cmd {
         #[command(flatten)]
         run: RowsRun,
     },
+    /// Run a workload for real on files or block devices.
+    ///
+    /// Leaves of the expression are paths (`./m0.img`, `/dev/sdb`) or
+    /// `missing` (a failed member); arrays over them (raid0/1/10/5/6, concat,
+    /// nested) are executed by raidlab's own software RAID with md's layouts.
+    /// Member files that do not exist are created at the size the workload's
+    /// `size=` needs. Block devices that are mounted, in use, or carry a
+    /// partition table or file-system signature are refused unless --force.
+    /// `runtime` and `ramp_time` are wall-clock seconds here.
+    Run {
+        /// Topology expression over paths, or @FILE holding one.
+        #[arg(long, short = 't')]
+        topology: String,
+        /// Workload as fio-style `key=value` pairs.
+        #[arg(long, short = 'w', conflicts_with = "job")]
+        workload: Option<String>,
+        /// fio job file ([global] plus one job section).
+        #[arg(long)]
+        job: Option<String>,
+        /// Random seed (the workload's `seed=` wins).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
+        format: SimFormat,
+        /// Write the result to FILE instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<String>,
+        /// I/O engine (default: io_uring where the kernel has it, else psync).
+        #[arg(long, value_enum)]
+        engine: Option<EngineArg>,
+        /// Go through the page cache (no O_DIRECT).
+        #[arg(long)]
+        buffered: bool,
+        /// Write self-describing blocks and check every read; mismatches
+        /// make the exit status 1.
+        #[arg(long)]
+        verify: bool,
+        /// Write even to devices that are in use or carry signatures.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print an fio job file equivalent to a workload.
+    ExportFio {
+        /// Workload as fio-style `key=value` pairs.
+        #[arg(long, short = 'w', conflicts_with = "job")]
+        workload: Option<String>,
+        /// raidlab-readable fio job file to normalise.
+        #[arg(long)]
+        job: Option<String>,
+        /// The file or device fio should use.
+        #[arg(long)]
+        filename: Option<String>,
+        /// fio ioengine.
+        #[arg(long, value_enum, default_value_t = EngineArg::IoUring)]
+        engine: EngineArg,
+        /// direct=0 (page cache).
+        #[arg(long)]
+        buffered: bool,
+        /// Random seed (fio's randseed).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// List presets, or dump one.
     Presets {
         /// Preset to show.
@@ -108,6 +171,35 @@ enum Cmd {
         #[arg(long)]
         presets: Vec<String>,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum EngineArg {
+    #[value(name = "io_uring")]
+    IoUring,
+    Psync,
+}
+
+impl From<EngineArg> for raidlab_io::backend::EngineKind {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::IoUring => raidlab_io::backend::EngineKind::IoUring,
+            EngineArg::Psync => raidlab_io::backend::EngineKind::Psync,
+        }
+    }
+}
+
+/// The workload from `--workload` or `--job`.
+fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Workload, Failure> {
+    Ok(match (workload, job) {
+        (_, Some(path)) => parse_job_file(&read_file(path, "job file")?)?,
+        (Some(s), None) => Workload::parse(s)?,
+        (None, None) => {
+            return Err(Failure::Input(
+                "give a workload with --workload \"k=v ...\" or --job FILE.fio".into(),
+            ))
+        }
+    })
 }
 
 /// Options shared by the commands that simulate published rows.
@@ -186,15 +278,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 None => expr,
             };
             let topo = topology::resolve(&expr, &db)?;
-            let w = match (&workload, &job) {
-                (_, Some(path)) => parse_job_file(&read_file(path, "job file")?)?,
-                (Some(s), None) => Workload::parse(s)?,
-                (None, None) => {
-                    return Err(Failure::Input(
-                        "give a workload with --workload \"k=v ...\" or --job FILE.fio".into(),
-                    ))
-                }
-            };
+            let w = workload_of(&workload, &job)?;
             if w.runtime.is_none() {
                 // fio's rule: one pass over `size` per job. Say so when that is long.
                 if let Ok(cap) = raidlab_sim::volume_capacity(&topo) {
@@ -219,6 +303,70 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 SimFormat::Table => table::sim_table(&result),
             };
             emit(&output, &text)
+        }
+        Cmd::Run {
+            topology: expr,
+            workload,
+            job,
+            seed,
+            format,
+            output,
+            engine,
+            buffered,
+            verify,
+            force,
+        } => {
+            let expr = match expr.strip_prefix('@') {
+                Some(path) => read_file(path, "topology file")?,
+                None => expr,
+            };
+            let w = workload_of(&workload, &job)?;
+            if w.state.is_some() {
+                return Err(Failure::Input(
+                    "state= preconditions simulated SSDs; a real run uses the devices as they are"
+                        .into(),
+                ));
+            }
+            let opts = raidlab_io::RunOptions {
+                engine: engine.map(Into::into),
+                direct: !buffered,
+                verify,
+                force,
+                trace: false,
+            };
+            let out = raidlab_io::run(&expr, &w, seed, &opts).map_err(|e| match e {
+                raidlab_io::Error::Input(m) => Failure::Input(m),
+                raidlab_io::Error::Runtime(m) => Failure::Runtime(m),
+            })?;
+            let text = match format {
+                SimFormat::Json => json_text(&out.result)?,
+                SimFormat::Table => table::sim_table(&out.result),
+            };
+            emit(&output, &text)?;
+            let bad = out
+                .result
+                .real
+                .as_ref()
+                .and_then(|r| r.verify.as_ref())
+                .map_or(0, |v| v.mismatches);
+            if bad > 0 {
+                return Err(Failure::Runtime(format!(
+                    "verify: {bad} mismatching 512-byte blocks"
+                )));
+            }
+            Ok(())
+        }
+        Cmd::ExportFio {
+            workload,
+            job,
+            filename,
+            engine,
+            buffered,
+            seed,
+        } => {
+            let w = workload_of(&workload, &job)?;
+            let text = raidlab_io::fio_job(&w, seed, filename.as_deref(), engine.into(), !buffered);
+            emit(&None, &text)
         }
         Cmd::Validate {
             file,

@@ -1,8 +1,8 @@
 //! Latency and throughput accounting of host I/Os (HDR histograms).
 
+use crate::result::{DirStats, Summary};
+use crate::units::Ns;
 use hdrhistogram::Histogram;
-use raidlab_core::result::{DirStats, Summary};
-use raidlab_core::units::Ns;
 
 /// Figures of one direction.
 pub struct DirMetrics {
@@ -70,6 +70,16 @@ impl Metrics {
         d.bytes += bytes as u64;
         d.lat_sum += lat as u128;
         d.hist.saturating_record(lat.max(1));
+    }
+
+    /// Add another set of measurements (another thread's) to this one.
+    pub fn merge(&mut self, o: &Metrics) {
+        for (a, b) in [(&mut self.read, &o.read), (&mut self.write, &o.write)] {
+            a.count += b.count;
+            a.bytes += b.bytes;
+            a.lat_sum += b.lat_sum;
+            a.hist.add(&b.hist).expect("same histogram bounds");
+        }
     }
 
     /// Summary over a window of `secs` seconds.

@@ -1,0 +1,647 @@
+//! The software RAID executor: volume reads and writes turned into member
+//! operations by the layout crate's geometry, with parity computed by
+//! [`crate::parity`]. Every level runs degraded when members are `missing`:
+//! reads of a lost chunk are rebuilt from the rest of its stripe row, and
+//! writes keep the survivors' parity consistent.
+//!
+//! Operations are futures polled by the worker's executor, so one host I/O
+//! fans out to all its members at once, and nested arrays compose.
+
+use crate::backend::Backend;
+use crate::buf::ABuf;
+use crate::parity;
+use crate::topo::RealNode;
+use raidlab_layout::{gf, Geometry, Level, Piece, WriteKind};
+use std::collections::HashSet;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll};
+
+/// A boxed future borrowing for `'a`.
+pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+type Res = io::Result<()>;
+
+/// A compiled node.
+pub enum VNode {
+    /// Member file `idx`.
+    Member(usize),
+    /// A failed member.
+    Missing,
+    /// An array.
+    Array {
+        /// Geometry.
+        geo: Geometry,
+        /// Child node ids.
+        children: Vec<usize>,
+        /// Which children are `missing`.
+        failed: Vec<bool>,
+    },
+}
+
+/// A compiled volume: node 0 is the root.
+pub struct Vol {
+    /// Nodes.
+    pub nodes: Vec<VNode>,
+    /// Bytes the volume exposes.
+    pub capacity: u64,
+    /// Whether some array needs stripe locks (RAID 5/6).
+    pub has_parity: bool,
+}
+
+impl Vol {
+    /// Compile `root` over members of the given sizes.
+    pub fn build(root: &RealNode, sizes: &[u64]) -> Result<Vol, String> {
+        let mut v = Vol {
+            nodes: Vec::new(),
+            capacity: 0,
+            has_parity: false,
+        };
+        let (_, cap) = v.add(root, sizes, None)?;
+        v.capacity = cap;
+        Ok(v)
+    }
+
+    /// Add a node; `hint` is the size a `missing` member takes (its siblings').
+    fn add(
+        &mut self,
+        n: &RealNode,
+        sizes: &[u64],
+        hint: Option<u64>,
+    ) -> Result<(usize, u64), String> {
+        let id = self.nodes.len();
+        match n {
+            RealNode::Member(i) => {
+                self.nodes.push(VNode::Member(*i));
+                Ok((id, sizes[*i]))
+            }
+            RealNode::Missing => {
+                self.nodes.push(VNode::Missing);
+                Ok((id, hint.unwrap_or(0)))
+            }
+            RealNode::Array {
+                level,
+                chunk,
+                layout,
+                children,
+                col,
+            } => {
+                self.nodes.push(VNode::Missing); // placeholder until children exist
+                                                 // Sizes of present members first, so a missing one can match them.
+                let known: Vec<u64> = children
+                    .iter()
+                    .filter(|c| !matches!(c, RealNode::Missing))
+                    .map(|c| Self::size_of(c, sizes))
+                    .collect();
+                let hint = known.iter().copied().min();
+                let mut ids = Vec::new();
+                let mut szs = Vec::new();
+                for c in children {
+                    let (cid, s) = self.add(c, sizes, hint)?;
+                    ids.push(cid);
+                    szs.push(s);
+                }
+                let geo = Geometry::new(*level, *chunk, *layout, &szs)
+                    .map_err(|e| format!("{} at column {col}: {e}", level.word()))?;
+                let failed = children
+                    .iter()
+                    .map(|c| matches!(c, RealNode::Missing))
+                    .collect();
+                self.has_parity |= matches!(level, Level::Raid5 | Level::Raid6);
+                let cap = geo.capacity();
+                self.nodes[id] = VNode::Array {
+                    geo,
+                    children: ids,
+                    failed,
+                };
+                Ok((id, cap))
+            }
+        }
+    }
+
+    fn size_of(n: &RealNode, sizes: &[u64]) -> u64 {
+        match n {
+            RealNode::Member(i) => sizes[*i],
+            RealNode::Missing => u64::MAX,
+            RealNode::Array {
+                level,
+                chunk,
+                layout,
+                children,
+                ..
+            } => {
+                let known: Vec<u64> = children
+                    .iter()
+                    .filter(|c| !matches!(c, RealNode::Missing))
+                    .map(|c| Self::size_of(c, sizes))
+                    .collect();
+                let m = known.iter().copied().min().unwrap_or(0);
+                let szs: Vec<u64> = children
+                    .iter()
+                    .map(|c| match c {
+                        RealNode::Missing => m,
+                        c => Self::size_of(c, sizes),
+                    })
+                    .collect();
+                Geometry::new(*level, *chunk, *layout, &szs).map_or(0, |g| g.capacity())
+            }
+        }
+    }
+
+    /// The stripe locks a host I/O needs: every (array, stripe) of a parity
+    /// array it may touch, down the tree. Two I/Os that share a stripe run
+    /// one after the other, as md's stripe cache serialises them.
+    pub fn lock_keys(&self, n: usize, off: u64, len: u64, out: &mut Vec<(u32, u64)>) {
+        let VNode::Array { geo, children, .. } = &self.nodes[n] else {
+            return;
+        };
+        let c = geo.chunk();
+        match geo.level() {
+            Level::Raid5 | Level::Raid6 => {
+                let sb = c * geo.data_disks() as u64;
+                for s in off / sb..(off + len).div_ceil(sb) {
+                    out.push((n as u32, s));
+                    for &ch in children {
+                        self.lock_keys(ch, s * c, c, out);
+                    }
+                }
+            }
+            _ => {
+                let mut pieces = Vec::new();
+                geo.pieces(off, len, &mut pieces);
+                let mut copies = Vec::new();
+                for p in pieces {
+                    geo.copies(p.member as usize, p.member_off, &mut copies);
+                    for &(m, mo) in &copies {
+                        self.lock_keys(children[m], mo, p.len, out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Locks held by in-flight host I/Os, shared by all workers.
+#[derive(Default)]
+pub struct Locks {
+    held: Mutex<HashSet<(u32, u64)>>,
+}
+
+impl Locks {
+    /// Take all of `keys` or none.
+    pub fn try_lock(&self, keys: &[(u32, u64)]) -> bool {
+        let mut h = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if keys.iter().any(|k| h.contains(k)) {
+            return false;
+        }
+        h.extend(keys.iter().copied());
+        true
+    }
+
+    /// Release keys taken by [`Locks::try_lock`].
+    pub fn unlock(&self, keys: &[(u32, u64)]) {
+        let mut h = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        for k in keys {
+            h.remove(k);
+        }
+    }
+}
+
+/// Wait until `keys` are all free, then hold them.
+pub struct LockFut<'a> {
+    /// Lock table.
+    pub locks: &'a Locks,
+    /// Keys wanted.
+    pub keys: &'a [(u32, u64)],
+    /// Scheduler to register with while waiting.
+    pub sched: &'a crate::backend::Sched,
+}
+
+impl Future for LockFut<'_> {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.keys.is_empty() || self.locks.try_lock(self.keys) {
+            Poll::Ready(())
+        } else {
+            let cur = self.sched.current.get();
+            self.sched.lock_wait.borrow_mut().push(cur);
+            Poll::Pending
+        }
+    }
+}
+
+/// Run futures concurrently; every one runs to completion (none is dropped
+/// while its member I/O is in flight), then the first error is returned.
+pub struct JoinAll<'a> {
+    futs: Vec<Option<BoxFut<'a, Res>>>,
+    err: Option<io::Error>,
+}
+
+/// See [`JoinAll`].
+pub fn join_all(futs: Vec<BoxFut<'_, Res>>) -> JoinAll<'_> {
+    JoinAll {
+        futs: futs.into_iter().map(Some).collect(),
+        err: None,
+    }
+}
+
+impl Future for JoinAll<'_> {
+    type Output = Res;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Res> {
+        let this = &mut *self;
+        let mut pending = false;
+        for slot in this.futs.iter_mut() {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(r) => {
+                        *slot = None;
+                        if let Err(e) = r {
+                            this.err.get_or_insert(e);
+                        }
+                    }
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(this.err.take().map_or(Ok(()), Err))
+        }
+    }
+}
+
+/// Executes volume I/O for one worker.
+pub struct Exec<'a, 'm> {
+    /// The volume.
+    pub vol: &'a Vol,
+    /// The worker's back end.
+    pub be: &'a Backend<'m>,
+}
+
+/// The touched part of data chunk `k` of a stripe write: chunk-relative
+/// range and the slice of new data.
+struct Touch<'d> {
+    k: usize,
+    a: u64,
+    b: u64,
+    data: &'d [u8],
+}
+
+impl<'a, 'm> Exec<'a, 'm> {
+    /// Read `buf.len()` bytes of node `n` at `off`.
+    pub fn read<'b>(&'b self, n: usize, off: u64, buf: &'b mut [u8]) -> BoxFut<'b, Res> {
+        Box::pin(async move {
+            match &self.vol.nodes[n] {
+                VNode::Member(m) => self.be.read(*m, off, buf).await,
+                VNode::Missing => Err(io::Error::other("read from a missing member")),
+                VNode::Array {
+                    geo,
+                    children,
+                    failed,
+                } => self.array_read(geo, children, failed, off, buf).await,
+            }
+        })
+    }
+
+    /// Write `data` to node `n` at `off`.
+    pub fn write<'b>(&'b self, n: usize, off: u64, data: &'b [u8]) -> BoxFut<'b, Res> {
+        Box::pin(async move {
+            match &self.vol.nodes[n] {
+                VNode::Member(m) => self.be.write(*m, off, data).await,
+                // A failed member takes no writes; parity carries its data.
+                VNode::Missing => Ok(()),
+                VNode::Array {
+                    geo,
+                    children,
+                    failed,
+                } => self.array_write(geo, children, failed, off, data).await,
+            }
+        })
+    }
+
+    fn array_read<'b>(
+        &'b self,
+        geo: &'b Geometry,
+        children: &'b [usize],
+        failed: &'b [bool],
+        off: u64,
+        buf: &'b mut [u8],
+    ) -> BoxFut<'b, Res> {
+        let mut pieces = Vec::new();
+        geo.pieces(off, buf.len() as u64, &mut pieces);
+        let mut futs: Vec<BoxFut<'b, Res>> = Vec::with_capacity(pieces.len());
+        let mut rest = buf;
+        let mut copies = Vec::new();
+        for (i, p) in pieces.into_iter().enumerate() {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(p.len as usize);
+            rest = tail;
+            let m = p.member as usize;
+            match geo.level() {
+                Level::Raid1 | Level::Raid10 => {
+                    // Alternate between healthy copies piece by piece (md
+                    // balances mirror reads across copies).
+                    geo.copies(m, p.member_off, &mut copies);
+                    let healthy: Vec<(usize, u64)> = copies
+                        .iter()
+                        .copied()
+                        .filter(|(c, _)| !failed[*c])
+                        .collect();
+                    let (c, co) = healthy
+                        [(p.vol_off / geo.chunk().max(1) + i as u64) as usize % healthy.len()];
+                    futs.push(self.read(children[c], co, head));
+                }
+                Level::Raid5 | Level::Raid6 if failed[m] => {
+                    futs.push(Box::pin(self.rebuild_piece(geo, children, failed, p, head)));
+                }
+                _ => futs.push(self.read(children[m], p.member_off, head)),
+            }
+        }
+        Box::pin(join_all(futs))
+    }
+
+    /// Read a piece of a lost member by rebuilding its stripe row.
+    async fn rebuild_piece(
+        &self,
+        geo: &Geometry,
+        children: &[usize],
+        failed: &[bool],
+        p: Piece,
+        out: &mut [u8],
+    ) -> Res {
+        let c = geo.chunk();
+        let stripe = p.member_off / c;
+        let a = p.member_off % c;
+        let rows = self
+            .row(geo, children, failed, stripe, a, a + p.len)
+            .await?;
+        out.copy_from_slice(&rows[p.member as usize]);
+        Ok(())
+    }
+
+    /// Bytes `[a, b)` of every member of `stripe`, with lost data members
+    /// rebuilt (lost parity is left zero).
+    async fn row(
+        &self,
+        geo: &Geometry,
+        children: &[usize],
+        failed: &[bool],
+        stripe: u64,
+        a: u64,
+        b: u64,
+    ) -> io::Result<Vec<ABuf>> {
+        let n = geo.members();
+        let len = (b - a) as usize;
+        let base = stripe * geo.chunk() + a;
+        let mut bufs: Vec<ABuf> = (0..n).map(|_| ABuf::zeroed(len)).collect();
+        {
+            let futs = bufs
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| !failed[*i])
+                .map(|(i, buf)| self.read(children[i], base, &mut buf[..]))
+                .collect();
+            join_all(futs).await?;
+        }
+        rebuild(geo, stripe, failed, &mut bufs);
+        Ok(bufs)
+    }
+
+    fn array_write<'b>(
+        &'b self,
+        geo: &'b Geometry,
+        children: &'b [usize],
+        failed: &'b [bool],
+        off: u64,
+        data: &'b [u8],
+    ) -> BoxFut<'b, Res> {
+        let mut futs: Vec<BoxFut<'b, Res>> = Vec::new();
+        match geo.level() {
+            Level::Raid5 | Level::Raid6 => {
+                let mut plan = Vec::new();
+                geo.write_plan(off, data.len() as u64, &mut plan);
+                for op in plan {
+                    futs.push(Box::pin(self.stripe_write(
+                        geo, children, failed, op.stripe, op.kind, off, data,
+                    )));
+                }
+            }
+            _ => {
+                let mut pieces = Vec::new();
+                geo.pieces(off, data.len() as u64, &mut pieces);
+                let mut copies = Vec::new();
+                for p in pieces {
+                    let d = &data[(p.vol_off - off) as usize..(p.vol_off - off + p.len) as usize];
+                    geo.copies(p.member as usize, p.member_off, &mut copies);
+                    for &(c, co) in &copies {
+                        if !failed[c] {
+                            futs.push(self.write(children[c], co, d));
+                        }
+                    }
+                }
+            }
+        }
+        Box::pin(join_all(futs))
+    }
+
+    /// Write the part of `data` (volume bytes from `off`) that falls in
+    /// `stripe`, updating parity by the method md chose.
+    #[allow(clippy::too_many_arguments)]
+    async fn stripe_write(
+        &self,
+        geo: &Geometry,
+        children: &[usize],
+        failed: &[bool],
+        stripe: u64,
+        kind: WriteKind,
+        off: u64,
+        data: &[u8],
+    ) -> Res {
+        let c = geo.chunk();
+        let dd = geo.data_disks();
+        let s0 = stripe * c * dd as u64;
+        let end = off + data.len() as u64;
+        let touches: Vec<Touch> = (0..dd)
+            .filter_map(|k| {
+                let c0 = s0 + k as u64 * c;
+                let lo = off.max(c0);
+                let hi = end.min(c0 + c);
+                (lo < hi).then(|| Touch {
+                    k,
+                    a: lo - c0,
+                    b: hi - c0,
+                    data: &data[(lo - off) as usize..(hi - off) as usize],
+                })
+            })
+            .collect();
+        let row_lo = touches.iter().map(|t| t.a).min().unwrap_or(0);
+        let row_hi = touches.iter().map(|t| t.b).max().unwrap_or(0);
+        let row = (row_hi - row_lo) as usize;
+        let base = stripe * c;
+        let (pd, qd) = geo.parity_of(stripe);
+        let member = |k: usize| geo.data_member(stripe, k);
+        let mut p = ABuf::zeroed(row);
+        let mut q = ABuf::zeroed(if qd.is_some() { row } else { 0 });
+
+        if failed.iter().any(|&f| f) {
+            // Degraded: rebuild the whole row, lay the new data over it and
+            // recompute parity from it; write what survives.
+            let mut rows = self
+                .row(geo, children, failed, stripe, row_lo, row_hi)
+                .await?;
+            for t in &touches {
+                rows[member(t.k)][(t.a - row_lo) as usize..(t.b - row_lo) as usize]
+                    .copy_from_slice(t.data);
+            }
+            gen_parity(geo, stripe, &rows, &mut p, &mut q);
+        } else {
+            match kind {
+                WriteKind::FullStripe => {
+                    let mut by_member: Vec<&[u8]> = vec![&[]; geo.members()];
+                    for t in &touches {
+                        by_member[member(t.k)] = t.data;
+                    }
+                    gen_parity(geo, stripe, &by_member, &mut p, &mut q);
+                }
+                WriteKind::ReadModifyWrite => {
+                    // Old data of the touched ranges and old parity of the row.
+                    let mut old: Vec<ABuf> =
+                        touches.iter().map(|t| ABuf::zeroed(t.data.len())).collect();
+                    {
+                        let mut futs: Vec<BoxFut<Res>> = touches
+                            .iter()
+                            .zip(old.iter_mut())
+                            .map(|(t, o)| self.read(children[member(t.k)], base + t.a, &mut o[..]))
+                            .collect();
+                        futs.push(self.read(children[pd], base + row_lo, &mut p[..]));
+                        if let Some(qd) = qd {
+                            futs.push(self.read(children[qd], base + row_lo, &mut q[..]));
+                        }
+                        join_all(futs).await?;
+                    }
+                    for (t, o) in touches.iter().zip(old.iter_mut()) {
+                        // o = old ^ new: the change this chunk makes.
+                        parity::xor_into(o, t.data);
+                        let r = (t.a - row_lo) as usize..(t.b - row_lo) as usize;
+                        parity::xor_into(&mut p[r.clone()], o);
+                        if qd.is_some() {
+                            let g = gf::pow2(geo.q_index(stripe, member(t.k)));
+                            parity::mul_xor_into(&mut q[r], o, g);
+                        }
+                    }
+                }
+                WriteKind::ReconstructWrite => {
+                    // Read the rest of the row of every data chunk.
+                    let mut rows: Vec<ABuf> = (0..geo.members()).map(|_| ABuf::zeroed(0)).collect();
+                    for k in 0..dd {
+                        rows[member(k)] = ABuf::zeroed(row);
+                    }
+                    {
+                        let mut futs: Vec<BoxFut<Res>> = Vec::new();
+                        for (m, r) in rows.iter_mut().enumerate() {
+                            if r.is_empty() {
+                                continue;
+                            }
+                            let k = (0..dd).find(|&k| member(k) == m).expect("data member");
+                            let t = touches.iter().find(|t| t.k == k);
+                            let (ta, tb) = t.map_or((row_hi, row_hi), |t| (t.a, t.b));
+                            // [row_lo, ta) and [tb, row_hi) are not rewritten.
+                            let (before, rest) = r.split_at_mut((ta - row_lo) as usize);
+                            let after = &mut rest[(tb - ta) as usize..];
+                            let ch = children[m];
+                            if !before.is_empty() {
+                                futs.push(self.read(ch, base + row_lo, before));
+                            }
+                            if !after.is_empty() {
+                                futs.push(self.read(ch, base + tb, after));
+                            }
+                        }
+                        join_all(futs).await?;
+                    }
+                    for t in &touches {
+                        rows[member(t.k)][(t.a - row_lo) as usize..(t.b - row_lo) as usize]
+                            .copy_from_slice(t.data);
+                    }
+                    gen_parity(geo, stripe, &rows, &mut p, &mut q);
+                }
+            }
+        }
+        let mut futs: Vec<BoxFut<Res>> = Vec::new();
+        for t in &touches {
+            if !failed[member(t.k)] {
+                futs.push(self.write(children[member(t.k)], base + t.a, t.data));
+            }
+        }
+        if !failed[pd] {
+            futs.push(self.write(children[pd], base + row_lo, &p));
+        }
+        if let Some(qd) = qd {
+            if !failed[qd] {
+                futs.push(self.write(children[qd], base + row_lo, &q));
+            }
+        }
+        join_all(futs).await
+    }
+}
+
+/// P (and Q for RAID 6) of a stripe row from its data members' rows
+/// (`rows` is indexed by member; parity members' entries are ignored).
+fn gen_parity<B: AsRef<[u8]>>(geo: &Geometry, stripe: u64, rows: &[B], p: &mut [u8], q: &mut [u8]) {
+    let dd = geo.data_disks();
+    match geo.level() {
+        Level::Raid5 => {
+            let data: Vec<&[u8]> = (0..dd)
+                .map(|k| rows[geo.data_member(stripe, k)].as_ref())
+                .collect();
+            parity::gen_p(&data, p);
+        }
+        _ => {
+            let mut data: Vec<&[u8]> = vec![&[]; dd];
+            for k in 0..dd {
+                let m = geo.data_member(stripe, k);
+                data[geo.q_index(stripe, m)] = rows[m].as_ref();
+            }
+            parity::gen_pq(&data, p, q);
+        }
+    }
+}
+
+/// Rebuild lost data members of a stripe row from the survivors.
+fn rebuild(geo: &Geometry, stripe: u64, failed: &[bool], bufs: &mut [ABuf]) {
+    let dd = geo.data_disks();
+    let (pd, qd) = geo.parity_of(stripe);
+    let data: Vec<usize> = (0..dd).map(|k| geo.data_member(stripe, k)).collect();
+    let lost: Vec<usize> = data.iter().copied().filter(|&m| failed[m]).collect();
+    if lost.is_empty() {
+        return;
+    }
+    if lost.len() == 1 && !failed[pd] {
+        // D_x = P ^ (every other data chunk).
+        let x = lost[0];
+        let mut acc = ABuf::zeroed(bufs[pd].len());
+        acc.copy_from_slice(&bufs[pd]);
+        for &m in &data {
+            if m != x {
+                parity::xor_into(&mut acc, &bufs[m]);
+            }
+        }
+        bufs[x] = acc;
+        return;
+    }
+    let qd = qd.expect("more than one loss only on RAID 6");
+    let mut synd: Vec<Vec<u8>> = vec![Vec::new(); dd];
+    for &m in &data {
+        synd[geo.q_index(stripe, m)] = bufs[m].to_vec();
+    }
+    let qi: Vec<usize> = lost.iter().map(|&m| geo.q_index(stripe, m)).collect();
+    if lost.len() == 1 {
+        gf::recover_data_with_q(&mut synd, qi[0], &bufs[qd]);
+    } else {
+        let (x, y) = (qi[0].min(qi[1]), qi[0].max(qi[1]));
+        gf::recover_two(&mut synd, x, y, &bufs[pd], &bufs[qd]);
+    }
+    for (&m, &i) in lost.iter().zip(&qi) {
+        bufs[m].copy_from_slice(&synd[i]);
+    }
+}

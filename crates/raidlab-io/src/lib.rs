@@ -1,0 +1,469 @@
+//! raidlab's real engine: the workloads of the simulator run for real on
+//! files and block devices, through raidlab's own software RAID (the same
+//! layout code as the simulator), on io_uring or a portable thread engine.
+//!
+//! * [`topo`]: expressions whose leaves are paths;
+//! * [`safety`]: what is refused without `--force`;
+//! * [`exec`]: the RAID executor (reads, writes, degraded operation);
+//! * [`parity`]: XOR and P+Q kernels (AVX2 with a portable fallback);
+//! * [`backend`]: io_uring and psync member I/O;
+//! * [`worker`]: the per-thread executor;
+//! * [`verify`]: self-describing blocks for `--verify`.
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod buf;
+pub mod exec;
+pub mod parity;
+pub mod safety;
+pub mod topo;
+pub mod verify;
+pub mod worker;
+
+use backend::{EngineKind, MemberCounters, Members};
+use raidlab_core::metrics::Metrics;
+use raidlab_core::result::{
+    Component, HostStats, IoTotals, MemberStats, RealStats, RunResult, SimStats, VerifyStats,
+    VERSION,
+};
+use raidlab_core::workload::{job_streams, Io, Rw, Workload};
+use raidlab_layout::Level;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
+use std::time::Instant;
+use topo::{RealNode, RealTopology};
+
+/// Errors of a real run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input: expression, workload or a refused member (exit status 2).
+    #[error("{0}")]
+    Input(String),
+    /// The run failed (exit status 1).
+    #[error("{0}")]
+    Runtime(String),
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Back end; `None`: io_uring where the kernel has it, else psync.
+    pub engine: Option<EngineKind>,
+    /// Open members with O_DIRECT where the file system allows it.
+    pub direct: bool,
+    /// Write self-describing blocks and check every read.
+    pub verify: bool,
+    /// Write to devices that are in use or carry signatures.
+    pub force: bool,
+    /// Record each job's I/Os in issue order.
+    pub trace: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            engine: None,
+            direct: true,
+            verify: false,
+            force: false,
+            trace: false,
+        }
+    }
+}
+
+/// A finished run.
+pub struct RunOutput {
+    /// The SPEC §4 result, `"engine": "real"`.
+    pub result: RunResult,
+    /// Each job's I/Os in issue order (with [`RunOptions::trace`]).
+    pub trace: Vec<Vec<Io>>,
+}
+
+/// Member size each leaf needs for the volume to hold `span` bytes.
+fn needed_leaf_size(n: &RealNode, span: u64, out: &mut Vec<(usize, u64)>) {
+    if let RealNode::Array {
+        level,
+        chunk,
+        children,
+        ..
+    } = n
+    {
+        let k = children.len() as u64;
+        let per = match level {
+            Level::Raid0 => span.div_ceil(k * chunk) * chunk,
+            Level::Raid5 => span.div_ceil((k - 1) * chunk) * chunk,
+            Level::Raid6 => span.div_ceil((k - 2) * chunk) * chunk,
+            Level::Raid10 => (span * 2).div_ceil(k * chunk) * chunk + chunk,
+            Level::Raid1 => span.next_multiple_of(512),
+            Level::Concat => span.div_ceil(k).next_multiple_of(512),
+        };
+        for c in children {
+            needed_leaf_size(c, per, out);
+        }
+    } else if let RealNode::Member(i) = n {
+        out.push((*i, span));
+    }
+}
+
+fn device_size(f: &File) -> std::io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = f;
+    f.seek(SeekFrom::End(0))
+}
+
+fn open_member(
+    path: &std::path::Path,
+    writes: bool,
+    direct: bool,
+) -> std::io::Result<(File, bool)> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(writes);
+    if direct {
+        let mut od = o.clone();
+        od.custom_flags(libc::O_DIRECT);
+        match od.open(path) {
+            Ok(f) => return Ok((f, true)),
+            // The file system does not do direct I/O (tmpfs): buffered it is.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((o.open(path)?, false))
+}
+
+/// Run `w` on the real topology `expr`.
+pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<RunOutput, Error> {
+    let wall = Instant::now();
+    let seed = w.seed.unwrap_or(seed);
+    let topo: RealTopology = topo::parse_real(expr)?;
+    let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
+
+    // Members: check, size, create, open.
+    let mut kinds = Vec::new();
+    for m in &topo.members {
+        kinds.push(safety::check(&m.path, writes, opts.force).map_err(Error::Input)?);
+    }
+    let mut needed = Vec::new();
+    if let Some(span) = w.size {
+        needed_leaf_size(&topo.root, span, &mut needed);
+    }
+    for (i, m) in topo.members.iter().enumerate() {
+        if kinds[i].is_some() {
+            continue;
+        }
+        let size = m
+            .size
+            .or_else(|| needed.iter().find(|(j, _)| *j == i).map(|(_, s)| *s))
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "{} does not exist: give the workload a size= (or the member [size=...]) so raidlab can create it",
+                    m.path.display()
+                ))
+            })?;
+        let f = File::create_new(&m.path)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| Error::Runtime(format!("creating {}: {e}", m.path.display())));
+        f?;
+        kinds[i] = Some(safety::Kind::File);
+    }
+    let mut files = Vec::new();
+    let mut sizes = Vec::new();
+    let mut all_direct = true;
+    for m in &topo.members {
+        let (f, d) = open_member(&m.path, writes, opts.direct)
+            .map_err(|e| Error::Runtime(format!("opening {}: {e}", m.path.display())))?;
+        all_direct &= d;
+        sizes.push(
+            device_size(&f)
+                .map_err(|e| Error::Runtime(format!("size of {}: {e}", m.path.display())))?,
+        );
+        files.push(f);
+    }
+    let vol = exec::Vol::build(&topo.root, &sizes).map_err(Error::Input)?;
+    let cap = vol.capacity;
+    let span = w.size.unwrap_or(cap);
+    if span > cap {
+        return Err(Error::Input(format!(
+            "size={span} is larger than the volume ({cap} bytes)"
+        )));
+    }
+    if w.max_bs() > span || span == 0 {
+        return Err(Error::Input(format!(
+            "block size {} is larger than the span ({span} bytes)",
+            w.max_bs()
+        )));
+    }
+    let engine = match opts.engine {
+        Some(EngineKind::IoUring) if !EngineKind::io_uring_available() => {
+            return Err(Error::Runtime(
+                "io_uring is not available here (kernel or seccomp); use --engine psync".into(),
+            ))
+        }
+        Some(e) => e,
+        None if EngineKind::io_uring_available() => EngineKind::IoUring,
+        None => EngineKind::Psync,
+    };
+    let members = Members {
+        files,
+        paths: topo
+            .members
+            .iter()
+            .map(|m| m.path.display().to_string())
+            .collect(),
+        counters: topo
+            .members
+            .iter()
+            .map(|_| MemberCounters::default())
+            .collect(),
+    };
+    let t_start = Instant::now();
+    let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time);
+    let nonce = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1)
+        << 32;
+    let shared = worker::Shared {
+        vol: &vol,
+        members: &members,
+        locks: exec::Locks::default(),
+        gens: verify::Generations::default(),
+        verify: opts.verify,
+        lock_needed: vol.has_parity || opts.verify,
+        nonce,
+        seq: AtomicU64::new(0),
+        t_start,
+        ramp_end,
+        end: w
+            .runtime
+            .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
+        stop: AtomicBool::new(false),
+        max_bs: w.max_bs() as usize,
+        seed,
+    };
+    let streams = job_streams(w, span, seed);
+    let depth = w.iodepth as usize;
+    let outs: Vec<(usize, worker::WorkerOut)> = match engine {
+        EngineKind::IoUring => std::thread::scope(|s| {
+            let hs: Vec<_> = streams
+                .into_iter()
+                .enumerate()
+                .map(|(j, st)| {
+                    let sh = &shared;
+                    let src = worker::Source::Own(st, opts.trace.then(Vec::new));
+                    (
+                        j,
+                        s.spawn(move || worker::run_worker(sh, engine, depth, src)),
+                    )
+                })
+                .collect();
+            hs.into_iter()
+                .map(|(j, h)| (j, h.join().expect("worker thread")))
+                .collect()
+        }),
+        EngineKind::Psync => {
+            let shared_streams: Vec<Mutex<_>> = streams
+                .into_iter()
+                .map(|st| Mutex::new((st, opts.trace.then(Vec::new))))
+                .collect();
+            let outs = std::thread::scope(|s| {
+                let mut hs = Vec::new();
+                for (j, m) in shared_streams.iter().enumerate() {
+                    for _ in 0..depth {
+                        let sh = &shared;
+                        hs.push((
+                            j,
+                            s.spawn(move || {
+                                worker::run_worker(sh, engine, 1, worker::Source::Shared(m))
+                            }),
+                        ));
+                    }
+                }
+                hs.into_iter()
+                    .map(|(j, h)| (j, h.join().expect("worker thread")))
+                    .collect::<Vec<_>>()
+            });
+            let mut outs = outs;
+            for (j, m) in shared_streams.into_iter().enumerate() {
+                let t = m.into_inner().unwrap_or_else(|e| e.into_inner()).1;
+                if let Some(o) = outs.iter_mut().find(|(k, _)| *k == j) {
+                    o.1.trace = t;
+                }
+            }
+            outs
+        }
+    };
+    let wall_end = Instant::now();
+
+    // Merge.
+    let mut metrics = Metrics::default();
+    let mut totals = [(0u64, 0u64); 2];
+    let mut vstats = VerifyStats::default();
+    let mut last = None::<Instant>;
+    let mut trace = vec![Vec::new(); w.numjobs as usize];
+    let mut registered = engine == EngineKind::IoUring;
+    for (j, o) in outs {
+        if let Some(e) = o.error {
+            return Err(Error::Runtime(e.to_string()));
+        }
+        metrics.merge(&o.metrics);
+        for (t, o) in totals.iter_mut().zip(o.totals) {
+            t.0 += o.0;
+            t.1 += o.1;
+        }
+        vstats.checked_units += o.checked;
+        vstats.mismatches += o.mismatches;
+        for b in o.first_bad {
+            if vstats.first.len() < 10 {
+                vstats.first.push(b);
+            }
+        }
+        last = last.max(o.last_done);
+        if let Some(t) = o.trace {
+            trace[j] = t;
+        }
+        registered &= o.registered;
+    }
+    let window_start = ramp_end;
+    let window_end = match shared.end {
+        Some(e) => e.min(wall_end),
+        None => last.unwrap_or(wall_end),
+    };
+    let secs = window_end
+        .checked_duration_since(window_start)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let summary = metrics.summary(secs);
+    let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
+    let mut mstats = Vec::new();
+    let mut components = Vec::new();
+    for (i, m) in topo.members.iter().enumerate() {
+        let c = &members.counters[i];
+        let util = (c.busy_ns() as f64 / run_ns).min(1.0);
+        let kind = match kinds[i] {
+            Some(safety::Kind::BlockDevice) => "block",
+            _ => "file",
+        };
+        use std::sync::atomic::Ordering::Relaxed;
+        mstats.push(MemberStats {
+            path: m.path.display().to_string(),
+            kind: kind.into(),
+            reads: c.reads.load(Relaxed),
+            writes: c.writes.load(Relaxed),
+            read_bytes: c.read_bytes.load(Relaxed),
+            write_bytes: c.write_bytes.load(Relaxed),
+            utilization: round3(util),
+        });
+        components.push(Component {
+            name: m.path.display().to_string(),
+            kind: kind.into(),
+            utilization: round3(util),
+            resource: Some("device".into()),
+            bottleneck: util >= 0.85,
+            write_amplification: None,
+        });
+    }
+    let cpu = cpu_seconds().map_or(0.0, |c| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        (c / (run_ns / 1e9) / cores * 100.0).min(100.0)
+    });
+    let result = RunResult {
+        raidlab: VERSION.into(),
+        engine: "real".into(),
+        topology: expr.trim().to_string(),
+        workload: w.to_json(seed),
+        seed,
+        summary,
+        components,
+        host: HostStats {
+            cpu_util_pct: round3(cpu),
+        },
+        sim: SimStats {
+            simulated_s: secs,
+            wall_s: wall.elapsed().as_secs_f64(),
+            events: 0,
+            host_ios: totals[0].0 + totals[1].0,
+        },
+        real: Some(RealStats {
+            engine: engine.word().into(),
+            direct: all_direct,
+            registered_buffers: registered,
+            parity_kernel: parity::kernel().into(),
+            read: IoTotals {
+                ios: totals[0].0,
+                bytes: totals[0].1,
+            },
+            write: IoTotals {
+                ios: totals[1].0,
+                bytes: totals[1].1,
+            },
+            members: mstats,
+            verify: opts.verify.then_some(vstats),
+        }),
+    };
+    Ok(RunOutput { result, trace })
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// CPU time (user + system) this process has used, seconds.
+fn cpu_seconds() -> Option<f64> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a full rusage into the pointer it is given,
+    // which points at a properly sized, writable MaybeUninit.
+    let r = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: getrusage succeeded, so the struct is initialised.
+    let ru = unsafe { ru.assume_init() };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    Some(t(ru.ru_utime) + t(ru.ru_stime))
+}
+
+/// An fio job file equivalent to `w` on `filename` (`raidlab export-fio`).
+pub fn fio_job(
+    w: &Workload,
+    seed: u64,
+    filename: Option<&str>,
+    engine: EngineKind,
+    direct: bool,
+) -> String {
+    let mut s = String::from("; written by raidlab export-fio\n[global]\n");
+    s += &format!("ioengine={}\n", engine.word());
+    s += &format!("direct={}\n", u8::from(direct));
+    // raidlab picks random offsets with replacement, as fio does without
+    // its random map.
+    s += "norandommap=1\nrandrepeat=0\n";
+    s += &format!("randseed={}\n", w.seed.unwrap_or(seed));
+    s += "group_reporting=1\n";
+    if let Some(f) = filename {
+        s += &format!("filename={f}\n");
+    }
+    // fio applies percentage_random to the rand* patterns only.
+    let rw = match (w.rw, w.percentage_random) {
+        (Rw::Read, 1..) => "randread",
+        (Rw::Write, 1..) => "randwrite",
+        (Rw::Rw, 1..) => "randrw",
+        (Rw::RandRead, 0) => "read",
+        (Rw::RandWrite, 0) => "write",
+        (Rw::RandRw, 0) => "rw",
+        (r, _) => r.word(),
+    };
+    for (k, v) in w.to_pairs() {
+        match k.as_str() {
+            "rw" => s += &format!("rw={rw}\n"),
+            "percentage_random" if w.percentage_random == 0 || w.percentage_random == 100 => {}
+            _ => s += &format!("{k}={v}\n"),
+        }
+    }
+    if w.runtime.is_some() {
+        s += "time_based=1\n";
+    }
+    s += "\n[raidlab]\n";
+    s
+}

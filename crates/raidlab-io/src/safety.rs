@@ -1,0 +1,225 @@
+//! What the real engine refuses to write to without `--force`: block
+//! devices that are mounted, used as swap or held by another driver (md,
+//! device mapper), and devices or existing files that carry a partition
+//! table or a file-system (or RAID, LVM, LUKS) signature.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// What kind of path a member is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file (created if absent).
+    File,
+    /// A block device.
+    BlockDevice,
+}
+
+/// Signatures looked for: (byte offset, magic, what it means). Offsets and
+/// magics are those of libblkid's probes for the same formats.
+const SIGNATURES: &[(usize, &[u8], &str)] = &[
+    (512, b"EFI PART", "a GPT partition table"),
+    (4096, b"EFI PART", "a GPT partition table (4K sectors)"),
+    (1080, &[0x53, 0xEF], "an ext2/3/4 file system"),
+    (0, b"XFSB", "an XFS file system"),
+    (65600, b"_BHRfS_M", "a btrfs file system"),
+    (4086, b"SWAPSPACE2", "a swap area"),
+    (4086, b"SWAP-SPACE", "a swap area"),
+    (0, b"LUKS\xba\xbe", "a LUKS header"),
+    (0, &[0xfc, 0x4e, 0x2b, 0xa9], "an md RAID superblock (1.1)"),
+    (
+        4096,
+        &[0xfc, 0x4e, 0x2b, 0xa9],
+        "an md RAID superblock (1.2)",
+    ),
+    (512, b"LABELONE", "an LVM physical volume"),
+    (3, b"NTFS    ", "an NTFS file system"),
+    (1024, &[0x10, 0x20, 0xF5, 0xF2], "an F2FS file system"),
+    (32769, b"CD001", "an ISO 9660 file system"),
+    (54, b"FAT", "a FAT file system"),
+    (82, b"FAT32", "a FAT32 file system"),
+];
+/// Bytes read to look for signatures.
+const PROBE_BYTES: usize = 65600 + 8;
+
+/// The first signature found in `head` (the start of a device or file).
+pub fn signature(head: &[u8]) -> Option<&'static str> {
+    for (off, magic, what) in SIGNATURES {
+        if head.len() >= off + magic.len() && &head[*off..off + magic.len()] == *magic {
+            return Some(what);
+        }
+    }
+    // An MBR: boot signature plus at least one plausible partition entry
+    // (status byte 0x00 or 0x80 and a non-zero type).
+    if head.len() >= 512 && head[510] == 0x55 && head[511] == 0xAA {
+        let part = (0..4).any(|i| {
+            let e = &head[446 + 16 * i..462 + 16 * i];
+            (e[0] == 0 || e[0] == 0x80) && e[4] != 0
+        });
+        if part {
+            return Some("an MBR partition table");
+        }
+    }
+    None
+}
+
+/// Read the start of `path` and look for a signature.
+pub fn probe(path: &Path) -> std::io::Result<Option<&'static str>> {
+    let mut f = File::open(path)?;
+    let mut head = vec![0u8; PROBE_BYTES];
+    let mut got = 0;
+    while got < head.len() {
+        match f.read(&mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    head.truncate(got);
+    Ok(signature(&head))
+}
+
+fn sys_dir(rdev: u64) -> PathBuf {
+    let (maj, min) = (
+        libc::major(rdev as libc::dev_t),
+        libc::minor(rdev as libc::dev_t),
+    );
+    PathBuf::from(format!("/sys/dev/block/{maj}:{min}"))
+}
+
+/// Why a block device is in use, if it is: mounted (itself or one of its
+/// partitions), active swap, or held by md / device mapper.
+pub fn in_use(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    let me = std::fs::canonicalize(sys_dir(meta.rdev())).ok()?;
+    let mine = |rdev_txt: &str| -> bool {
+        let Some((a, b)) = rdev_txt.split_once(':') else {
+            return false;
+        };
+        let Ok(p) = std::fs::canonicalize(format!("/sys/dev/block/{a}:{b}")) else {
+            return false;
+        };
+        // A partition's sysfs directory lies inside its disk's.
+        p == me || p.starts_with(&me)
+    };
+    if let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") {
+        for line in info.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() > 4 && mine(f[2]) {
+                return Some(format!("it is mounted on {}", f[4]));
+            }
+        }
+    }
+    if let Ok(swaps) = std::fs::read_to_string("/proc/swaps") {
+        for line in swaps.lines().skip(1) {
+            if let Some(dev) = line.split_whitespace().next() {
+                if let Ok(m) = std::fs::metadata(dev) {
+                    if m.file_type().is_block_device() && mine(&rdev_str(m.rdev())) {
+                        return Some("it is an active swap area".into());
+                    }
+                }
+            }
+        }
+    }
+    if let Ok(mut holders) = std::fs::read_dir(me.join("holders")) {
+        if let Some(Ok(h)) = holders.next() {
+            return Some(format!(
+                "it is held by {} (md or device mapper)",
+                h.file_name().to_string_lossy()
+            ));
+        }
+    }
+    None
+}
+
+fn rdev_str(rdev: u64) -> String {
+    let (maj, min) = (
+        libc::major(rdev as libc::dev_t),
+        libc::minor(rdev as libc::dev_t),
+    );
+    format!("{maj}:{min}")
+}
+
+/// Check that `path` may be used as a member. `writes`: the run writes to
+/// it. Returns its kind, or the reason it is refused.
+pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let ft = meta.file_type();
+    let kind = if ft.is_file() {
+        Kind::File
+    } else if ft.is_block_device() {
+        Kind::BlockDevice
+    } else {
+        return Err(format!(
+            "{} is neither a regular file nor a block device",
+            path.display()
+        ));
+    };
+    if writes && !force {
+        if kind == Kind::BlockDevice {
+            if let Some(why) = in_use(path) {
+                return Err(format!(
+                    "refusing to write to {}: {why} (--force overrides)",
+                    path.display()
+                ));
+            }
+        }
+        if meta.len() > 0 || kind == Kind::BlockDevice {
+            if let Some(what) = probe(path).map_err(|e| format!("{}: {e}", path.display()))? {
+                return Err(format!(
+                    "refusing to write to {}: it carries {what} (--force overrides)",
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(Some(kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_signatures() {
+        let mut h = vec![0u8; PROBE_BYTES];
+        assert_eq!(signature(&h), None);
+        h[1080] = 0x53;
+        h[1081] = 0xEF;
+        assert_eq!(signature(&h), Some("an ext2/3/4 file system"));
+        let mut h = vec![0u8; PROBE_BYTES];
+        h[510] = 0x55;
+        h[511] = 0xAA;
+        assert_eq!(signature(&h), None, "a bare boot signature is not a table");
+        h[446 + 4] = 0x83;
+        assert_eq!(signature(&h), Some("an MBR partition table"));
+        let mut h = vec![0u8; 600];
+        h[512..520].copy_from_slice(b"EFI PART");
+        assert_eq!(signature(&h), Some("a GPT partition table"));
+    }
+
+    #[test]
+    fn refuses_odd_paths_and_signed_files() {
+        let d = std::env::temp_dir().join(format!("raidlab-safety-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        assert!(check(&d, true, false).unwrap_err().contains("neither"));
+        assert_eq!(check(&d.join("absent"), true, false), Ok(None));
+        let f = d.join("img");
+        let mut h = vec![0u8; 8192];
+        h[0..4].copy_from_slice(b"XFSB");
+        std::fs::write(&f, &h).unwrap();
+        assert!(check(&f, true, false).unwrap_err().contains("XFS"));
+        assert_eq!(
+            check(&f, false, false),
+            Ok(Some(Kind::File)),
+            "reads are harmless"
+        );
+        assert_eq!(check(&f, true, true), Ok(Some(Kind::File)));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

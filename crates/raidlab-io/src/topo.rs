@@ -1,0 +1,318 @@
+//! Real topologies: the SPEC §2 grammar with paths as leaves.
+//!
+//! `raid5[stripe=64k](./m0.img, ./m1.img, missing)`: leaves are files or
+//! block devices, or `missing` (mdadm's word for a failed member); arrays
+//! and nested arrays are executed by raidlab's own software RAID; a
+//! `host(...)` wrapper is accepted; controllers are simulator-only.
+
+use crate::Error;
+use raidlab_core::topology::{parse, Ast};
+use raidlab_core::units::parse_size;
+use raidlab_layout::{Level, ParityLayout};
+use std::path::PathBuf;
+
+/// A leaf of a real topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberSpec {
+    /// File or block device.
+    pub path: PathBuf,
+    /// Size to create the file with (`[size=...]`), if given.
+    pub size: Option<u64>,
+    /// Column in the expression.
+    pub col: usize,
+}
+
+/// A node of a real topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RealNode {
+    /// Index into [`RealTopology::members`].
+    Member(usize),
+    /// A failed member (`missing`).
+    Missing,
+    /// A software array.
+    Array {
+        /// Level.
+        level: Level,
+        /// Stripe unit (chunk), bytes.
+        chunk: u64,
+        /// Parity layout (RAID 5/6).
+        layout: ParityLayout,
+        /// Members.
+        children: Vec<RealNode>,
+        /// Column in the expression.
+        col: usize,
+    },
+}
+
+impl RealNode {
+    /// Failed members this node has, and the most it tolerates.
+    fn check_redundancy(&self) -> Result<(), Error> {
+        if let RealNode::Array {
+            level,
+            children,
+            col,
+            ..
+        } = self
+        {
+            for c in children {
+                c.check_redundancy()?;
+            }
+            let missing: Vec<usize> = children
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| matches!(c, RealNode::Missing))
+                .map(|(i, _)| i)
+                .collect();
+            let ok = match level {
+                Level::Raid0 | Level::Concat => missing.is_empty(),
+                Level::Raid1 => missing.len() < children.len(),
+                Level::Raid5 => missing.len() <= 1,
+                Level::Raid6 => missing.len() <= 2,
+                // near-2: chunk x lives on members 2x and 2x+1 (mod n). With
+                // n even those are fixed pairs; with n odd every two
+                // neighbours (m, m+1 mod n) share some chunk.
+                Level::Raid10 => {
+                    let n = children.len();
+                    missing.iter().all(|&m| {
+                        let partner = if n % 2 == 0 { m ^ 1 } else { (m + 1) % n };
+                        !missing.contains(&partner)
+                    })
+                }
+            };
+            if !ok {
+                return Err(Error::Input(format!(
+                    "{} at column {col} has {} missing member(s): more than it can lose",
+                    level.word(),
+                    missing.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A parsed real topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RealTopology {
+    /// The root.
+    pub root: RealNode,
+    /// Member files and devices, in expression order.
+    pub members: Vec<MemberSpec>,
+}
+
+fn looks_like_path(name: &str) -> bool {
+    name.contains('/') || name.contains('.')
+}
+
+/// Parse an expression whose leaves are paths.
+pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
+    let ast = parse(expr).map_err(|e| Error::Input(e.to_string()))?;
+    let mut members = Vec::new();
+    let root = node(&ast, &mut members)?;
+    for (i, a) in members.iter().enumerate() {
+        if let Some(b) = members[..i].iter().find(|b| b.path == a.path) {
+            return Err(Error::Input(format!(
+                "'{}' appears twice (columns {} and {}): a file can be only one member",
+                a.path.display(),
+                b.col,
+                a.col
+            )));
+        }
+    }
+    root.check_redundancy()?;
+    Ok(RealTopology { root, members })
+}
+
+fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
+    match a {
+        Ast::Leaf {
+            name,
+            count,
+            opts,
+            col,
+        } => {
+            if name == "missing" {
+                if let Some(o) = opts.first() {
+                    return Err(Error::Input(format!(
+                        "option '{}' at column {}: 'missing' takes no options",
+                        o.key, o.col
+                    )));
+                }
+                if *count != 1 {
+                    return Err(Error::Input(format!(
+                        "column {col}: write 'missing' once per failed member"
+                    )));
+                }
+                return Ok(RealNode::Missing);
+            }
+            if !looks_like_path(name) {
+                return Err(Error::Input(format!(
+                    "'{name}' at column {col} is not a path: real runs need files or block devices (./m0.img, /dev/sdb); presets are for 'raidlab sim'"
+                )));
+            }
+            if *count != 1 {
+                return Err(Error::Input(format!(
+                    "column {col}: '{count}*{name}' would use one file {count} times"
+                )));
+            }
+            let mut size = None;
+            for o in opts {
+                match o.key.as_str() {
+                    "size" => {
+                        let s = parse_size(&o.value)
+                            .ok()
+                            .filter(|s| *s >= 4096 && s % 512 == 0)
+                            .ok_or_else(|| {
+                                Error::Input(format!(
+                                    "size={} at column {}: expected a size of at least 4k, in whole sectors",
+                                    o.value, o.col
+                                ))
+                            })?;
+                        size = Some(s);
+                    }
+                    k => {
+                        return Err(Error::Input(format!(
+                            "unknown option '{k}' at column {} for a member path (known: size)",
+                            o.col
+                        )))
+                    }
+                }
+            }
+            members.push(MemberSpec {
+                path: PathBuf::from(name),
+                size,
+                col: *col,
+            });
+            Ok(RealNode::Member(members.len() - 1))
+        }
+        Ast::Group {
+            name,
+            opts,
+            children,
+            col,
+        } => {
+            if name == "host" {
+                if let Some(o) = opts.first() {
+                    return Err(Error::Input(format!(
+                        "host option '{}' at column {} is simulator-only: a real run uses this machine's CPU",
+                        o.key, o.col
+                    )));
+                }
+                if children.len() != 1 {
+                    return Err(Error::Input(format!(
+                        "host at column {col} takes exactly one node"
+                    )));
+                }
+                return node(&children[0], members);
+            }
+            let Some(level) = Level::from_word(name) else {
+                return Err(Error::Input(format!(
+                    "'{name}' at column {col} is a controller: controllers exist only in 'raidlab sim'; a real run executes software arrays (raid0/1/5/6/10, concat) over paths"
+                )));
+            };
+            let mut chunk = 64 * 1024;
+            let mut layout = ParityLayout::LeftSymmetric;
+            for o in opts {
+                let bad = |what: &str| {
+                    Error::Input(format!("{}={} at column {}: {what}", o.key, o.value, o.col))
+                };
+                match o.key.as_str() {
+                    "stripe" => {
+                        chunk = parse_size(&o.value)
+                            .ok()
+                            .filter(|c| c.is_power_of_two() && *c >= 4096)
+                            .ok_or_else(|| bad("the stripe unit must be a power of two of at least 4k"))?;
+                    }
+                    "layout" => match level {
+                        Level::Raid5 | Level::Raid6 => {
+                            layout = ParityLayout::from_word(&o.value).ok_or_else(|| {
+                                bad("layouts are left-symmetric, left-asymmetric, right-symmetric, right-asymmetric")
+                            })?
+                        }
+                        Level::Raid10 if o.value == "n2" => {}
+                        _ => return Err(bad("this level has no such layout")),
+                    },
+                    "impl" if o.value == "md" => {}
+                    "impl" => {
+                        return Err(bad(
+                            "a real run is executed by raidlab's own md-layout RAID; only impl=md applies",
+                        ))
+                    }
+                    "spares" => {
+                        return Err(bad("hot spares are simulator-only"));
+                    }
+                    k => {
+                        return Err(Error::Input(format!(
+                            "unknown array option '{k}' at column {} (known: stripe, layout, impl)",
+                            o.col
+                        )))
+                    }
+                }
+            }
+            let kids = children
+                .iter()
+                .map(|c| node(c, members))
+                .collect::<Result<Vec<_>, _>>()?;
+            if kids.len() < level.min_members() {
+                return Err(Error::Input(format!(
+                    "{name} at column {col} needs at least {} members, has {}",
+                    level.min_members(),
+                    kids.len()
+                )));
+            }
+            Ok(RealNode::Array {
+                level,
+                chunk,
+                layout,
+                children: kids,
+                col: *col,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_paths_arrays_and_missing() {
+        let t = parse_real("host(raid10(raid5[stripe=128k](./a, ./b, missing), raid6(/dev/x, ./c.img, ./d, missing)))").unwrap();
+        assert_eq!(t.members.len(), 5);
+        assert_eq!(t.members[3].path, PathBuf::from("./c.img"));
+        let RealNode::Array {
+            level, children, ..
+        } = &t.root
+        else {
+            panic!()
+        };
+        assert_eq!(*level, Level::Raid10);
+        assert!(matches!(
+            &children[0],
+            RealNode::Array { chunk: 131072, .. }
+        ));
+    }
+
+    #[test]
+    fn refuses_what_cannot_run() {
+        for (e, want) in [
+            ("adaptec5085(raid0(./a, ./b))", "controller"),
+            ("raid0(x25e, ./b)", "not a path"),
+            ("raid5(./a, missing, missing)", "more than it can lose"),
+            (
+                "raid6(./a, ./b, missing, missing, missing)",
+                "more than it can lose",
+            ),
+            ("raid0(./a, missing)", "more than it can lose"),
+            ("raid0(./a, ./a)", "twice"),
+            ("raid0[stripe=3k](./a, ./b)", "power of two"),
+            ("raid5(./a, ./b)", "at least 3"),
+            ("host[cores=2](./a)", "simulator-only"),
+            ("raid0(./a[op=5%])", "unknown option 'op'"),
+            ("raid0(./a,", "column"),
+        ] {
+            let err = parse_real(e).unwrap_err().to_string();
+            assert!(err.contains(want), "{e}: {err}");
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! One worker thread: a small single-threaded executor that keeps up to
+//! `depth` host I/Os of one job in flight, polling each host I/O's future
+//! when the member operations it waits for complete.
+
+use crate::backend::{Backend, EngineKind, Members};
+use crate::buf::ABuf;
+use crate::exec::{BoxFut, Exec, LockFut, Locks, Vol};
+use crate::verify::{self, Generations, Mismatch};
+use raidlab_core::metrics::Metrics;
+use raidlab_core::workload::{Io, JobStream};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+/// What all workers of a run share.
+pub struct Shared<'a> {
+    /// The volume.
+    pub vol: &'a Vol,
+    /// Open members.
+    pub members: &'a Members,
+    /// Stripe and verify locks.
+    pub locks: Locks,
+    /// Generations written (verify).
+    pub gens: Generations,
+    /// `--verify`.
+    pub verify: bool,
+    /// Host I/Os must take locks (parity arrays, or verify).
+    pub lock_needed: bool,
+    /// High bits of every generation written by this run.
+    pub nonce: u64,
+    /// Write sequence (low bits of generations).
+    pub seq: AtomicU64,
+    /// Run start.
+    pub t_start: Instant,
+    /// End of the ramp: I/Os completing later are measured.
+    pub ramp_end: Instant,
+    /// End of the run (`runtime`), if timed.
+    pub end: Option<Instant>,
+    /// Set on the first error: every worker stops issuing.
+    pub stop: AtomicBool,
+    /// Largest block size.
+    pub max_bs: usize,
+    /// Seed of the buffer contents.
+    pub seed: u64,
+}
+
+/// Where a worker gets its I/Os.
+pub enum Source<'s> {
+    /// A job's own stream (io_uring: one worker per job), with its trace.
+    Own(JobStream, Option<Vec<Io>>),
+    /// A stream shared by the `iodepth` workers of one job (psync).
+    Shared(&'s Mutex<(JobStream, Option<Vec<Io>>)>),
+}
+
+impl Source<'_> {
+    fn next(&mut self) -> Option<Io> {
+        match self {
+            Source::Own(s, t) => {
+                let io = s.next()?;
+                if let Some(t) = t {
+                    t.push(io);
+                }
+                Some(io)
+            }
+            Source::Shared(m) => {
+                let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+                let io = g.0.next()?;
+                if let Some(t) = &mut g.1 {
+                    t.push(io);
+                }
+                Some(io)
+            }
+        }
+    }
+}
+
+/// What a worker measured.
+#[derive(Default)]
+pub struct WorkerOut {
+    /// Latency and throughput inside the window.
+    pub metrics: Metrics,
+    /// Reads and writes completed in the whole run: (ios, bytes) each.
+    pub totals: [(u64, u64); 2],
+    /// Verify units checked.
+    pub checked: u64,
+    /// Verify failures.
+    pub mismatches: u64,
+    /// First failures, described.
+    pub first_bad: Vec<String>,
+    /// First I/O error.
+    pub error: Option<io::Error>,
+    /// Last completion.
+    pub last_done: Option<Instant>,
+    /// The job's issue order (own streams only).
+    pub trace: Option<Vec<Io>>,
+    /// Host buffers were registered with the ring.
+    pub registered: bool,
+}
+
+struct Done {
+    buf: ABuf,
+    res: io::Result<()>,
+    checked: u64,
+    bad: Vec<(u64, Mismatch)>,
+}
+
+struct Task<'w> {
+    fut: BoxFut<'w, Done>,
+    t0: Instant,
+    io: Io,
+}
+
+async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> Done {
+    let len = io.len as usize;
+    let mut keys = Vec::new();
+    if sh.lock_needed {
+        sh.vol.lock_keys(0, io.offset, io.len as u64, &mut keys);
+        if sh.verify {
+            // Verify checks what was last written: a read must not overlap a
+            // write in flight to the same blocks.
+            let g = 1u64 << 16;
+            keys.extend(
+                (io.offset / g..(io.offset + io.len as u64).div_ceil(g)).map(|k| (u32::MAX, k)),
+            );
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        LockFut {
+            locks: &sh.locks,
+            keys: &keys,
+            sched: &ex.be.sched,
+        }
+        .await;
+    }
+    let mut out = Done {
+        buf: ABuf::zeroed(0),
+        res: Ok(()),
+        checked: 0,
+        bad: Vec::new(),
+    };
+    if io.read {
+        out.res = ex.read(0, io.offset, &mut buf[..len]).await;
+        if out.res.is_ok() && sh.verify {
+            out.checked = sh
+                .gens
+                .check(&buf[..len], io.offset, |a, m| out.bad.push((a, m)));
+        }
+    } else {
+        let gen = sh.nonce | (sh.seq.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff);
+        if sh.verify {
+            verify::fill(&mut buf[..len], io.offset, gen);
+        }
+        out.res = ex.write(0, io.offset, &buf[..len]).await;
+        if out.res.is_ok() && sh.verify {
+            sh.gens.wrote(io.offset, len, gen);
+        }
+    }
+    if !keys.is_empty() {
+        sh.locks.unlock(&keys);
+    }
+    out.buf = buf;
+    out
+}
+
+/// Run one worker until its source is exhausted, the run's time is up, or
+/// another worker failed.
+pub fn run_worker(
+    sh: &Shared<'_>,
+    engine: EngineKind,
+    depth: usize,
+    mut src: Source<'_>,
+) -> WorkerOut {
+    let mut out = WorkerOut::default();
+    let mut rng = raidlab_core::rng::Rng::new(sh.seed);
+    let mut pool: Vec<ABuf> = (0..depth)
+        .map(|_| {
+            let mut b = ABuf::zeroed(sh.max_bs);
+            // Incompressible contents, as fio's default buffers.
+            for w in b.chunks_exact_mut(8) {
+                w.copy_from_slice(&rng.next_u64().to_le_bytes());
+            }
+            b
+        })
+        .collect();
+    let be = match engine {
+        #[cfg(target_os = "linux")]
+        EngineKind::IoUring => {
+            let views: Vec<&[u8]> = pool.iter().map(|b| &b[..]).collect();
+            match Backend::io_uring(sh.members, (depth * 8) as u32, &views) {
+                Ok(b) => b,
+                Err(e) => {
+                    out.error = Some(io::Error::new(e.kind(), format!("io_uring setup: {e}")));
+                    return out;
+                }
+            }
+        }
+        _ => Backend::psync(sh.members),
+    };
+    out.registered = be.registered_buffers();
+    let ex = Exec {
+        vol: sh.vol,
+        be: &be,
+    };
+    let mut tasks: Vec<Option<Task>> = (0..depth).map(|_| None).collect();
+    let mut free: Vec<usize> = (0..depth).rev().collect();
+    let mut active = 0;
+    let mut exhausted = false;
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        while !exhausted && active < depth {
+            if sh.stop.load(Ordering::Relaxed) || sh.end.is_some_and(|e| Instant::now() >= e) {
+                exhausted = true;
+                break;
+            }
+            let Some(io) = src.next() else {
+                exhausted = true;
+                break;
+            };
+            let id = free.pop().expect("a free task slot");
+            let buf = pool.pop().expect("a free buffer");
+            tasks[id] = Some(Task {
+                fut: Box::pin(host_io(&ex, sh, io, buf)),
+                t0: Instant::now(),
+                io,
+            });
+            active += 1;
+            be.sched.ready.borrow_mut().push(id);
+        }
+        loop {
+            let next = be.sched.ready.borrow_mut().pop();
+            let Some(id) = next else { break };
+            let Some(t) = tasks[id].as_mut() else {
+                continue;
+            };
+            be.sched.current.set(id);
+            if let Poll::Ready(done) = t.fut.as_mut().poll(&mut cx) {
+                let t = tasks[id].take().expect("task present");
+                free.push(id);
+                active -= 1;
+                let now = Instant::now();
+                finish(&mut out, sh, t, done, now, &mut pool);
+            }
+        }
+        if active == 0 {
+            if exhausted {
+                break;
+            }
+            continue;
+        }
+        if be.inflight() > 0 {
+            if let Err(e) = be.wait() {
+                out.error.get_or_insert(e);
+                sh.stop.store(true, Ordering::Relaxed);
+                // Operations still in flight are waited for by their Drop.
+                break;
+            }
+        } else if be.sched.lock_wait.borrow().len() >= active {
+            // Every task waits for a lock another worker holds.
+            std::thread::yield_now();
+        }
+        let waiting: Vec<usize> = be.sched.lock_wait.borrow_mut().drain(..).collect();
+        be.sched.ready.borrow_mut().extend(waiting);
+    }
+    drop(tasks);
+    if let Source::Own(_, t) = src {
+        out.trace = t;
+    }
+    out
+}
+
+fn finish(
+    out: &mut WorkerOut,
+    sh: &Shared<'_>,
+    t: Task<'_>,
+    done: Done,
+    now: Instant,
+    pool: &mut Vec<ABuf>,
+) {
+    pool.push(done.buf);
+    if let Err(e) = done.res {
+        out.error.get_or_insert(e);
+        sh.stop.store(true, Ordering::Relaxed);
+        return;
+    }
+    let d = &mut out.totals[usize::from(!t.io.read)];
+    d.0 += 1;
+    d.1 += t.io.len as u64;
+    out.checked += done.checked;
+    for (addr, m) in done.bad {
+        out.mismatches += 1;
+        if out.first_bad.len() < 10 {
+            out.first_bad.push(format!("volume offset {addr}: {m}"));
+        }
+    }
+    out.last_done = Some(now);
+    let in_window = now >= sh.ramp_end && sh.end.is_none_or(|e| now <= e);
+    if in_window {
+        let lat = now.duration_since(t.t0).as_nanos() as u64;
+        out.metrics.record(t.io.read, t.io.len, lat);
+    }
+}
