@@ -500,24 +500,17 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
 }
 
 /// The streams of every job of `w` over a span of `span` bytes: the one
-/// workload generator both engines use. Without `runtime`, each job makes
-/// one pass over the span (as fio does with `size`): span / mean block size
-/// I/Os.
+/// workload generator both engines use. Without `runtime`, each job moves
+/// `span` bytes and stops (fio's one pass over `size`).
 pub fn job_streams(w: &Workload, span: u64, seed: u64) -> Vec<JobStream> {
-    let mean_bs = if w.bssplit.is_empty() {
-        w.bs as f64
-    } else {
-        w.bssplit
-            .iter()
-            .map(|(s, p)| *s as f64 * *p as f64 / 100.0)
-            .sum()
-    };
-    let per_job = w
-        .runtime
-        .is_none()
-        .then(|| ((span as f64 / mean_bs).ceil() as u64).max(1));
     (0..w.numjobs)
-        .map(|j| JobStream::new(w, span, seed, j, per_job))
+        .map(|j| {
+            let mut s = JobStream::new(w, span, seed, j, None);
+            if w.runtime.is_none() {
+                s.budget = Some(span);
+            }
+            s
+        })
         .collect()
 }
 
@@ -547,6 +540,7 @@ pub struct JobStream {
     dist: Dist,
     zipf_norm: f64,
     remaining: Option<u64>,
+    budget: Option<u64>,
 }
 
 impl JobStream {
@@ -571,6 +565,7 @@ impl JobStream {
             dist,
             zipf_norm,
             remaining: limit_ios,
+            budget: None,
         }
     }
 
@@ -615,6 +610,9 @@ impl Iterator for JobStream {
     type Item = Io;
 
     fn next(&mut self) -> Option<Io> {
+        if self.budget == Some(0) {
+            return None;
+        }
         if let Some(r) = &mut self.remaining {
             if *r == 0 {
                 return None;
@@ -640,6 +638,24 @@ impl Iterator for JobStream {
             }
             chosen
         };
+        let len = match self.budget {
+            // One pass: the last I/O takes the largest size that still fits,
+            // as fio's buffer-length choice does near the end of `size`.
+            Some(b) if len > b => {
+                let fits = self.split.iter().map(|&(s, _)| s).filter(|&s| s <= b).max();
+                match fits {
+                    Some(s) => s,
+                    None => {
+                        self.budget = Some(0);
+                        return None;
+                    }
+                }
+            }
+            _ => len,
+        };
+        if let Some(b) = &mut self.budget {
+            *b -= len;
+        }
         let random = self.pct_random >= 100
             || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64);
         let offset = if random {

@@ -315,4 +315,25 @@ mod tests {
             assert!(err.contains(want), "{e}: {err}");
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn never_panics_on_arbitrary_text(s in "\\PC{0,60}") {
+            let _ = parse_real(&s);
+        }
+
+        #[test]
+        fn never_panics_on_expression_shaped_text(
+            s in "(raid[0156]|raid10|concat|host|missing|\\./m[0-9]|/dev/x|[\\[\\]()=,*]|stripe|layout|size|[0-9]+k?| ){0,24}"
+        ) {
+            if let Ok(t) = parse_real(&s) {
+                // Whatever parses has a valid redundancy and distinct paths.
+                let mut p: Vec<_> = t.members.iter().map(|m| m.path.clone()).collect();
+                p.sort();
+                p.dedup();
+                proptest::prop_assert_eq!(p.len(), t.members.len());
+            }
+        }
+    }
 }

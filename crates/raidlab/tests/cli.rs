@@ -312,3 +312,145 @@ fn reproduce_lays_out_a_document() {
         "{s}"
     );
 }
+
+#[test]
+fn run_rejects_bad_input_with_status_2() {
+    let dir = std::env::temp_dir().join(format!("raidlab-cli-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = dir.join("a.img").display().to_string();
+    let b = dir.join("b.img").display().to_string();
+    let wl = "rw=randread bs=4k";
+    assert_input_error(
+        &[
+            "run",
+            "-t",
+            &format!("adaptec5085(raid0({a},{b}))"),
+            "-w",
+            wl,
+        ],
+        "controller",
+    );
+    assert_input_error(
+        &["run", "-t", &format!("raid0({a},{b})"), "-w", wl],
+        "does not exist",
+    );
+    assert_input_error(&["run", "-t", "raid0(x25e, ./b)", "-w", wl], "not a path");
+    assert_input_error(
+        &[
+            "run",
+            "-t",
+            &format!("raid5({a},missing,missing)"),
+            "-w",
+            wl,
+        ],
+        "more than it can lose",
+    );
+    assert_input_error(
+        &[
+            "run",
+            "-t",
+            &format!("raid0({a},{b})"),
+            "-w",
+            "rw=randread bs=4k state=steady",
+        ],
+        "state=",
+    );
+    assert_input_error(&["run", "-t", &a, "-w", "rw=sideways"], "rw=sideways");
+    assert_input_error(
+        &[
+            "run",
+            "-t",
+            &dir.display().to_string(),
+            "-w",
+            "rw=write size=1m",
+        ],
+        "neither",
+    );
+    // An existing file carrying a file-system signature is not overwritten.
+    let mut xfs = vec![0u8; 1 << 20];
+    xfs[..4].copy_from_slice(b"XFSB");
+    std::fs::write(&a, &xfs).unwrap();
+    assert_input_error(&["run", "-t", &a, "-w", "rw=write bs=4k size=64k"], "XFS");
+    let o = raidlab(&[
+        "run",
+        "-t",
+        &a,
+        "-w",
+        "rw=write bs=4k size=64k",
+        "--force",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["engine"], "real");
+    assert_eq!(v["real"]["write"]["ios"], 16);
+    assert_eq!(v["real"]["members"][0]["write_bytes"], 65536);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_verify_failures_exit_1_and_export_fio_round_trips() {
+    let dir = std::env::temp_dir().join(format!("raidlab-cli-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m: Vec<String> = (0..3)
+        .map(|i| dir.join(format!("m{i}.img")).display().to_string())
+        .collect();
+    let t = format!("raid5[stripe=16k]({})", m.join(","));
+    let o = raidlab(&[
+        "run",
+        "-t",
+        &t,
+        "-w",
+        "rw=write bs=32k size=1m",
+        "--verify",
+        "--engine",
+        "psync",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Reading back what was written checks out; never-written space does not.
+    let o = raidlab(&[
+        "run",
+        "-t",
+        &t,
+        "-w",
+        "rw=randread bs=4k size=1m",
+        "--verify",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::write(
+        &m[0],
+        vec![0u8; std::fs::metadata(&m[0]).unwrap().len() as usize],
+    )
+    .unwrap();
+    let o = raidlab(&["run", "-t", &t, "-w", "rw=read bs=16k size=1m", "--verify"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("verify:"), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no verify header"));
+
+    let wl = "rw=randrw bssplit=4k/60:64k/40 rwmixread=70 iodepth=8 numjobs=2 size=1g runtime=5 ramp_time=1 random_distribution=zipf:1.2 thinktime=10";
+    let o = raidlab(&["export-fio", "-w", wl, "--filename", "/dev/sdz"]);
+    assert!(o.status.success());
+    let job = String::from_utf8_lossy(&o.stdout).into_owned();
+    for line in [
+        "ioengine=io_uring",
+        "direct=1",
+        "filename=/dev/sdz",
+        "bssplit=4k/60:64k/40",
+        "time_based=1",
+        "norandommap=1",
+    ] {
+        assert!(job.contains(line), "{line} in {job}");
+    }
+    // raidlab reads the exported job back as the same workload.
+    let path = tmp("exported.fio", &job);
+    let a = raidlab(&["sim", "-t", "x25e", "--job", &path, "--format", "json"]);
+    let b = raidlab(&["sim", "-t", "x25e", "-w", wl, "--format", "json"]);
+    let (a, b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&a.stdout).unwrap(),
+        serde_json::from_slice(&b.stdout).unwrap(),
+    );
+    assert_eq!(a["workload"], b["workload"]);
+    assert_eq!(a["summary"], b["summary"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
