@@ -94,6 +94,8 @@ pub struct Ftl {
     pub gc_units: u64,
     /// Blocks erased since the last reset.
     pub erases: u64,
+    /// Scratch space of the collector (one block's reverse map).
+    gc_buf: Vec<u32>,
 }
 
 impl Ftl {
@@ -160,6 +162,7 @@ impl Ftl {
             host_units: 0,
             gc_units: 0,
             erases: 0,
+            gc_buf: Vec::new(),
         };
         for d in 0..dies as usize {
             let a = ftl.free[d].pop().unwrap();
@@ -293,42 +296,47 @@ impl Ftl {
             self.bucket_remove(victim);
             self.closed[victim as usize] = false;
             let start = victim * self.upb;
-            let mut moved = 0u64;
-            // The GC cursor, kept in locals while this victim is emptied.
+            let (upb, upp) = (self.upb, self.upp);
+            // The GC cursor and counters, kept in locals while this victim is
+            // emptied (the tables are touched only for units that move).
             let (mut gb, mut gu) = (self.gc_active[die].block, self.gc_active[die].unit);
-            let mut added = 0u16;
-            let mut pu = start;
-            while pu < start + self.upb {
+            let (mut added, mut moved, mut reads, mut programs) = (0u16, 0u32, 0u32, 0u32);
+            // The victim's reverse map, copied out so the loop reads it
+            // without bounds checks while the tables are updated.
+            let (vs, ve) = (start as usize, (start + upb) as usize);
+            let mut buf = std::mem::take(&mut self.gc_buf);
+            buf.clear();
+            buf.extend_from_slice(&self.p2l[vs..ve]);
+            self.p2l[vs..ve].fill(INVALID);
+            for page in buf.chunks_exact(upp as usize) {
                 let mut any = false;
-                for u in pu..pu + self.upp {
-                    let l = self.p2l[u as usize];
+                for &l in page {
                     if l == INVALID {
                         continue;
                     }
                     any = true;
-                    if gu == self.upb {
+                    if gu == upb {
                         self.valid[gb as usize] += added;
                         added = 0;
                         self.close(gb);
                         gb = self.free[die].pop().expect("GC reserve exhausted");
                         gu = 0;
                     }
-                    if gu & (self.upp - 1) == 0 {
-                        work.program_pages += 1;
-                    }
-                    let dst = gb * self.upb + gu;
+                    // A new destination page starts every `upp` units.
+                    programs += (gu & (upp - 1) == 0) as u32;
+                    let dst = gb * upb + gu;
                     gu += 1;
                     added += 1;
-                    self.p2l[u as usize] = INVALID;
                     self.l2p[l as usize] = dst;
                     self.p2l[dst as usize] = l;
                     moved += 1;
                 }
-                if any {
-                    work.read_pages += 1;
-                }
-                pu += self.upp;
+                reads += any as u32;
             }
+            self.gc_buf = buf;
+            work.read_pages += reads;
+            work.program_pages += programs;
+            let moved = moved as u64;
             self.valid[gb as usize] += added;
             self.gc_active[die] = Cursor {
                 block: gb,
