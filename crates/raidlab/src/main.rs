@@ -45,24 +45,8 @@ enum Cmd {
     /// `ramp_time=`. SSDs start written once (`state=fill`) unless the
     /// expression or the workload says otherwise.
     Sim {
-        /// Topology expression, or @FILE holding one (`#` starts a comment).
-        #[arg(long, short = 't')]
-        topology: String,
-        /// Workload as fio-style `key=value` pairs.
-        #[arg(long, short = 'w', conflicts_with = "job")]
-        workload: Option<String>,
-        /// fio job file ([global] plus one job section).
-        #[arg(long)]
-        job: Option<String>,
-        /// Random seed (the workload's `seed=` wins).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
-        format: SimFormat,
-        /// Write the result to FILE instead of stdout.
-        #[arg(long, short = 'o')]
-        output: Option<String>,
+        #[command(flatten)]
+        job: JobArgs,
         /// Extra presets (TOML; tables may derive from built-ins with `base = "NAME"`).
         #[arg(long)]
         presets: Vec<String>,
@@ -107,24 +91,8 @@ enum Cmd {
     /// partition table or file-system signature are refused unless --force.
     /// `runtime` and `ramp_time` are wall-clock seconds here.
     Run {
-        /// Topology expression over paths, or @FILE holding one.
-        #[arg(long, short = 't')]
-        topology: String,
-        /// Workload as fio-style `key=value` pairs.
-        #[arg(long, short = 'w', conflicts_with = "job")]
-        workload: Option<String>,
-        /// fio job file ([global] plus one job section).
-        #[arg(long)]
-        job: Option<String>,
-        /// Random seed (the workload's `seed=` wins).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
-        format: SimFormat,
-        /// Write the result to FILE instead of stdout.
-        #[arg(long, short = 'o')]
-        output: Option<String>,
+        #[command(flatten)]
+        job: JobArgs,
         /// I/O engine (default: io_uring where the kernel has it, else psync).
         #[arg(long, value_enum)]
         engine: Option<EngineArg>,
@@ -185,6 +153,39 @@ impl From<EngineArg> for raidlab_io::backend::EngineKind {
         match e {
             EngineArg::IoUring => raidlab_io::backend::EngineKind::IoUring,
             EngineArg::Psync => raidlab_io::backend::EngineKind::Psync,
+        }
+    }
+}
+
+/// What `sim` and `run` are told to run, and where the result goes.
+#[derive(clap::Args)]
+struct JobArgs {
+    /// Topology expression, or @FILE holding one (`#` starts a comment).
+    #[arg(long, short = 't')]
+    topology: String,
+    /// Workload as fio-style `key=value` pairs.
+    #[arg(long, short = 'w', conflicts_with = "job")]
+    workload: Option<String>,
+    /// fio job file ([global] plus one job section).
+    #[arg(long)]
+    job: Option<String>,
+    /// Random seed (the workload's `seed=` wins).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SimFormat::Table)]
+    format: SimFormat,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long, short = 'o')]
+    output: Option<String>,
+}
+
+impl JobArgs {
+    /// The topology expression, read from the file `@FILE` names.
+    fn expr(&self) -> Result<String, Failure> {
+        match self.topology.strip_prefix('@') {
+            Some(path) => read_file(path, "topology file"),
+            None => Ok(self.topology.clone()),
         }
     }
 }
@@ -263,22 +264,11 @@ fn emit(output: &Option<String>, text: &str) -> Result<(), Failure> {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
-        Cmd::Sim {
-            topology: expr,
-            workload,
-            job,
-            seed,
-            format,
-            output,
-            presets,
-        } => {
+        Cmd::Sim { job: args, presets } => {
             let db = load_presets(&presets)?;
-            let expr = match expr.strip_prefix('@') {
-                Some(path) => read_file(path, "topology file")?,
-                None => expr,
-            };
+            let expr = args.expr()?;
             let topo = topology::resolve(&expr, &db)?;
-            let w = workload_of(&workload, &job)?;
+            let w = workload_of(&args.workload, &args.job)?;
             if w.runtime.is_none() {
                 // fio's rule: one pass over `size` per job. Say so when that is long.
                 if let Ok(cap) = raidlab_sim::volume_capacity(&topo) {
@@ -296,31 +286,23 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     }
                 }
             }
-            let result = raidlab_sim::simulate(&topo, &w, seed)
+            let result = raidlab_sim::simulate(&topo, &w, args.seed)
                 .map_err(|e| Failure::Input(e.to_string()))?;
-            let text = match format {
+            let text = match args.format {
                 SimFormat::Json => json_text(&result)?,
                 SimFormat::Table => table::sim_table(&result),
             };
-            emit(&output, &text)
+            emit(&args.output, &text)
         }
         Cmd::Run {
-            topology: expr,
-            workload,
-            job,
-            seed,
-            format,
-            output,
+            job: args,
             engine,
             buffered,
             verify,
             force,
         } => {
-            let expr = match expr.strip_prefix('@') {
-                Some(path) => read_file(path, "topology file")?,
-                None => expr,
-            };
-            let w = workload_of(&workload, &job)?;
+            let expr = args.expr()?;
+            let w = workload_of(&args.workload, &args.job)?;
             if w.state.is_some() {
                 return Err(Failure::Input(
                     "state= preconditions simulated SSDs; a real run uses the devices as they are"
@@ -334,15 +316,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 force,
                 trace: false,
             };
-            let out = raidlab_io::run(&expr, &w, seed, &opts).map_err(|e| match e {
+            let out = raidlab_io::run(&expr, &w, args.seed, &opts).map_err(|e| match e {
                 raidlab_io::Error::Input(m) => Failure::Input(m),
                 raidlab_io::Error::Runtime(m) => Failure::Runtime(m),
             })?;
-            let text = match format {
+            let text = match args.format {
                 SimFormat::Json => json_text(&out.result)?,
                 SimFormat::Table => table::sim_table(&out.result),
             };
-            emit(&output, &text)?;
+            emit(&args.output, &text)?;
             let bad = out
                 .result
                 .real
