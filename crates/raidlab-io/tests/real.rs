@@ -423,7 +423,7 @@ fn runtime_bounds_a_real_run_and_ramp_is_not_measured() {
         "{}",
         r.sim.simulated_s
     );
-    assert!(r.sim.wall_s < 1.0);
+    assert!(r.sim.wall_s < 5.0, "a 0.4 s run took {} s", r.sim.wall_s);
     let real = r.real.unwrap();
     assert!(real.read.ios as f64 > r.summary.iops * r.sim.simulated_s);
 }
