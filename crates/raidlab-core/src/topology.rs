@@ -478,6 +478,67 @@ impl Topology {
     }
 }
 
+/// The options of an array node, checked against its level. Shared by the
+/// simulator's resolution and the real engine, which refuses some of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArrayOpts {
+    /// `stripe=`, if given.
+    pub stripe: Option<u64>,
+    /// `layout=` (left-symmetric by default).
+    pub layout: ParityLayout,
+    /// `spares=` and its column.
+    pub spares: Option<(u32, usize)>,
+    /// `impl=` and its column.
+    pub imp: Option<(String, usize)>,
+}
+
+/// Check the options of an array of `level`.
+pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
+    let mut a = ArrayOpts {
+        stripe: None,
+        layout: ParityLayout::LeftSymmetric,
+        spares: None,
+        imp: None,
+    };
+    for o in opts {
+        match o.key.as_str() {
+            "stripe" => {
+                let s = parse_size(&o.value).map_err(|m| Error::Invalid { col: o.col, msg: m })?;
+                if s < 4096 || !s.is_power_of_two() || s > 1 << 30 {
+                    return invalid(o.col, format!("stripe={}: the stripe unit must be a power of two from 4k to 1g", o.value));
+                }
+                a.stripe = Some(s);
+            }
+            "layout" => match level {
+                Level::Raid5 | Level::Raid6 => {
+                    a.layout = ParityLayout::from_word(&o.value).ok_or_else(|| Error::Invalid {
+                        col: o.col,
+                        msg: format!("layout={}: expected left-symmetric, left-asymmetric, right-symmetric or right-asymmetric", o.value),
+                    })?
+                }
+                Level::Raid10 if o.value == "n2" => {}
+                Level::Raid10 => return invalid(o.col, format!("layout={}: raid10 supports n2 (near, 2 copies)", o.value)),
+                _ => return invalid(o.col, format!("layout applies to raid5, raid6 and raid10, not {}", level.word())),
+            },
+            "spares" => {
+                let n = o.value.parse().ok().filter(|&n: &u32| n <= 64).ok_or_else(|| Error::Invalid {
+                    col: o.col,
+                    msg: format!("spares={}: expected a count", o.value),
+                })?;
+                a.spares = Some((n, o.col));
+            }
+            "impl" => {
+                if !matches!(o.value.as_str(), "md" | "lvm" | "windows") {
+                    return invalid(o.col, format!("impl={}: expected md, lvm or windows", o.value));
+                }
+                a.imp = Some((o.value.clone(), o.col));
+            }
+            _ => return unknown_key(o, "an array", "stripe, layout, spares, impl"),
+        }
+    }
+    Ok(a)
+}
+
 fn invalid<T>(col: usize, msg: impl Into<String>) -> Result<T> {
     Err(Error::Invalid {
         col,
@@ -782,48 +843,16 @@ impl Resolver<'_> {
         col: usize,
         in_ctrl: Option<(f64, &str)>,
     ) -> Result<Array> {
-        let mut stripe: Option<u64> = None;
-        let mut layout = ParityLayout::LeftSymmetric;
-        let mut spares = 0u32;
-        let mut imp: Option<String> = None;
-        for o in opts {
-            match o.key.as_str() {
-                "stripe" => {
-                    let s = parse_size(&o.value).map_err(|m| Error::Invalid { col: o.col, msg: m })?;
-                    if s < 4096 || !s.is_power_of_two() || s > 1 << 30 {
-                        return invalid(o.col, format!("stripe={}: the stripe unit must be a power of two from 4k to 1g", o.value));
-                    }
-                    stripe = Some(s);
-                }
-                "layout" => match level {
-                    Level::Raid5 | Level::Raid6 => {
-                        layout = ParityLayout::from_word(&o.value).ok_or_else(|| Error::Invalid {
-                            col: o.col,
-                            msg: format!("layout={}: expected left-symmetric, left-asymmetric, right-symmetric or right-asymmetric", o.value),
-                        })?
-                    }
-                    Level::Raid10 if o.value == "n2" => {}
-                    Level::Raid10 => return invalid(o.col, format!("layout={}: raid10 supports n2 (near, 2 copies)", o.value)),
-                    _ => return invalid(o.col, format!("layout applies to raid5, raid6 and raid10, not {}", level.word())),
-                },
-                "spares" => {
-                    spares = o.value.parse().ok().filter(|&n: &u32| n <= 64).ok_or_else(|| Error::Invalid {
-                        col: o.col,
-                        msg: format!("spares={}: expected a count", o.value),
-                    })?
-                }
-                "impl" => {
-                    if let Some((_, ctrl)) = in_ctrl {
-                        return invalid(o.col, format!("impl is for host software RAID; this array is run by {ctrl}"));
-                    }
-                    if !matches!(o.value.as_str(), "md" | "lvm" | "windows") {
-                        return invalid(o.col, format!("impl={}: expected md, lvm or windows", o.value));
-                    }
-                    imp = Some(o.value.clone());
-                }
-                _ => return unknown_key(o, "an array", "stripe, layout, spares, impl"),
-            }
+        let o = array_options(level, opts)?;
+        let (stripe, layout) = (o.stripe, o.layout);
+        let spares = o.spares.map_or(0, |s| s.0);
+        if let (Some((_, icol)), Some((_, ctrl))) = (&o.imp, in_ctrl) {
+            return invalid(
+                *icol,
+                format!("impl is for host software RAID; this array is run by {ctrl}"),
+            );
         }
+        let mut imp = o.imp.map(|i| i.0);
         if in_ctrl.is_none() && imp.is_none() {
             imp = Some("md".into());
         }

@@ -88,19 +88,24 @@ impl Vol {
                 col,
             } => {
                 self.nodes.push(VNode::Missing); // placeholder until children exist
-                                                 // Sizes of present members first, so a missing one can match them.
-                let known: Vec<u64> = children
+                                                 // Present members first, so a missing one can take their size.
+                let mut ids = vec![0; children.len()];
+                let mut szs = vec![0; children.len()];
+                for (i, c) in children.iter().enumerate() {
+                    if !matches!(c, RealNode::Missing) {
+                        (ids[i], szs[i]) = self.add(c, sizes, None)?;
+                    }
+                }
+                let hint = children
                     .iter()
-                    .filter(|c| !matches!(c, RealNode::Missing))
-                    .map(|c| Self::size_of(c, sizes))
-                    .collect();
-                let hint = known.iter().copied().min();
-                let mut ids = Vec::new();
-                let mut szs = Vec::new();
-                for c in children {
-                    let (cid, s) = self.add(c, sizes, hint)?;
-                    ids.push(cid);
-                    szs.push(s);
+                    .zip(&szs)
+                    .filter(|(c, _)| !matches!(c, RealNode::Missing))
+                    .map(|(_, s)| *s)
+                    .min();
+                for (i, c) in children.iter().enumerate() {
+                    if matches!(c, RealNode::Missing) {
+                        (ids[i], szs[i]) = self.add(c, sizes, hint)?;
+                    }
                 }
                 let geo = Geometry::new(*level, *chunk, *layout, &szs)
                     .map_err(|e| format!("{} at column {col}: {e}", level.word()))?;
@@ -116,35 +121,6 @@ impl Vol {
                     failed,
                 };
                 Ok((id, cap))
-            }
-        }
-    }
-
-    fn size_of(n: &RealNode, sizes: &[u64]) -> u64 {
-        match n {
-            RealNode::Member(i) => sizes[*i],
-            RealNode::Missing => u64::MAX,
-            RealNode::Array {
-                level,
-                chunk,
-                layout,
-                children,
-                ..
-            } => {
-                let known: Vec<u64> = children
-                    .iter()
-                    .filter(|c| !matches!(c, RealNode::Missing))
-                    .map(|c| Self::size_of(c, sizes))
-                    .collect();
-                let m = known.iter().copied().min().unwrap_or(0);
-                let szs: Vec<u64> = children
-                    .iter()
-                    .map(|c| match c {
-                        RealNode::Missing => m,
-                        c => Self::size_of(c, sizes),
-                    })
-                    .collect();
-                Geometry::new(*level, *chunk, *layout, &szs).map_or(0, |g| g.capacity())
             }
         }
     }
@@ -343,13 +319,9 @@ impl<'a, 'm> Exec<'a, 'm> {
                     // Alternate between healthy copies piece by piece (md
                     // balances mirror reads across copies).
                     geo.copies(m, p.member_off, &mut copies);
-                    let healthy: Vec<(usize, u64)> = copies
-                        .iter()
-                        .copied()
-                        .filter(|(c, _)| !failed[*c])
-                        .collect();
-                    let (c, co) = healthy
-                        [(p.vol_off / geo.chunk().max(1) + i as u64) as usize % healthy.len()];
+                    copies.retain(|(c, _)| !failed[*c]);
+                    let (c, co) =
+                        copies[(p.vol_off / geo.chunk() + i as u64) as usize % copies.len()];
                     futs.push(self.read(children[c], co, head));
                 }
                 Level::Raid5 | Level::Raid6 if failed[m] => {

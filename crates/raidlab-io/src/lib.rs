@@ -163,10 +163,9 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
                     m.path.display()
                 ))
             })?;
-        let f = File::create_new(&m.path)
+        File::create_new(&m.path)
             .and_then(|f| f.set_len(size))
-            .map_err(|e| Error::Runtime(format!("creating {}: {e}", m.path.display())));
-        f?;
+            .map_err(|e| Error::Runtime(format!("creating {}: {e}", m.path.display())))?;
         kinds[i] = Some(safety::Kind::File);
     }
     let mut files = Vec::new();

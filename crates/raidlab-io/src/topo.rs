@@ -6,7 +6,7 @@
 //! `host(...)` wrapper is accepted; controllers are simulator-only.
 
 use crate::Error;
-use raidlab_core::topology::{parse, Ast};
+use raidlab_core::topology::{array_options, parse, Ast};
 use raidlab_core::units::parse_size;
 use raidlab_layout::{Level, ParityLayout};
 use std::path::PathBuf;
@@ -210,45 +210,18 @@ fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
                     "'{name}' at column {col} is a controller: controllers exist only in 'raidlab sim'; a real run executes software arrays (raid0/1/5/6/10, concat) over paths"
                 )));
             };
-            let mut chunk = 64 * 1024;
-            let mut layout = ParityLayout::LeftSymmetric;
-            for o in opts {
-                let bad = |what: &str| {
-                    Error::Input(format!("{}={} at column {}: {what}", o.key, o.value, o.col))
-                };
-                match o.key.as_str() {
-                    "stripe" => {
-                        chunk = parse_size(&o.value)
-                            .ok()
-                            .filter(|c| c.is_power_of_two() && *c >= 4096)
-                            .ok_or_else(|| bad("the stripe unit must be a power of two of at least 4k"))?;
-                    }
-                    "layout" => match level {
-                        Level::Raid5 | Level::Raid6 => {
-                            layout = ParityLayout::from_word(&o.value).ok_or_else(|| {
-                                bad("layouts are left-symmetric, left-asymmetric, right-symmetric, right-asymmetric")
-                            })?
-                        }
-                        Level::Raid10 if o.value == "n2" => {}
-                        _ => return Err(bad("this level has no such layout")),
-                    },
-                    "impl" if o.value == "md" => {}
-                    "impl" => {
-                        return Err(bad(
-                            "a real run is executed by raidlab's own md-layout RAID; only impl=md applies",
-                        ))
-                    }
-                    "spares" => {
-                        return Err(bad("hot spares are simulator-only"));
-                    }
-                    k => {
-                        return Err(Error::Input(format!(
-                            "unknown array option '{k}' at column {} (known: stripe, layout, impl)",
-                            o.col
-                        )))
-                    }
-                }
+            let o = array_options(level, opts).map_err(|e| Error::Input(e.to_string()))?;
+            if let Some((_, c)) = o.spares {
+                return Err(Error::Input(format!(
+                    "spares at column {c}: hot spares are simulator-only"
+                )));
             }
+            if let Some((i, c)) = o.imp.as_ref().filter(|(i, _)| i != "md") {
+                return Err(Error::Input(format!(
+                    "impl={i} at column {c}: a real run is executed by raidlab's own md-layout RAID; only impl=md applies"
+                )));
+            }
+            let (chunk, layout) = (o.stripe.unwrap_or(64 * 1024), o.layout);
             let kids = children
                 .iter()
                 .map(|c| node(c, members))

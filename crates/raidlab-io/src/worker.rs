@@ -260,8 +260,11 @@ pub fn run_worker(
             // Every task waits for a lock another worker holds.
             std::thread::yield_now();
         }
-        let waiting: Vec<usize> = be.sched.lock_wait.borrow_mut().drain(..).collect();
-        be.sched.ready.borrow_mut().extend(waiting);
+        // Completions may have released locks: let the waiters try again.
+        be.sched
+            .ready
+            .borrow_mut()
+            .append(&mut be.sched.lock_wait.borrow_mut());
     }
     drop(tasks);
     if let Source::Own(_, t) = src {
