@@ -1,6 +1,6 @@
 //! Latency and throughput accounting of host I/Os (HDR histograms).
 
-use crate::result::{DirStats, Summary};
+use crate::result::{DirLatency, DirStats, LatencyDetail, Summary, FIO_LAT_EDGES_NS};
 use crate::units::Ns;
 use hdrhistogram::Histogram;
 
@@ -28,6 +28,26 @@ impl DirMetrics {
         }
     }
 
+    /// The distribution: min, max, mean, standard deviation and fio's
+    /// default percentiles (histogram values, 3 significant digits).
+    pub fn latency(&self) -> DirLatency {
+        if self.count == 0 {
+            return DirLatency::default();
+        }
+        DirLatency {
+            count: self.count,
+            bytes: self.bytes,
+            min_ns: self.hist.min(),
+            max_ns: self.hist.max(),
+            mean_ns: self.lat_sum as f64 / self.count as f64,
+            stddev_ns: self.hist.stdev(),
+            percentiles: FIO_PERCENTILES
+                .iter()
+                .map(|&p| (p, self.hist.value_at_quantile(p / 100.0)))
+                .collect(),
+        }
+    }
+
     fn stats(&self, secs: f64) -> DirStats {
         if self.count == 0 || secs <= 0.0 {
             return DirStats::default();
@@ -39,6 +59,12 @@ impl DirMetrics {
         }
     }
 }
+
+/// fio's default `percentile_list` (fio(1), "percentile_list").
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
 
 /// Host-side measurements.
 pub struct Metrics {
@@ -79,6 +105,24 @@ impl Metrics {
             a.bytes += b.bytes;
             a.lat_sum += b.lat_sum;
             a.hist.add(&b.hist).expect("same histogram bounds");
+        }
+    }
+
+    /// Both directions' distributions over a window of `window_ns`.
+    pub fn detail(&self, window_ns: u64) -> LatencyDetail {
+        let mut buckets = vec![0u64; FIO_LAT_EDGES_NS.len() + 1];
+        for h in [&self.read.hist, &self.write.hist] {
+            for v in h.iter_recorded() {
+                let lat = h.median_equivalent(v.value_iterated_to());
+                let i = FIO_LAT_EDGES_NS.partition_point(|&e| e <= lat);
+                buckets[i] += v.count_at_value();
+            }
+        }
+        LatencyDetail {
+            read: self.read.latency(),
+            write: self.write.latency(),
+            window_ns,
+            buckets,
         }
     }
 

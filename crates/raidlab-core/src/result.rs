@@ -119,7 +119,81 @@ pub struct RunResult {
     /// What only a real run has: engine, totals, members, verify.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub real: Option<RealStats>,
+    /// Latency distribution per direction, for fio-compatible output
+    /// (not part of the SPEC §4 document).
+    #[serde(skip)]
+    pub latency: Option<LatencyDetail>,
 }
+
+/// The latency distribution of one direction in the measurement window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DirLatency {
+    /// I/Os completed.
+    pub count: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Smallest latency, ns.
+    pub min_ns: u64,
+    /// Largest latency, ns.
+    pub max_ns: u64,
+    /// Mean latency, ns.
+    pub mean_ns: f64,
+    /// Standard deviation of latency, ns.
+    pub stddev_ns: f64,
+    /// (percentile in %, latency ns) at fio's default percentile list.
+    pub percentiles: Vec<(f64, u64)>,
+}
+
+/// Latency distributions of reads and writes, and the window they cover.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyDetail {
+    /// Reads.
+    pub read: DirLatency,
+    /// Writes.
+    pub write: DirLatency,
+    /// Length of the measurement window, ns.
+    pub window_ns: u64,
+    /// I/Os of both directions per latency bucket: bucket `i` holds
+    /// latencies in `[FIO_LAT_EDGES_NS[i-1], FIO_LAT_EDGES_NS[i])`, the last
+    /// one everything from the last edge up (fio's `latency_ns/us/ms`).
+    pub buckets: Vec<u64>,
+}
+
+/// Upper edges of fio's latency buckets, ns: `latency_ns` 2..1000 ns,
+/// `latency_us` 2..1000 us, `latency_ms` 2..2000 ms (fio stat.c).
+pub const FIO_LAT_EDGES_NS: [u64; 31] = [
+    2,
+    4,
+    10,
+    20,
+    50,
+    100,
+    250,
+    500,
+    750,
+    1_000,
+    2_000,
+    4_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    750_000,
+    1_000_000,
+    2_000_000,
+    4_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    750_000_000,
+    1_000_000_000,
+    2_000_000_000,
+];
 
 /// I/Os and bytes of one direction, whole run (ramp included).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

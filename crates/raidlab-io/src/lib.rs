@@ -401,6 +401,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             members: mstats,
             verify: opts.verify.then_some(vstats),
         }),
+        latency: Some(metrics.detail((secs * 1e9) as u64)),
     };
     Ok(RunOutput { result, trace })
 }

@@ -2,5 +2,6 @@
 //! published and simulated values side by side, and their JSON.
 //! This crate formats results; it runs nothing.
 
+pub mod fio;
 pub mod reproduce;
 pub mod text;

@@ -591,6 +591,7 @@ fn simulate_inner(
             host_ios: host.completed,
         },
         real: None,
+        latency: Some(host.metrics.detail(window)),
     };
     Ok((result, trace))
 }

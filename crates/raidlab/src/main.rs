@@ -30,6 +30,16 @@ enum SimFormat {
     Json,
 }
 
+/// Output of one run (`sim`, `run`).
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum RunFormat {
+    Table,
+    Json,
+    /// fio's `--output-format=json` layout.
+    #[value(name = "fio-json")]
+    FioJson,
+}
+
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum PresetFormat {
     Table,
@@ -173,8 +183,8 @@ struct JobArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = SimFormat::Table)]
-    format: SimFormat,
+    #[arg(long, value_enum, default_value_t = RunFormat::Table)]
+    format: RunFormat,
     /// Write the result to FILE instead of stdout.
     #[arg(long, short = 'o')]
     output: Option<String>,
@@ -288,10 +298,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let result = raidlab_sim::simulate(&topo, &w, args.seed)
                 .map_err(|e| Failure::Input(e.to_string()))?;
-            let text = match args.format {
-                SimFormat::Json => json_text(&result)?,
-                SimFormat::Table => table::sim_table(&result),
-            };
+            let text = result_text(&result, args.format, 0)?;
             emit(&args.output, &text)
         }
         Cmd::Run {
@@ -316,14 +323,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 force,
                 trace: false,
             };
+            let started = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
             let out = raidlab_io::run(&expr, &w, args.seed, &opts).map_err(|e| match e {
                 raidlab_io::Error::Input(m) => Failure::Input(m),
                 raidlab_io::Error::Runtime(m) => Failure::Runtime(m),
             })?;
-            let text = match args.format {
-                SimFormat::Json => json_text(&out.result)?,
-                SimFormat::Table => table::sim_table(&out.result),
-            };
+            let text = result_text(&out.result, args.format, started)?;
             emit(&args.output, &text)?;
             let bad = out
                 .result
@@ -453,6 +460,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let _ = Preset::kind; // presets are listed by kind in the table
             emit(&None, &text)
         }
+    }
+}
+
+/// One run's result in the format asked for.
+fn result_text(
+    r: &raidlab_core::result::RunResult,
+    format: RunFormat,
+    timestamp: u64,
+) -> Result<String, Failure> {
+    match format {
+        RunFormat::Json => json_text(r),
+        RunFormat::FioJson => json_text(&raidlab_report::fio::fio_json(r, timestamp)),
+        RunFormat::Table => Ok(table::sim_table(r)),
     }
 }
 

@@ -134,3 +134,149 @@ fn fio_and_raidlab_do_the_same_io() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Key paths of a JSON value with the JSON type at each (`int`, `float`,
+/// `string`, `object`, ...), as a consumer written against fio sees them.
+fn shape(v: &Value, path: &str, out: &mut Vec<(String, &'static str)>) {
+    let t = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    out.push((path.to_string(), t));
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                shape(x, &format!("{path}/{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate().take(1) {
+                shape(x, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `--format fio-json` has fio's layout: every key fio 3.x writes for a job
+/// direction (and the job-level keys raidlab measures) exists with the same
+/// JSON type, and the figures agree with raidlab's own JSON.
+#[test]
+fn fio_json_reads_like_fio_output() {
+    if !fio_available() {
+        assert!(
+            std::env::var_os("RAIDLAB_REQUIRE_FIO").is_none(),
+            "fio is required here (RAIDLAB_REQUIRE_FIO is set) but not installed"
+        );
+        eprintln!("SKIPPED fio_json_reads_like_fio_output: fio is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("raidlab-fiojson-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("t.img");
+    let fio = Command::new("fio")
+        .args([
+            "--name=t",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=4m",
+            "--ioengine=psync",
+            "--output-format=json",
+        ])
+        .arg(format!("--filename={}", file.display()))
+        .output()
+        .unwrap();
+    assert!(fio.status.success());
+    let fio: Value = serde_json::from_slice(&fio.stdout).unwrap();
+    let mut want = Vec::new();
+    for d in ["read", "write", "trim"] {
+        shape(&fio["jobs"][0][d], &format!("/jobs/0/{d}"), &mut want);
+    }
+    for k in [
+        "jobname",
+        "groupid",
+        "error",
+        "job options",
+        "job_runtime",
+        "usr_cpu",
+        "sys_cpu",
+        "latency_ns",
+        "latency_us",
+        "latency_ms",
+        "latency_depth",
+        "latency_percentile",
+    ] {
+        shape(&fio["jobs"][0][k], &format!("/jobs/0/{k}"), &mut want);
+    }
+    for k in ["fio version", "timestamp", "disk_util"] {
+        shape(&fio[k], &format!("/{k}"), &mut want);
+    }
+    // fio keys its job options by what the user wrote; those differ.
+    // Per-device merges, ticks and queue time are the kernel's disk stats,
+    // which raidlab does not have; devices carry name and util.
+    want.retain(|(p, _)| {
+        !p.starts_with("/jobs/0/job options/")
+            && (!p.starts_with("/disk_util/0/") || p.ends_with("/name") || p.ends_with("/util"))
+    });
+    assert!(want
+        .iter()
+        .any(|(p, _)| p.ends_with("clat_ns/percentile/99.000000")));
+
+    let img = dir.join("m.img").display().to_string();
+    let runs: [Vec<&str>; 2] = [
+        vec!["sim", "-t", "raid5(4*x25e)"],
+        vec!["run", "-t", &img, "--buffered"],
+    ];
+    for base in runs {
+        let wl = "rw=randrw bs=4k size=4m iodepth=4";
+        let mut args = base.clone();
+        args.extend(["-w", wl, "--format", "fio-json"]);
+        let out = raidlab(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ours: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut got = Vec::new();
+        shape(&ours, "", &mut got);
+        for (p, t) in &want {
+            let found = got.iter().find(|(q, _)| q == p);
+            assert_eq!(
+                found.map(|x| x.1),
+                Some(*t),
+                "{base:?}: fio has {p} as {t}, raidlab fio-json has {found:?}"
+            );
+        }
+        // lat_ns carries percentiles too (fio does with lat_percentiles=1).
+        let job = &ours["jobs"][0];
+        assert!(job["read"]["lat_ns"]["percentile"]["99.000000"].is_u64());
+        // The same figures as raidlab's own JSON (a simulation is deterministic).
+        if base[0] == "sim" {
+            let mut args = base.clone();
+            args.extend(["-w", wl, "--format", "json"]);
+            let own: Value = serde_json::from_slice(&raidlab(&args).stdout).unwrap();
+            for d in ["read", "write"] {
+                let a = job[d]["iops"].as_f64().unwrap();
+                let b = own["summary"][d]["iops"].as_f64().unwrap();
+                assert!((a - b).abs() <= 1e-6 * b.max(1.0), "{d}: {a} vs {b}");
+                let mean_ms = job[d]["lat_ns"]["mean"].as_f64().unwrap() / 1e6;
+                let own_ms = own["summary"][d]["lat_avg_ms"].as_f64().unwrap();
+                assert!((mean_ms - own_ms).abs() <= 1e-6 * own_ms.max(1e-3));
+                let kib = job[d]["bw"].as_u64().unwrap() as f64;
+                let mbps = own["summary"][d]["mbps"].as_f64().unwrap();
+                assert!((kib * 1024.0 / 1e6 - mbps).abs() <= 0.01 * mbps.max(0.01));
+            }
+        } else {
+            let ios = job["read"]["total_ios"].as_u64().unwrap()
+                + job["write"]["total_ios"].as_u64().unwrap();
+            assert_eq!(ios, 1024, "4 MiB of 4 KiB I/Os");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
