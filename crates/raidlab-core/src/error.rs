@@ -32,6 +32,9 @@ pub enum Error {
     /// Bad published-measurement CSV.
     #[error("csv: {0}")]
     Csv(String),
+    /// Bad argument of the analytic model or of a sweep.
+    #[error("{0}")]
+    Input(String),
 }
 
 /// Result alias for the core crate.

@@ -6,6 +6,7 @@
 //! presets (TOML data), the result schema and the published-measurement CSV.
 //! This crate knows nothing about events or files on disk.
 
+pub mod analytic;
 pub mod error;
 pub mod metrics;
 pub mod preset;

@@ -155,7 +155,8 @@ fn resource(b: &Option<String>) -> String {
     }
 }
 
-/// The tables as text: per cell "published simulated error resource".
+/// The tables as text: per cell "published simulated error resource
+/// [analytic expectation]".
 pub fn render(tables: &[DocTable<'_>]) -> String {
     let mut o = String::new();
     for t in tables {
@@ -178,7 +179,7 @@ pub fn render(tables: &[DocTable<'_>]) -> String {
                 }
             })
             .collect();
-        let w = 26;
+        let w = 34;
         let rw = t.rows.iter().map(|r| r.len()).max().unwrap_or(4).max(4);
         o += &format!("{:<rw$}", "");
         for c in &short {
@@ -187,7 +188,7 @@ pub fn render(tables: &[DocTable<'_>]) -> String {
         o += "\n";
         o += &format!("{:<rw$}", "");
         for _ in &short {
-            o += &format!(" | {:<w$}", "published simulated err");
+            o += &format!(" | {:<w$}", "published simulated err [model]");
         }
         o += "\n";
         for r in &t.rows {
@@ -195,8 +196,12 @@ pub fn render(tables: &[DocTable<'_>]) -> String {
             for c in &t.cols {
                 match t.cells.iter().find(|x| &x.row == r && &x.col == c) {
                     Some(x) => {
+                        let model = x
+                            .result
+                            .analytic
+                            .map_or(String::new(), |a| format!(" [{}]", num(a)));
                         let cell = format!(
-                            "{} {} {:+.0}% {}",
+                            "{} {} {:+.0}% {}{model}",
                             num(x.result.row.value),
                             num(x.result.simulated),
                             x.result.error_pct,
@@ -238,6 +243,7 @@ pub fn to_json(tables: &[DocTable<'_>], v: &Validation) -> serde_json::Value {
                     "simulated": c.result.simulated,
                     "error_pct": c.result.error_pct,
                     "bottleneck": c.result.bottleneck,
+                    "analytic": c.result.analytic,
                 })).collect::<Vec<_>>(),
             })
         }).collect::<Vec<_>>(),

@@ -236,3 +236,105 @@ pub fn validation_json(v: &Validation) -> serde_json::Value {
         "summary": summary_json(v),
     })
 }
+
+/// One pattern of `raidlab model`.
+pub struct ModelRow {
+    /// T/C, R and efficiency.
+    pub cost: raidlab_core::analytic::Cost,
+    /// One drive's figure (IOPS for small patterns, MB/s for large).
+    pub one_drive: f64,
+    /// Where that figure came from.
+    pub source: String,
+}
+
+impl ModelRow {
+    fn unit(&self) -> &'static str {
+        if self.cost.pattern.per_io() {
+            "IOPS"
+        } else {
+            "MB/s"
+        }
+    }
+
+    /// T/C × D × one drive.
+    pub fn expected(&self) -> f64 {
+        self.cost.drive_multiple * self.one_drive
+    }
+}
+
+/// `raidlab model` as a table.
+pub fn model_table(rows: &[ModelRow]) -> String {
+    let Some(first) = rows.first() else {
+        return String::new();
+    };
+    let c = &first.cost;
+    let mut o = format!(
+        "analytic model (SPEC §9): {} over {} drives, storage efficiency {:.0}%\n",
+        c.level,
+        c.drives,
+        c.efficiency * 100.0
+    );
+    o += &format!(
+        "{:<24} {:>6} {:>6} {:>7} {:>16} {:>18}\n",
+        "pattern", "T/C", "R", "T/C×D", "one drive", "expected array"
+    );
+    for r in rows {
+        o += &format!(
+            "{:<24} {:>6} {:>6} {:>7} {:>16} {:>18}\n",
+            r.cost.pattern.word(),
+            r.cost.tc_text,
+            r.cost.requests,
+            format!("{:.3}", r.cost.drive_multiple)
+                .trim_end_matches('0')
+                .trim_end_matches('.'),
+            format!("{:.0} {}", r.one_drive, r.unit()),
+            format!("{:.0} {}", r.expected(), r.unit()),
+        );
+    }
+    let mut sources: Vec<&str> = rows.iter().map(|r| r.source.as_str()).collect();
+    sources.dedup();
+    for s in sources {
+        o += &format!("one drive: {s}\n");
+    }
+    o
+}
+
+/// `raidlab model` as JSON.
+pub fn model_json(rows: &[ModelRow]) -> serde_json::Value {
+    serde_json::json!({
+        "level": rows.first().map(|r| r.cost.level.clone()),
+        "drives": rows.first().map(|r| r.cost.drives),
+        "efficiency": rows.first().map(|r| r.cost.efficiency),
+        "patterns": rows.iter().map(|r| serde_json::json!({
+            "pattern": r.cost.pattern,
+            "tc": r.cost.tc,
+            "tc_text": r.cost.tc_text,
+            "requests": r.cost.requests,
+            "drive_multiple": r.cost.drive_multiple,
+            "unit": if r.cost.pattern.per_io() { "iops" } else { "mbps" },
+            "one_drive": r.one_drive,
+            "one_drive_source": r.source,
+            "expected": r.expected(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The analytic expectation beside a simulated run (`raidlab sim` table).
+pub fn analytic_line(r: &RunResult, e: &raidlab_sim::analytic::Expectation) -> String {
+    let (name, unit, sim) = if e.cost.pattern.per_io() {
+        ("iops", "IOPS", r.summary.iops)
+    } else {
+        ("mbps", "MB/s", r.summary.mbps)
+    };
+    let Some(x) = e.metric(name).filter(|x| *x > 0.0) else {
+        return String::new();
+    };
+    format!(
+        "\nanalytic   {x:.0} {unit} = T/C {} × {} drives × {:.0} {unit} ({} alone); simulated is {:.0}% of it\n",
+        e.cost.tc_text,
+        e.cost.drives,
+        e.one_drive.metric(name).unwrap_or(0.0),
+        e.drive,
+        100.0 * sim / x
+    )
+}

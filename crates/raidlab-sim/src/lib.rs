@@ -6,6 +6,7 @@
 //! [`host`] — wires them by id, and runs the workload's jobs through them on
 //! the event engine ([`engine`]). Same inputs and seed give the same result.
 
+pub mod analytic;
 pub mod array;
 pub mod controller;
 pub mod engine;

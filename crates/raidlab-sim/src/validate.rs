@@ -5,6 +5,7 @@
 //! `runtime` run with [`RAMP`] of warm-up and [`WINDOW`] of measurement,
 //! long enough for caches, queues and garbage collection to settle.
 
+use crate::analytic::{self, Expectation};
 use crate::simulate;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::published::Row;
@@ -32,6 +33,9 @@ pub struct RowResult {
     pub error_pct: f64,
     /// The saturated component, if any.
     pub bottleneck: Option<String>,
+    /// The classic analytic expectation of the metric (T/C × D × one
+    /// drive), where the model applies ([`crate::analytic`]).
+    pub analytic: Option<f64>,
 }
 
 /// A row that could not be simulated, and why.
@@ -102,10 +106,17 @@ pub fn row_workload(row: &Row) -> Result<Workload, String> {
     Ok(w)
 }
 
-fn run_one(row: &Row, db: &PresetDb, seed: u64) -> Result<RunResult, String> {
+/// One simulation of a row, and its analytic expectation when there is one.
+type Outcome = Result<(RunResult, Option<Expectation>), String>;
+
+fn run_one(row: &Row, db: &PresetDb, seed: u64) -> Outcome {
     let t = resolve(&row.topology, db).map_err(|e| e.to_string())?;
     let w = row_workload(row)?;
-    simulate(&t, &w, seed).map_err(|e| e.to_string())
+    let r = simulate(&t, &w, seed).map_err(|e| e.to_string())?;
+    let e = analytic::expect(&t, &w, seed)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    Ok((r, e))
 }
 
 /// Simulate `rows` on `threads` threads; `progress(done, total)` is called
@@ -127,7 +138,7 @@ pub fn validate(
                 jobs.len() - 1
             });
     }
-    let results: Mutex<Vec<Option<Result<RunResult, String>>>> = Mutex::new(vec![None; jobs.len()]);
+    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let threads = threads.clamp(1, jobs.len().max(1));
@@ -156,7 +167,7 @@ pub fn validate(
                 id: r.id.clone(),
                 reason: reason.clone(),
             }),
-            Ok(res) => {
+            Ok((res, expectation)) => {
                 let sim = res.summary.metric(&r.metric).unwrap_or(f64::NAN);
                 if !sim.is_finite() || sim <= 0.0 {
                     v.failed.push(Failed {
@@ -172,6 +183,7 @@ pub fn validate(
                     bottleneck: res.components.iter().find(|c| c.bottleneck).map(|c| {
                         format!("{} ({})", c.name, c.resource.clone().unwrap_or_default())
                     }),
+                    analytic: expectation.as_ref().and_then(|e| e.metric(&r.metric)),
                 });
             }
         }
@@ -200,6 +212,7 @@ mod tests {
             simulated: 1.0,
             error_pct: e,
             bottleneck: None,
+            analytic: None,
         };
         let rows: Vec<RowResult> = [-50.0, 10.0, 5.0, -1.0, 30.0, 2.0, 3.0, -4.0, 6.0, 7.0]
             .into_iter()

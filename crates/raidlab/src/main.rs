@@ -138,6 +138,44 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// The classic analytic model: T/C, internal requests and the expected
+    /// array throughput from one drive's figures (SPEC §9).
+    ///
+    /// One drive's figure is the drive preset simulated alone (small
+    /// patterns: 4 KiB random at QD32; large: 1 MiB sequential at QD4;
+    /// `--bs` changes the block size), or the number given with
+    /// `--one-drive`. Expected array throughput = T/C × drives × one drive.
+    Model {
+        /// RAID level: raid0, raid1, raid5, raid6, raid10.
+        #[arg(long)]
+        level: String,
+        /// Number of drives.
+        #[arg(long)]
+        drives: u32,
+        /// Only this pattern: small-random-read, small-random-write,
+        /// large-sequential-read, large-sequential-write.
+        #[arg(long)]
+        pattern: Option<String>,
+        /// Drive preset simulated for one drive's figures.
+        #[arg(long, default_value = "x25e")]
+        drive: String,
+        /// Block size of the one-drive simulation.
+        #[arg(long)]
+        bs: Option<String>,
+        /// SSD starting state of the one-drive simulation (fresh, fill, steady).
+        #[arg(long)]
+        state: Option<String>,
+        /// One drive's figure, measured elsewhere (IOPS for small patterns,
+        /// MB/s for large); needs --pattern.
+        #[arg(long, requires = "pattern")]
+        one_drive: Option<f64>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = SimFormat::Table)]
+        format: SimFormat,
+        /// Extra presets (TOML).
+        #[arg(long)]
+        presets: Vec<String>,
+    },
     /// List presets, or dump one.
     Presets {
         /// Preset to show.
@@ -298,7 +336,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let result = raidlab_sim::simulate(&topo, &w, args.seed)
                 .map_err(|e| Failure::Input(e.to_string()))?;
-            let text = result_text(&result, args.format, 0)?;
+            let mut text = result_text(&result, args.format, 0)?;
+            if args.format == RunFormat::Table {
+                if let Some(Ok(e)) = raidlab_sim::analytic::expect(&topo, &w, args.seed) {
+                    text += &table::analytic_line(&result, &e);
+                }
+            }
             emit(&args.output, &text)
         }
         Cmd::Run {
@@ -422,6 +465,75 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             };
             emit(&output, &text)
+        }
+        Cmd::Model {
+            level,
+            drives,
+            pattern,
+            drive,
+            bs,
+            state,
+            one_drive,
+            format,
+            presets,
+        } => {
+            use raidlab_core::analytic::{cost, Pattern};
+            let lvl = raidlab_layout::Level::from_word(&level).ok_or_else(|| {
+                Failure::Input(format!(
+                    "unknown level '{level}' (raid0, raid1, raid5, raid6, raid10)"
+                ))
+            })?;
+            let patterns = match &pattern {
+                Some(p) => vec![Pattern::parse(p)?],
+                None => Pattern::ALL.to_vec(),
+            };
+            let bs = bs
+                .map(|b| {
+                    raidlab_core::units::parse_size(&b)
+                        .ok()
+                        .filter(|&x| x > 0 && x % 512 == 0)
+                        .ok_or_else(|| Failure::Input(format!("--bs: bad block size '{b}'")))
+                })
+                .transpose()?;
+            let db = load_presets(&presets)?;
+            let mut rows = Vec::new();
+            for p in patterns {
+                let c = cost(lvl, drives, p)?;
+                let (figure, source) = match one_drive {
+                    Some(x) if x.is_finite() && x > 0.0 => (x, "given".to_string()),
+                    Some(x) => {
+                        return Err(Failure::Input(format!(
+                            "--one-drive: {x} is not a positive figure"
+                        )))
+                    }
+                    None => {
+                        let t = topology::resolve(&drive, &db)?;
+                        if !matches!(t.root, topology::Node::Device(_)) {
+                            return Err(Failure::Input(format!(
+                                "--drive: '{drive}' is not a drive preset"
+                            )));
+                        }
+                        let mut words = raidlab_sim::analytic::drive_workload(p, bs);
+                        if let Some(st) = &state {
+                            words += &format!(" state={st}");
+                        }
+                        let w = Workload::parse(&words)?;
+                        let f = raidlab_sim::analytic::drive_figure(&t, &w, p)
+                            .map_err(|e| Failure::Input(e.to_string()))?;
+                        (f, format!("{drive} alone, {words}"))
+                    }
+                };
+                rows.push(table::ModelRow {
+                    cost: c,
+                    one_drive: figure,
+                    source,
+                });
+            }
+            let text = match format {
+                SimFormat::Json => json_text(&table::model_json(&rows))?,
+                SimFormat::Table => table::model_table(&rows),
+            };
+            emit(&None, &text)
         }
         Cmd::Presets {
             name,
