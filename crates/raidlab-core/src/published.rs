@@ -36,7 +36,9 @@ pub struct Row {
     pub line: usize,
 }
 
-fn split_record(line: &str, lno: usize) -> Result<Vec<String>> {
+/// The fields of one CSV record (RFC 4180 quoting; `lno` names the line in
+/// errors).
+pub fn split_record(line: &str, lno: usize) -> Result<Vec<String>> {
     let mut fields = Vec::new();
     let mut cur = String::new();
     let mut chars = line.chars().peekable();
@@ -70,6 +72,15 @@ fn split_record(line: &str, lno: usize) -> Result<Vec<String>> {
     }
     fields.push(cur);
     Ok(fields)
+}
+
+/// One CSV field, quoted when it holds a comma, a quote or a line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }
 
 /// Parse a whole CSV document (header required).

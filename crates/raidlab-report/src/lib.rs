@@ -4,4 +4,5 @@
 
 pub mod fio;
 pub mod reproduce;
+pub mod sweep;
 pub mod text;

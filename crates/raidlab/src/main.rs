@@ -41,6 +41,18 @@ enum RunFormat {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum SweepFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum SweepEngine {
+    Sim,
+    Real,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum PresetFormat {
     Table,
     Toml,
@@ -175,6 +187,70 @@ enum Cmd {
         /// Extra presets (TOML).
         #[arg(long)]
         presets: Vec<String>,
+    },
+    /// Run the product of varied values through templates: one row per run.
+    ///
+    /// `{name}` in --topology and --workload is replaced by each value of
+    /// `--vary name=...`: a list `v1,v2` (`v1|v2` when values hold commas),
+    /// a range `a..b` (step 1), `a..b:step`, or `a..b*factor` (geometric;
+    /// ends may be sizes: `bs=4k..1m*2`). The first --vary varies slowest.
+    /// Simulations run in parallel (--jobs); real runs one after another.
+    /// Each row has the run number, the varied values, the expanded
+    /// topology and workload, every summary metric and the bottleneck.
+    /// Rows without `runtime` simulate one pass over `size`, as `sim` does.
+    Sweep {
+        /// Topology template, or @FILE holding one.
+        #[arg(long, short = 't')]
+        topology: String,
+        /// Workload template (`key=value` pairs with `{name}` placeholders).
+        #[arg(long, short = 'w')]
+        workload: String,
+        /// name=values (repeat for more names).
+        #[arg(long, required = true)]
+        vary: Vec<String>,
+        /// sim (simulate) or real (run on the files or devices the template names).
+        #[arg(long, value_enum, default_value_t = SweepEngine::Sim)]
+        engine: SweepEngine,
+        /// Random seed of every run.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = SweepFormat::Csv)]
+        format: SweepFormat,
+        /// Write to FILE instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<String>,
+        /// Run only slice i of n (runs numbered k with k mod n = i-1); join
+        /// slices with `raidlab merge`.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Simulations in parallel (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Real runs: I/O engine.
+        #[arg(long, value_enum)]
+        io_engine: Option<EngineArg>,
+        /// Real runs: go through the page cache.
+        #[arg(long)]
+        buffered: bool,
+        /// Real runs: write self-describing blocks and check every read.
+        #[arg(long)]
+        verify: bool,
+        /// Real runs: write even to devices in use or with signatures.
+        #[arg(long)]
+        force: bool,
+        /// Extra presets (TOML).
+        #[arg(long)]
+        presets: Vec<String>,
+    },
+    /// Join the slices of a sharded sweep into the unsharded output.
+    Merge {
+        /// Slice files (all CSV or all JSON), in any order.
+        #[arg(required = true)]
+        slices: Vec<String>,
+        /// Write to FILE instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<String>,
     },
     /// List presets, or dump one.
     Presets {
@@ -535,6 +611,141 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             emit(&None, &text)
         }
+        Cmd::Sweep {
+            topology: topo_t,
+            workload,
+            vary,
+            engine,
+            seed,
+            format,
+            output,
+            shard,
+            jobs,
+            io_engine,
+            buffered,
+            verify,
+            force,
+            presets,
+        } => {
+            use raidlab_report::sweep::{self, Sweep, Vary};
+            let sw = |e: sweep::SweepError| Failure::Input(e.0);
+            let topo_t = match topo_t.strip_prefix('@') {
+                Some(path) => read_file(path, "topology file")?,
+                None => topo_t,
+            };
+            let sweep = Sweep {
+                topology: topo_t,
+                workload,
+                vary: vary
+                    .iter()
+                    .map(|v| Vary::parse(v))
+                    .collect::<Result<_, _>>()
+                    .map_err(sw)?,
+                engine: match engine {
+                    SweepEngine::Sim => "sim",
+                    SweepEngine::Real => "real",
+                }
+                .into(),
+                seed,
+            };
+            sweep.check().map_err(sw)?;
+            let shard = shard
+                .map(|s| sweep::parse_shard(&s))
+                .transpose()
+                .map_err(sw)?;
+            let runs = sweep.runs(shard);
+            let db = load_presets(&presets)?;
+            let label = |r: &sweep::Run| {
+                let v: Vec<String> = sweep
+                    .vary
+                    .iter()
+                    .zip(&r.values)
+                    .map(|(v, x)| format!("{}={x}", v.name))
+                    .collect();
+                format!("run {} ({})", r.index, v.join(" "))
+            };
+            // Every run's input is checked before anything runs.
+            let mut inputs = Vec::new();
+            for r in &runs {
+                let w = Workload::parse(&r.workload)
+                    .map_err(|e| Failure::Input(format!("{}: {e}", label(r))))?;
+                let t = match engine {
+                    SweepEngine::Sim => Some(
+                        topology::resolve(&r.topology, &db)
+                            .map_err(|e| Failure::Input(format!("{}: {e}", label(r))))?,
+                    ),
+                    SweepEngine::Real => {
+                        raidlab_io::topo::parse_real(&r.topology).map_err(|e| {
+                            Failure::Input(format!("{}: {}", label(r), io_message(e)))
+                        })?;
+                        None
+                    }
+                };
+                inputs.push((t, w));
+            }
+            let opts = raidlab_io::RunOptions {
+                engine: io_engine.map(Into::into),
+                direct: !buffered,
+                verify,
+                force,
+                trace: false,
+            };
+            let threads = match engine {
+                SweepEngine::Real => 1,
+                SweepEngine::Sim => jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            };
+            let progress = progress_bar("sweep");
+            let results = run_parallel(inputs.len(), threads, &progress, |i| {
+                let (t, w) = &inputs[i];
+                match t {
+                    Some(t) => raidlab_sim::simulate(t, w, seed)
+                        .map_err(|e| Failure::Input(format!("{}: {e}", label(&runs[i])))),
+                    None => {
+                        let out = raidlab_io::run(&runs[i].topology, w, seed, &opts).map_err(
+                            |e| match e {
+                                raidlab_io::Error::Input(m) => {
+                                    Failure::Input(format!("{}: {m}", label(&runs[i])))
+                                }
+                                raidlab_io::Error::Runtime(m) => {
+                                    Failure::Runtime(format!("{}: {m}", label(&runs[i])))
+                                }
+                            },
+                        )?;
+                        let bad = out
+                            .result
+                            .real
+                            .as_ref()
+                            .and_then(|r| r.verify.as_ref())
+                            .map_or(0, |v| v.mismatches);
+                        if bad > 0 {
+                            return Err(Failure::Runtime(format!(
+                                "{}: verify: {bad} mismatching 512-byte blocks",
+                                label(&runs[i])
+                            )));
+                        }
+                        Ok(out.result)
+                    }
+                }
+            });
+            let mut rows = Vec::new();
+            for (run, r) in runs.iter().zip(results) {
+                rows.push(sweep::row(run, &r?));
+            }
+            let text = match format {
+                SweepFormat::Csv => sweep::to_csv(&sweep, &runs, &rows),
+                SweepFormat::Json => json_text(&sweep::to_json(&sweep, &runs, &rows, shard))?,
+            };
+            emit(&output, &text)
+        }
+        Cmd::Merge { slices, output } => {
+            let mut texts = Vec::new();
+            for s in &slices {
+                texts.push((s.clone(), read_file(s, "slice")?));
+            }
+            let text = raidlab_report::sweep::merge(&texts).map_err(|e| Failure::Input(e.0))?;
+            emit(&output, &text)
+        }
         Cmd::Presets {
             name,
             format,
@@ -612,13 +823,53 @@ fn simulate_rows(
     raidlab_sim::validate::validate(rows, db, seed, threads, &progress_bar(what))
 }
 
+/// `f(0..n)` on `threads` threads, results in index order; `progress` is
+/// told as each finishes.
+fn run_parallel<T: Send>(
+    n: usize,
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    f: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let slots: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, n.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(i);
+                slots.lock().expect("no thread panics holding the lock")[i] = Some(r);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, n);
+            });
+        }
+    });
+    slots
+        .into_inner()
+        .expect("threads have finished")
+        .into_iter()
+        .map(|x| x.expect("every index ran"))
+        .collect()
+}
+
+fn io_message(e: raidlab_io::Error) -> String {
+    match e {
+        raidlab_io::Error::Input(m) | raidlab_io::Error::Runtime(m) => m,
+    }
+}
+
 /// A progress callback that draws on stderr only when stderr is a terminal.
 fn progress_bar(what: &'static str) -> impl Fn(usize, usize) + Sync {
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();
     move |done, total| {
         if tty {
-            eprint!("\r{what}: {done}/{total} simulations");
+            eprint!("\r{what}: {done}/{total} runs");
             if done == total {
                 eprintln!();
             }

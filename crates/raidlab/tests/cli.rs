@@ -1,40 +1,7 @@
 //! Command-line tests on the built binary.
 
-use std::process::{Command, Output};
-
-fn raidlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args(args)
-        .output()
-        .expect("run raidlab")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn tmp(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("raidlab-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
-/// Bad input: exit status 2, one line on stderr naming the problem, nothing on stdout.
-fn assert_input_error(args: &[&str], want: &str) {
-    let o = raidlab(args);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
-    assert_eq!(
-        e.trim_end().lines().count(),
-        1,
-        "{args:?}: one line, got {e:?}"
-    );
-    assert!(e.contains(want), "{args:?}: '{e}' lacks '{want}'");
-    assert!(!e.contains("panicked"), "{e}");
-    assert!(o.stdout.is_empty());
-}
+mod common;
+use common::*;
 
 #[test]
 fn bad_input_gives_one_line_and_status_2() {

@@ -5,15 +5,9 @@
 //! fio comes from Debian (CI installs it). Without it the test says it was
 //! skipped, unless RAIDLAB_REQUIRE_FIO is set (CI sets it), when it fails.
 
+mod common;
+use common::*;
 use serde_json::Value;
-use std::process::Command;
-
-fn raidlab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args(args)
-        .output()
-        .expect("raidlab runs")
-}
 
 fn fio_available() -> bool {
     Command::new("fio")

@@ -1,0 +1,309 @@
+//! Command-line tests of the reporting commands: sweep, merge, model, plot,
+//! and reproduce --html.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+const TOPO: &str = "adaptec5085(raid{level}[stripe=64k]({n}*x25e))";
+const WL: &str = "rw=randwrite bs={bs} iodepth=16 numjobs=2 runtime=0.2 ramp_time=0.1";
+
+fn sweep(extra: &[&str]) -> Output {
+    let mut a = vec![
+        "sweep",
+        "-t",
+        TOPO,
+        "-w",
+        WL,
+        "--vary",
+        "level=0,5",
+        "--vary",
+        "n=4..5",
+        "--vary",
+        "bs=4k..16k*2",
+    ];
+    a.extend_from_slice(extra);
+    raidlab(&a)
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", stderr(o));
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn sweep_writes_one_tidy_row_per_run() {
+    let csv = ok(&sweep(&["--jobs", "2"]));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 12, "{csv}");
+    let head: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(
+        &head[..6],
+        ["run", "level", "n", "bs", "topology", "workload"]
+    );
+    for c in [
+        "iops",
+        "mbps",
+        "lat_avg_ms",
+        "lat_p99_ms",
+        "write_iops",
+        "bottleneck",
+    ] {
+        assert!(head.contains(&c), "{c} missing from {head:?}");
+    }
+    // Product order: the last --vary fastest.
+    assert!(lines[1].starts_with("0,0,4,4k,adaptec5085(raid0[stripe=64k](4*x25e)),"));
+    assert!(lines[2].starts_with("1,0,4,8k,"));
+    assert!(lines[12].starts_with("11,5,5,16k,adaptec5085(raid5[stripe=64k](5*x25e)),"));
+    let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
+    let iops = |l: &str| -> f64 { l.split(',').nth(col("iops")).unwrap().parse().unwrap() };
+    // RAID 5 small writes cost more than RAID 0's (same drives, same bs).
+    assert!(
+        iops(lines[10]) < iops(lines[4]),
+        "{}\n{}",
+        lines[10],
+        lines[4]
+    );
+    // The saturated component is named.
+    let b = col("bottleneck");
+    assert!(
+        lines[1].split(',').nth(b).is_some_and(|x| x.contains('#')),
+        "{}",
+        lines[1]
+    );
+    // Thread count does not change the output.
+    assert_eq!(ok(&sweep(&["--jobs", "1"])), csv);
+}
+
+#[test]
+fn shards_merge_into_the_unsharded_output() {
+    let dir = std::env::temp_dir().join(format!("raidlab-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for format in ["csv", "json"] {
+        let full = ok(&sweep(&["--format", format]));
+        let mut slices = Vec::new();
+        for i in 1..=3 {
+            let p = dir.join(format!("s{i}.{format}")).display().to_string();
+            let shard = format!("{i}/3");
+            ok(&sweep(&["--format", format, "--shard", &shard, "-o", &p]));
+            slices.push(p);
+        }
+        // Any order.
+        let merged = ok(&raidlab(&["merge", &slices[2], &slices[0], &slices[1]]));
+        assert_eq!(merged, full, "{format}");
+        let out = dir.join(format!("m.{format}")).display().to_string();
+        ok(&raidlab(&[
+            "merge", &slices[1], &slices[0], &slices[2], "-o", &out,
+        ]));
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), full);
+        assert_input_error(&["merge", &slices[0], &slices[2]], "missing");
+        assert_input_error(
+            &["merge", &slices[0], &slices[0], &slices[1], &slices[2]],
+            "more than one slice",
+        );
+        if format == "json" {
+            let v: Value = serde_json::from_str(&full).unwrap();
+            assert_eq!(v["sweep"]["runs"], 12);
+            assert_eq!(v["rows"].as_array().unwrap().len(), 12);
+            assert_eq!(v["columns"][1], "level");
+        }
+    }
+    let csv = dir.join("s1.csv").display().to_string();
+    let json = dir.join("s2.json").display().to_string();
+    assert_input_error(&["merge", &csv, &json], "mix CSV and JSON");
+    let other = tmp("other.csv", "run,x\n0,1\n");
+    assert_input_error(&["merge", &csv, &other], "same sweep");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sweep_rejects_bad_templates_and_values() {
+    let t = "raid{level}(4*x25e)";
+    let w = "rw=randread bs=4k runtime=0.1";
+    assert_input_error(&["sweep", "-t", t, "-w", w, "--vary", "lvl=0,5"], "{level}");
+    assert_input_error(
+        &[
+            "sweep", "-t", t, "-w", w, "--vary", "level=0", "--vary", "qd=1,2",
+        ],
+        "--vary qd",
+    );
+    assert_input_error(
+        &["sweep", "-t", t, "-w", w, "--vary", "level=9..2"],
+        "backwards",
+    );
+    assert_input_error(
+        &["sweep", "-t", t, "-w", w, "--vary", "level"],
+        "name=values",
+    );
+    // An impossible combination is refused before anything runs, by name.
+    assert_input_error(
+        &[
+            "sweep",
+            "-t",
+            "raid{level}(2*x25e)",
+            "-w",
+            w,
+            "--vary",
+            "level=0,6",
+        ],
+        "run 1 (level=6)",
+    );
+    assert_input_error(
+        &[
+            "sweep",
+            "-t",
+            "raid0(2*x25e)",
+            "-w",
+            "rw={rw}",
+            "--vary",
+            "rw=read,sideways",
+        ],
+        "run 1 (rw=sideways)",
+    );
+    assert_input_error(
+        &[
+            "sweep", "-t", t, "-w", w, "--vary", "level=0", "--shard", "3/2",
+        ],
+        "--shard",
+    );
+}
+
+#[test]
+fn sweep_runs_real_arrays_from_a_template_of_paths() {
+    let dir = std::env::temp_dir().join(format!("raidlab-sweep-real-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m: Vec<String> = (0..4)
+        .map(|i| format!("{}[size=8m]", dir.join(format!("m{i}")).display()))
+        .collect();
+    let topo = format!("raid{{level}}({})", m.join(","));
+    let csv = ok(&raidlab(&[
+        "sweep",
+        "--engine",
+        "real",
+        "-t",
+        &topo,
+        "-w",
+        "rw=randwrite bs={bs} size=4m iodepth=4",
+        "--vary",
+        "level=0,5,6",
+        "--vary",
+        "bs=4k,64k",
+        "--buffered",
+        "--verify",
+    ]));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 7, "{csv}");
+    let head: Vec<&str> = lines[0].split(',').collect();
+    let wi = head.iter().position(|c| *c == "write_iops").unwrap();
+    for l in &lines[1..] {
+        let fields = raidlab_fields(l);
+        let x: f64 = fields[wi].parse().unwrap();
+        assert!(x > 0.0, "{l}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// CSV fields of a line (quoted fields hold commas).
+fn raidlab_fields(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut q = false;
+    for c in line.chars() {
+        match c {
+            '"' => q = !q,
+            ',' if !q => out.push(String::new()),
+            _ => out.last_mut().unwrap().push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn model_gives_the_survey_table_and_expectations() {
+    let t = ok(&raidlab(&["model", "--level", "raid5", "--drives", "5"]));
+    assert!(t.contains("small-random-write"), "{t}");
+    assert!(t.contains("1/4"), "{t}");
+    assert!(t.contains("4/5"), "{t}");
+    let j: Value = serde_json::from_str(&ok(&raidlab(&[
+        "model",
+        "--level",
+        "raid5",
+        "--drives",
+        "5",
+        "--pattern",
+        "small-random-write",
+        "--one-drive",
+        "3300",
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    let p = &j["patterns"][0];
+    assert_eq!(p["tc"], 0.25);
+    assert_eq!(p["requests"], 4.0);
+    assert_eq!(p["expected"], 4125.0);
+    // One drive simulated: RAID 0 random reads expect D × one drive.
+    let j: Value = serde_json::from_str(&ok(&raidlab(&[
+        "model",
+        "--level",
+        "raid0",
+        "--drives",
+        "4",
+        "--pattern",
+        "small-random-read",
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    let p = &j["patterns"][0];
+    let one = p["one_drive"].as_f64().unwrap();
+    assert!(one > 20_000.0 && one < 50_000.0, "x25e 4k QD32: {one}");
+    assert_eq!(p["expected"].as_f64().unwrap(), 4.0 * one);
+    assert_input_error(
+        &["model", "--level", "raid7", "--drives", "4"],
+        "unknown level",
+    );
+    assert_input_error(
+        &["model", "--level", "raid10", "--drives", "5"],
+        "even number",
+    );
+    assert_input_error(
+        &["model", "--level", "raid6", "--drives", "3"],
+        "at least 4",
+    );
+    assert_input_error(
+        &[
+            "model",
+            "--level",
+            "raid5",
+            "--drives",
+            "4",
+            "--pattern",
+            "tiny",
+        ],
+        "unknown pattern",
+    );
+    assert_input_error(
+        &[
+            "model",
+            "--level",
+            "raid5",
+            "--drives",
+            "4",
+            "--drive",
+            "raid0(2*x25e)",
+        ],
+        "not a drive preset",
+    );
+    // The sim table puts the expectation beside the simulated figure.
+    let s = ok(&raidlab(&[
+        "sim",
+        "-t",
+        "adaptec5085(raid5[stripe=64k](5*x25e))",
+        "-w",
+        "rw=randwrite bs=8k iodepth=16 numjobs=10 runtime=0.3 ramp_time=0.2",
+    ]));
+    assert!(
+        s.contains("analytic") && s.contains("T/C 1/4 × 5 drives"),
+        "{s}"
+    );
+}
