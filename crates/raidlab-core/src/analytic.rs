@@ -112,7 +112,7 @@ pub fn cost(level: Level, d: u32, pattern: Pattern) -> Result<Cost> {
             level.word()
         )));
     }
-    if level == Level::Raid10 && d % 2 != 0 {
+    if level == Level::Raid10 && !d.is_multiple_of(2) {
         return Err(Error::Input(format!(
             "the model's raid10 is mirrored pairs: an even number of drives, not {d}"
         )));

@@ -3,6 +3,8 @@
 //! This crate formats results; it runs nothing.
 
 pub mod fio;
+pub mod html;
+pub mod plot;
 pub mod reproduce;
 pub mod sweep;
 pub mod text;

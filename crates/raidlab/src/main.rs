@@ -53,6 +53,12 @@ enum SweepEngine {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum KindArg {
+    Line,
+    Bar,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum PresetFormat {
     Table,
     Toml,
@@ -102,6 +108,10 @@ enum Cmd {
         source: String,
         #[command(flatten)]
         run: RowsRun,
+        /// Also write one self-contained HTML page per document (tables
+        /// with coloured errors, SVG figures) into DIR, and DIR/index.html.
+        #[arg(long, value_name = "DIR")]
+        html: Option<String>,
     },
     /// Run a workload for real on files or block devices.
     ///
@@ -251,6 +261,43 @@ enum Cmd {
         /// Write to FILE instead of stdout.
         #[arg(long, short = 'o')]
         output: Option<String>,
+    },
+    /// Draw a chart from sweep results (CSV or JSON) as SVG or PNG.
+    ///
+    /// X values that are all numbers make a numeric axis (lines); sizes
+    /// (4k, 64k) and other text make categories (bars), sizes in size
+    /// order. Each value of --series is one line or one bar of a group.
+    /// Rows must not repeat an (x, series) pair: narrow them with --where.
+    Plot {
+        /// Results file (`raidlab sweep` CSV or JSON, or any CSV with a header).
+        results: String,
+        /// Column for the x axis.
+        #[arg(long)]
+        x: String,
+        /// Column for the y axis (numbers).
+        #[arg(long)]
+        y: String,
+        /// Column whose values are the series (legend entries).
+        #[arg(long)]
+        series: Option<String>,
+        /// Keep only rows where COLUMN=VALUE (repeatable).
+        #[arg(long = "where", value_name = "COLUMN=VALUE")]
+        filters: Vec<String>,
+        /// Chart kind (default: line for numeric x, bar for categories).
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// Logarithmic x axis.
+        #[arg(long)]
+        log_x: bool,
+        /// Logarithmic y axis.
+        #[arg(long)]
+        log_y: bool,
+        /// Chart title.
+        #[arg(long)]
+        title: Option<String>,
+        /// Output file: .svg or .png.
+        #[arg(long, short = 'o')]
+        output: String,
     },
     /// List presets, or dump one.
     Presets {
@@ -518,6 +565,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     jobs,
                     output,
                 },
+            html,
         } => {
             const SOURCES: [&str; 4] = ["petrov2010", "jdev2009", "admin2015", "intel2013"];
             if source != "all" && !SOURCES.contains(&source.as_str()) {
@@ -531,6 +579,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             rows.retain(|r| source == "all" || r.source == source);
             let v = simulate_rows(&rows, &db, seed, jobs, "reproduce");
             let tables = raidlab_report::reproduce::tables(&v);
+            if let Some(dir) = &html {
+                write_html(dir, &source, &SOURCES, &tables, &v, seed)?;
+            }
             let text = match format {
                 SimFormat::Json => json_text(&raidlab_report::reproduce::to_json(&tables, &v))?,
                 SimFormat::Table => {
@@ -738,6 +789,67 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             emit(&output, &text)
         }
+        Cmd::Plot {
+            results,
+            x,
+            y,
+            series,
+            filters,
+            kind,
+            log_x,
+            log_y,
+            title,
+            output,
+        } => {
+            use raidlab_report::plot::{self, PlotError};
+            let perr = |e: PlotError| match e {
+                PlotError::Input(m) => Failure::Input(m),
+                PlotError::Output(m) => Failure::Runtime(m),
+            };
+            let ext = std::path::Path::new(&output)
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase);
+            let png = match ext.as_deref() {
+                Some("svg") => false,
+                Some("png") => true,
+                _ => {
+                    return Err(Failure::Input(format!(
+                        "-o {output}: the file name must end in .svg or .png"
+                    )))
+                }
+            };
+            let mut where_ = Vec::new();
+            for f in &filters {
+                let Some((k, v)) = f.split_once('=') else {
+                    return Err(Failure::Input(format!(
+                        "--where '{f}': expected COLUMN=VALUE"
+                    )));
+                };
+                where_.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            let table = plot::Table::parse(&read_file(&results, "results file")?).map_err(perr)?;
+            let spec = plot::PlotSpec {
+                x,
+                y,
+                series,
+                filters: where_,
+                kind: kind.map(|k| match k {
+                    KindArg::Line => plot::Kind::Line,
+                    KindArg::Bar => plot::Kind::Bar,
+                }),
+                log_x,
+                log_y,
+                title,
+            };
+            let chart = plot::chart(&table, &spec).map_err(perr)?;
+            if png {
+                chart.png(std::path::Path::new(&output)).map_err(perr)
+            } else {
+                let svg = chart.svg().map_err(perr)?;
+                emit(&Some(output), &svg)
+            }
+        }
         Cmd::Merge { slices, output } => {
             let mut texts = Vec::new();
             for s in &slices {
@@ -797,6 +909,40 @@ fn result_text(
         RunFormat::FioJson => json_text(&raidlab_report::fio::fio_json(r, timestamp)),
         RunFormat::Table => Ok(table::sim_table(r)),
     }
+}
+
+/// `reproduce --html DIR`: a page per document and an index.
+fn write_html(
+    dir: &str,
+    source: &str,
+    all: &[&str],
+    tables: &[raidlab_report::reproduce::DocTable<'_>],
+    v: &raidlab_sim::validate::Validation,
+    seed: u64,
+) -> Result<(), Failure> {
+    use raidlab_report::html;
+    use raidlab_sim::validate::ErrorStats;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Failure::Runtime(format!("cannot create '{dir}': {e}")))?;
+    let sources: Vec<&str> = if source == "all" {
+        all.to_vec()
+    } else {
+        vec![source]
+    };
+    let mut index = Vec::new();
+    for s in sources {
+        let path = std::path::Path::new(dir).join(format!("{s}.html"));
+        let text = html::page(s, tables, &v.failed, seed);
+        std::fs::write(&path, text)
+            .map_err(|e| Failure::Runtime(format!("cannot write '{}': {e}", path.display())))?;
+        eprintln!("raidlab: wrote {}", path.display());
+        let st = ErrorStats::of(v.rows.iter().filter(|r| r.row.source == s));
+        index.push((s.to_string(), st));
+    }
+    let path = std::path::Path::new(dir).join("index.html");
+    std::fs::write(&path, html::index(&index))
+        .map_err(|e| Failure::Runtime(format!("cannot write '{}': {e}", path.display())))?;
+    Ok(())
 }
 
 /// Pretty JSON text of a serialisable value, newline-terminated.

@@ -307,3 +307,156 @@ fn model_gives_the_survey_table_and_expectations() {
         "{s}"
     );
 }
+
+/// The Chromium binary Debian installs, if present.
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+#[test]
+fn html_report_renders_in_headless_chromium() {
+    let dir = std::env::temp_dir().join(format!("raidlab-html-{}", std::process::id()));
+    let d = dir.display().to_string();
+    let o = raidlab(&["reproduce", "admin2015", "--html", &d]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The terminal table is still printed.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("admin2015 Figure 5"));
+    let page = dir.join("admin2015.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let tables = html.matches("<table").count();
+    let svgs = html.matches("<svg").count();
+    assert!(
+        tables >= 2 && svgs >= tables,
+        "{tables} tables, {svgs} figures"
+    );
+    // Self-contained: nothing to fetch.
+    for bad in ["<script", "<link", "src=", "@import", "url("] {
+        assert!(!html.contains(bad), "page refers to '{bad}'");
+    }
+    // Error cells are coloured by class.
+    assert!(html.contains("class=\"e10\"") || html.contains("class=\"e25\""));
+    assert!(std::fs::read_to_string(dir.join("index.html"))
+        .unwrap()
+        .contains("admin2015.html"));
+
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("RAIDLAB_REQUIRE_CHROMIUM").is_none(),
+            "Chromium is required here (RAIDLAB_REQUIRE_CHROMIUM is set) but not installed"
+        );
+        eprintln!("SKIPPED the Chromium part: apt-get install chromium");
+        return;
+    };
+    let url = format!("file://{}", page.display());
+    let profile = format!("--user-data-dir={}", dir.join("profile").display());
+    let base = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+    ];
+    let mut dump = Command::new(browser);
+    dump.args(base).arg(&profile).args(["--dump-dom", &url]);
+    let out = dump.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    // The browser parsed every table and every SVG, with their text.
+    assert_eq!(dom.matches("<table").count(), tables);
+    assert_eq!(dom.matches("<svg").count(), svgs);
+    assert!(dom.contains("published") && dom.contains("simulated"));
+    assert!(
+        dom.contains("<polyline") || dom.contains("<rect"),
+        "SVG shapes"
+    );
+    let shot = dir.join("shot.png");
+    let mut s = Command::new(browser);
+    s.args(base)
+        .arg(&profile)
+        .arg(format!("--screenshot={}", shot.display()))
+        .args(["--window-size=1400,2000", &url]);
+    let out = s.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // A blank page compresses to a few KB; tables and charts do not.
+    assert!(png.len() > 50_000, "screenshot of {} bytes", png.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn plot_draws_svg_and_png_from_sweep_results() {
+    let dir = std::env::temp_dir().join(format!("raidlab-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("s.csv").display().to_string();
+    let json = dir.join("s.json").display().to_string();
+    ok(&sweep(&["-o", &csv]));
+    ok(&sweep(&["--format", "json", "-o", &json]));
+    let svg = dir.join("f.svg").display().to_string();
+    ok(&raidlab(&[
+        "plot", &csv, "--x", "bs", "--y", "iops", "--series", "topology", "--where", "n=4", "-o",
+        &svg,
+    ]));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"));
+    assert!(text.contains("IOPS (I/Os per second)") && text.contains("block size"));
+    assert!(text.contains("16k") && text.contains("raid5[stripe=64k](4*x25e)"));
+    // JSON results draw the same chart.
+    let svg2 = dir.join("g.svg").display().to_string();
+    ok(&raidlab(&[
+        "plot", &json, "--x", "bs", "--y", "iops", "--series", "topology", "--where", "n=4", "-o",
+        &svg2,
+    ]));
+    assert_eq!(std::fs::read_to_string(&svg2).unwrap(), text);
+    let png = dir.join("f.png").display().to_string();
+    ok(&raidlab(&[
+        "plot",
+        &csv,
+        "--x",
+        "n",
+        "--y",
+        "lat_avg_ms",
+        "--series",
+        "bs",
+        "--where",
+        "level=5",
+        "--log-y",
+        "-o",
+        &png,
+    ]));
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(bytes.len() > 10_000);
+    assert_input_error(
+        &["plot", &csv, "--x", "bs", "--y", "iops", "-o", &svg],
+        "several rows",
+    );
+    assert_input_error(
+        &["plot", &csv, "--x", "bs", "--y", "nope", "-o", &svg],
+        "no column 'nope'",
+    );
+    assert_input_error(
+        &["plot", &csv, "--x", "bs", "--y", "iops", "-o", "f.gif"],
+        ".svg or .png",
+    );
+    let bad = tmp("bad.csv", "a,b\n1,2,3\n");
+    assert_input_error(
+        &["plot", &bad, "--x", "a", "--y", "b", "-o", &svg],
+        "line 2",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
