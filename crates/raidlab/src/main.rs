@@ -128,16 +128,8 @@ enum Cmd {
         /// I/O engine (default: io_uring where the kernel has it, else psync).
         #[arg(long, value_enum)]
         engine: Option<EngineArg>,
-        /// Go through the page cache (no O_DIRECT).
-        #[arg(long)]
-        buffered: bool,
-        /// Write self-describing blocks and check every read; mismatches
-        /// make the exit status 1.
-        #[arg(long)]
-        verify: bool,
-        /// Write even to devices that are in use or carry signatures.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        real: RealArgs,
     },
     /// Print an fio job file equivalent to a workload.
     ExportFio {
@@ -240,15 +232,8 @@ enum Cmd {
         /// Real runs: I/O engine.
         #[arg(long, value_enum)]
         io_engine: Option<EngineArg>,
-        /// Real runs: go through the page cache.
-        #[arg(long)]
-        buffered: bool,
-        /// Real runs: write self-describing blocks and check every read.
-        #[arg(long)]
-        verify: bool,
-        /// Real runs: write even to devices in use or with signatures.
-        #[arg(long)]
-        force: bool,
+        #[command(flatten)]
+        real: RealArgs,
         /// Extra presets (TOML).
         #[arg(long)]
         presets: Vec<String>,
@@ -324,6 +309,33 @@ impl From<EngineArg> for raidlab_io::backend::EngineKind {
         match e {
             EngineArg::IoUring => raidlab_io::backend::EngineKind::IoUring,
             EngineArg::Psync => raidlab_io::backend::EngineKind::Psync,
+        }
+    }
+}
+
+/// How a real run treats its members (`run`, `sweep --engine real`).
+#[derive(clap::Args)]
+struct RealArgs {
+    /// Go through the page cache (no O_DIRECT).
+    #[arg(long)]
+    buffered: bool,
+    /// Write self-describing blocks and check every read; mismatches make
+    /// the exit status 1.
+    #[arg(long)]
+    verify: bool,
+    /// Write even to devices that are in use or carry signatures.
+    #[arg(long)]
+    force: bool,
+}
+
+impl RealArgs {
+    fn options(&self, engine: Option<EngineArg>) -> raidlab_io::RunOptions {
+        raidlab_io::RunOptions {
+            engine: engine.map(Into::into),
+            direct: !self.buffered,
+            verify: self.verify,
+            force: self.force,
+            trace: false,
         }
     }
 }
@@ -470,9 +482,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Run {
             job: args,
             engine,
-            buffered,
-            verify,
-            force,
+            real,
         } => {
             let expr = args.expr()?;
             let w = workload_of(&args.workload, &args.job)?;
@@ -482,13 +492,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         .into(),
                 ));
             }
-            let opts = raidlab_io::RunOptions {
-                engine: engine.map(Into::into),
-                direct: !buffered,
-                verify,
-                force,
-                trace: false,
-            };
+            let opts = real.options(engine);
             let started = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
@@ -498,16 +502,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             })?;
             let text = result_text(&out.result, args.format, started)?;
             emit(&args.output, &text)?;
-            let bad = out
-                .result
-                .real
-                .as_ref()
-                .and_then(|r| r.verify.as_ref())
-                .map_or(0, |v| v.mismatches);
-            if bad > 0 {
-                return Err(Failure::Runtime(format!(
-                    "verify: {bad} mismatching 512-byte blocks"
-                )));
+            if let Some(m) = verify_failure(&out.result) {
+                return Err(Failure::Runtime(m));
             }
             Ok(())
         }
@@ -673,9 +669,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             shard,
             jobs,
             io_engine,
-            buffered,
-            verify,
-            force,
+            real,
             presets,
         } => {
             use raidlab_report::sweep::{self, Sweep, Vary};
@@ -734,13 +728,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 };
                 inputs.push((t, w));
             }
-            let opts = raidlab_io::RunOptions {
-                engine: io_engine.map(Into::into),
-                direct: !buffered,
-                verify,
-                force,
-                trace: false,
-            };
+            let opts = real.options(io_engine);
             let threads = match engine {
                 SweepEngine::Real => 1,
                 SweepEngine::Sim => jobs
@@ -763,17 +751,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                                 }
                             },
                         )?;
-                        let bad = out
-                            .result
-                            .real
-                            .as_ref()
-                            .and_then(|r| r.verify.as_ref())
-                            .map_or(0, |v| v.mismatches);
-                        if bad > 0 {
-                            return Err(Failure::Runtime(format!(
-                                "{}: verify: {bad} mismatching 512-byte blocks",
-                                label(&runs[i])
-                            )));
+                        if let Some(m) = verify_failure(&out.result) {
+                            return Err(Failure::Runtime(format!("{}: {m}", label(&runs[i]))));
                         }
                         Ok(out.result)
                     }
@@ -1003,6 +982,16 @@ fn run_parallel<T: Send>(
         .collect()
 }
 
+/// The verify failure of a real run, if blocks mismatched.
+fn verify_failure(r: &raidlab_core::result::RunResult) -> Option<String> {
+    let bad = r
+        .real
+        .as_ref()
+        .and_then(|x| x.verify.as_ref())
+        .map_or(0, |v| v.mismatches);
+    (bad > 0).then(|| format!("verify: {bad} mismatching 512-byte blocks"))
+}
+
 fn io_message(e: raidlab_io::Error) -> String {
     match e {
         raidlab_io::Error::Input(m) | raidlab_io::Error::Runtime(m) => m,
@@ -1024,7 +1013,18 @@ fn progress_bar(what: &'static str) -> impl Fn(usize, usize) + Sync {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        // Usage errors: one line and status 2, like every other bad input.
+        Err(e) if e.use_stderr() => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("raidlab: error: {first} (see 'raidlab --help')");
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Input(m)) => {

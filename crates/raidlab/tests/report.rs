@@ -258,42 +258,44 @@ fn model_gives_the_survey_table_and_expectations() {
     let one = p["one_drive"].as_f64().unwrap();
     assert!(one > 20_000.0 && one < 50_000.0, "x25e 4k QD32: {one}");
     assert_eq!(p["expected"].as_f64().unwrap(), 4.0 * one);
-    assert_input_error(
-        &["model", "--level", "raid7", "--drives", "4"],
-        "unknown level",
-    );
-    assert_input_error(
-        &["model", "--level", "raid10", "--drives", "5"],
-        "even number",
-    );
-    assert_input_error(
-        &["model", "--level", "raid6", "--drives", "3"],
-        "at least 4",
-    );
-    assert_input_error(
-        &[
-            "model",
-            "--level",
-            "raid5",
-            "--drives",
-            "4",
-            "--pattern",
-            "tiny",
-        ],
-        "unknown pattern",
-    );
-    assert_input_error(
-        &[
-            "model",
-            "--level",
-            "raid5",
-            "--drives",
-            "4",
-            "--drive",
-            "raid0(2*x25e)",
-        ],
-        "not a drive preset",
-    );
+    // Usage errors from the argument parser are one line with status 2 too.
+    assert_input_error(&["model", "--level"], "a value is required");
+    for (extra, want) in [
+        (&["--level", "raid7", "--drives", "4"][..], "unknown level"),
+        (&["--level", "raid10", "--drives", "5"], "even number"),
+        (&["--level", "raid6", "--drives", "3"], "at least 4"),
+        (
+            &["--level", "raid5", "--drives", "4", "--pattern", "tiny"],
+            "unknown pattern",
+        ),
+        (
+            &[
+                "--level",
+                "raid5",
+                "--drives",
+                "4",
+                "--drive",
+                "raid0(2*x25e)",
+            ],
+            "not a drive preset",
+        ),
+        (
+            &[
+                "--level",
+                "raid5",
+                "--drives",
+                "4",
+                "--pattern",
+                "small-random-read",
+                "--one-drive=-3",
+            ],
+            "not a positive figure",
+        ),
+    ] {
+        let mut a = vec!["model"];
+        a.extend_from_slice(extra);
+        assert_input_error(&a, want);
+    }
     // The sim table puts the expectation beside the simulated figure.
     let s = ok(&raidlab(&[
         "sim",
