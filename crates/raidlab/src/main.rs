@@ -1002,9 +1002,22 @@ fn io_message(e: raidlab_io::Error) -> String {
 fn progress_bar(what: &'static str) -> impl Fn(usize, usize) + Sync {
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();
+    let start = std::time::Instant::now();
     move |done, total| {
         if tty {
-            eprint!("\r{what}: {done}/{total} runs");
+            const WIDTH: usize = 30;
+            let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
+            let secs = start.elapsed().as_secs_f64();
+            let eta = if done > 0 && done < total {
+                format!(", ~{:.0} s left", secs / done as f64 * (total - done) as f64)
+            } else {
+                String::new()
+            };
+            eprint!(
+                "\r{what} [{}{}] {done}/{total} runs, {secs:.0} s{eta}   ",
+                "#".repeat(filled),
+                ".".repeat(WIDTH - filled)
+            );
             if done == total {
                 eprintln!();
             }
