@@ -1009,7 +1009,10 @@ fn progress_bar(what: &'static str) -> impl Fn(usize, usize) + Sync {
             let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
             let secs = start.elapsed().as_secs_f64();
             let eta = if done > 0 && done < total {
-                format!(", ~{:.0} s left", secs / done as f64 * (total - done) as f64)
+                format!(
+                    ", ~{:.0} s left",
+                    secs / done as f64 * (total - done) as f64
+                )
             } else {
                 String::new()
             };
