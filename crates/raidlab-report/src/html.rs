@@ -62,84 +62,147 @@ p.note { color: #555; font-size: 0.9em; }
 div.wrap { overflow-x: auto; }
 "#;
 
-/// One figure per table column: published, simulated and (where the model
-/// applies) analytic values across the table's rows.
-fn column_charts(t: &DocTable<'_>) -> Vec<(String, String)> {
+/// One figure: published, simulated and (where the model applies)
+/// analytic values of `cells` at the positions `pos` gives among `cats`.
+fn figure(
+    title: &str,
+    x_label: &str,
+    cats: Vec<String>,
+    cells: &[(usize, &RowResult)],
+) -> Option<String> {
+    let mut published = Series {
+        name: "published".into(),
+        points: vec![],
+    };
+    let mut simulated = Series {
+        name: "simulated".into(),
+        points: vec![],
+    };
+    let mut model = Series {
+        name: "analytic (T/C × D × one drive)".into(),
+        points: vec![],
+    };
+    for &(i, r) in cells {
+        let x = i as f64;
+        published.points.push((x, r.row.value));
+        simulated.points.push((x, r.simulated));
+        if let Some(a) = r.analytic {
+            model.points.push((x, a));
+        }
+    }
+    let metric = cells.first().map(|c| c.1.row.metric.clone())?;
+    let mut series = vec![published, simulated];
+    if !model.points.is_empty() {
+        series.push(model);
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ys.iter().copied().fold(0.0, f64::max);
+    let kind = if cats.len() > 2 && x_label == "block size" {
+        Kind::Line
+    } else {
+        Kind::Bar
+    };
+    let chart = Chart {
+        title: shorten(title, 60),
+        x_label: x_label.into(),
+        y_label: crate::plot::axis_label(&metric),
+        x: XAxis::Categories(cats),
+        series,
+        kind,
+        log_x: false,
+        log_y: lo > 0.0 && hi / lo > 50.0,
+        width: 520,
+        height: 320,
+    };
+    chart.svg().ok()
+}
+
+/// The figures of a table, with their captions: one per column across the
+/// table's rows; for a one-row table, one per metric across its columns
+/// (long column names become C1, C2, ... with the key in the caption).
+fn table_figures(t: &DocTable<'_>) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    if t.rows.len() == 1 {
+        let mut metrics: Vec<String> = Vec::new();
+        for c in &t.cells {
+            if !metrics.contains(&c.result.row.metric) {
+                metrics.push(c.result.row.metric.clone());
+            }
+        }
+        for m in metrics {
+            let cols: Vec<(usize, &String)> = t
+                .cols
+                .iter()
+                .enumerate()
+                .filter(|(_, col)| {
+                    t.cells
+                        .iter()
+                        .any(|c| &c.col == *col && c.result.row.metric == m)
+                })
+                .collect();
+            let long = cols.iter().any(|(_, c)| c.chars().count() > 22);
+            let cats: Vec<String> = cols
+                .iter()
+                .map(|(i, c)| {
+                    if long {
+                        format!("C{}", i + 1)
+                    } else {
+                        (*c).clone()
+                    }
+                })
+                .collect();
+            let cells: Vec<(usize, &RowResult)> = cols
+                .iter()
+                .enumerate()
+                .filter_map(|(k, (_, col))| {
+                    t.cells
+                        .iter()
+                        .find(|c| &c.col == *col && c.result.row.metric == m)
+                        .map(|c| (k, c.result))
+                })
+                .collect();
+            let key = if long {
+                cols.iter()
+                    .map(|(i, c)| format!("C{} = {c}", i + 1))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            } else {
+                String::new()
+            };
+            let title = format!("{} ({m})", t.rows[0]);
+            if let Some(svg) = figure(&title, "", cats, &cells) {
+                out.push((format!("{} {m}. {key}", t.reference), svg));
+            }
+        }
+        return out;
+    }
+    let sizes = t
+        .rows
+        .iter()
+        .all(|r| raidlab_core::units::parse_size(r).is_ok());
     for col in &t.cols {
-        let cells: Vec<&crate::reproduce::Cell<'_>> =
-            t.cells.iter().filter(|c| &c.col == col).collect();
         let cats: Vec<String> = t
             .rows
             .iter()
-            .filter(|r| cells.iter().any(|c| &c.row == *r))
+            .filter(|r| t.cells.iter().any(|c| &c.col == col && &c.row == *r))
             .cloned()
             .collect();
-        let pos = |r: &str| cats.iter().position(|c| c == r).unwrap_or(0) as f64;
-        let mut published = Series {
-            name: "published".into(),
-            points: vec![],
-        };
-        let mut simulated = Series {
-            name: "simulated".into(),
-            points: vec![],
-        };
-        let mut model = Series {
-            name: "analytic (T/C × D × one drive)".into(),
-            points: vec![],
-        };
-        for c in &cells {
-            let x = pos(&c.row);
-            published.points.push((x, c.result.row.value));
-            simulated.points.push((x, c.result.simulated));
-            if let Some(a) = c.result.analytic {
-                model.points.push((x, a));
-            }
-        }
-        let metric = cells
-            .first()
-            .map(|c| c.result.row.metric.clone())
-            .unwrap_or_default();
-        let mut series = vec![published, simulated];
-        if !model.points.is_empty() {
-            series.push(model);
-        }
-        for s in &mut series {
-            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        }
-        let ys: Vec<f64> = series
+        let cells: Vec<(usize, &RowResult)> = t
+            .cells
             .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|c| &c.col == col)
+            .map(|c| (cats.iter().position(|r| *r == c.row).unwrap_or(0), c.result))
             .collect();
-        let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ys.iter().copied().fold(0.0, f64::max);
-        let kind = if cats.len() > 1 {
-            Kind::Line
-        } else {
-            Kind::Bar
-        };
-        let chart = Chart {
-            title: shorten(col, 60),
-            x_label: if t
-                .rows
-                .iter()
-                .all(|r| raidlab_core::units::parse_size(r).is_ok())
-            {
-                "block size".into()
-            } else {
-                String::new()
-            },
-            y_label: crate::plot::axis_label(&metric),
-            x: XAxis::Categories(cats),
-            series,
-            kind,
-            log_x: false,
-            log_y: lo > 0.0 && hi / lo > 50.0,
-            width: 520,
-            height: 320,
-        };
-        if let Ok(svg) = chart.svg() {
-            out.push((col.clone(), svg));
+        let x_label = if sizes { "block size" } else { "" };
+        if let Some(svg) = figure(col, x_label, cats, &cells) {
+            out.push((format!("{} {col}", t.reference), svg));
         }
     }
     out
@@ -200,11 +263,10 @@ fn table_html(t: &DocTable<'_>) -> String {
         o += "</tr>\n";
     }
     o += "</table></div>\n<div class=\"figs\">\n";
-    for (col, svg) in column_charts(t) {
+    for (caption, svg) in table_figures(t) {
         o += &format!(
-            "<figure>{svg}<figcaption>{} {}: published, simulated and analytic values</figcaption></figure>\n",
-            esc(&t.reference),
-            esc(&col)
+            "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
+            esc(&caption)
         );
     }
     o += "</div>\n";

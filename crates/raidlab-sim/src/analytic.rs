@@ -51,14 +51,23 @@ pub fn model_array(topo: &Topology) -> Option<(Level, &Device, u32)> {
                 if a.level == Level::Concat {
                     return None;
                 }
-                let devs: Vec<&Device> = a
-                    .active()
-                    .iter()
-                    .map(|m| match m {
-                        Node::Device(d) => Some(d),
-                        _ => None,
-                    })
-                    .collect::<Option<_>>()?;
+                // Members are drives, or drives a controller exposes one
+                // volume each (`volume`/`jbod` mode, as under host RAID).
+                let mut devs: Vec<&Device> = Vec::new();
+                for m in a.active() {
+                    match m {
+                        Node::Device(d) => devs.push(d),
+                        Node::Controller(c)
+                            if c.children.iter().all(|x| matches!(x, Node::Device(_))) =>
+                        {
+                            devs.extend(c.children.iter().filter_map(|x| match x {
+                                Node::Device(d) => Some(d),
+                                _ => None,
+                            }))
+                        }
+                        _ => return None,
+                    }
+                }
                 let first = *devs.first()?;
                 let same = devs.iter().all(|d| {
                     d.preset == first.preset
@@ -170,6 +179,10 @@ mod tests {
         assert!(model_array(&topo("raid0(x25e, s3500-480)")).is_none());
         assert!(model_array(&topo("raid0(raid1(2*x25e), raid1(2*x25e))")).is_none());
         assert!(model_array(&topo("x25e")).is_none());
+        // Host RAID over drives a controller passes through.
+        let t = topo("raid1[impl=md](megaraid9365[mode=jbod](2*s3500-80))");
+        let (l, d, n) = model_array(&t).unwrap();
+        assert_eq!((l, d.preset.as_str(), n), (Level::Raid1, "s3500-80", 2));
     }
 
     #[test]
