@@ -150,6 +150,9 @@ pub fn fmt_num(v: f64) -> String {
 /// Linear ticks: 1, 2 or 5 × 10^k steps, at most about eight.
 fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let span = (hi - lo).max(f64::MIN_POSITIVE);
+    if !span.is_finite() {
+        return Vec::new();
+    }
     let raw = span / 6.0;
     let mag = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0]
@@ -168,7 +171,13 @@ fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
 
 /// Log ticks (values, not logs): decades, with 2 and 5 when few decades.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    if !(lo > 0.0 && lo.is_finite() && hi.is_finite() && hi >= lo) {
+        return Vec::new();
+    }
+    let (a, b) = (
+        lo.log10().floor().clamp(-330.0, 330.0) as i32,
+        hi.log10().ceil().clamp(-330.0, 330.0) as i32,
+    );
     let mults: &[f64] = if b - a <= 3 { &[1.0, 2.0, 5.0] } else { &[1.0] };
     let mut out = Vec::new();
     for e in a..=b {
@@ -234,6 +243,9 @@ fn draw<DB: DrawingBackend>(
         let hi = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
         (lo, hi.max(lo + 1e-9))
     };
+    if ![x_lo, x_hi, y_lo, y_hi].iter().all(|v| v.is_finite()) || x_hi <= x_lo || y_hi <= y_lo {
+        return input("values too large or too close together to plot");
+    }
     let mut chart = ChartBuilder::on(&plot_area)
         .caption(&c.title, (FAMILY, 20))
         .margin(12)
@@ -588,9 +600,13 @@ pub fn chart(t: &Table, spec: &PlotSpec) -> Result<Chart, PlotError> {
     let mut series: Vec<Series> = Vec::new();
     for r in &rows {
         let name = si.map_or(String::new(), |i| r[i].clone());
-        let y: f64 = r[yi].parse().map_err(|_| {
-            PlotError::Input(format!("column '{}': '{}' is not a number", spec.y, r[yi]))
-        })?;
+        let y: f64 = r[yi]
+            .parse()
+            .ok()
+            .filter(|y: &f64| y.is_finite())
+            .ok_or_else(|| {
+                PlotError::Input(format!("column '{}': '{}' is not a number", spec.y, r[yi]))
+            })?;
         let x = if numeric {
             r[xi].parse::<f64>().unwrap_or(0.0)
         } else {
@@ -708,6 +724,10 @@ mod tests {
         s.log_x = true;
         assert!(chart(&table(), &s).is_err());
         assert!(Table::parse("a,b\n1\n").is_err());
+        let t = Table::parse("x,y\n1,NaN\n2,inf\n").unwrap();
+        let mut s = spec("x", None);
+        s.y = "y".into();
+        assert!(chart(&t, &s).is_err());
         assert!(Table::parse("{\"x\":1}").is_err());
     }
 

@@ -102,3 +102,37 @@ proptest! {
         prop_assert_eq!(merge(&slices).unwrap(), whole);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Any numbers a results file may hold draw (or are refused), never panic.
+    #[test]
+    fn charts_of_any_numbers_draw(
+        xs in prop::collection::vec(prop_oneof![Just(0.0), Just(1e-300), Just(1e300), -1e6f64..1e6], 1..12),
+        ys in prop::collection::vec(prop_oneof![Just(0.0), Just(-0.0), Just(1e-300), Just(1e300), -1e9f64..1e9], 12),
+        cats in any::<bool>(),
+        log_x in any::<bool>(),
+        log_y in any::<bool>(),
+    ) {
+        let mut csv = String::from("x,y,s\n");
+        for (i, x) in xs.iter().enumerate() {
+            let x = if cats { format!("c{}", i % 5) } else { format!("{x}") };
+            csv += &format!("{x},{},{}\n", ys[i], i % 3);
+        }
+        let t = Table::parse(&csv).unwrap();
+        let spec = raidlab_report::plot::PlotSpec {
+            x: "x".into(),
+            y: "y".into(),
+            series: Some("s".into()),
+            filters: vec![],
+            kind: None,
+            log_x,
+            log_y,
+            title: None,
+        };
+        if let Ok(c) = raidlab_report::plot::chart(&t, &spec) {
+            let _ = c.svg();
+        }
+    }
+}
