@@ -5,7 +5,7 @@
 //! analytic expectation and the bottleneck; then a figure per column.
 
 use crate::plot::{Chart, Kind, Series, XAxis};
-use crate::reproduce::DocTable;
+use crate::reproduce::{num, DocTable};
 use raidlab_sim::validate::{ErrorStats, Failed, RowResult};
 
 /// Escape text for HTML.
@@ -31,16 +31,6 @@ fn err_class(e: f64) -> &'static str {
         a if a <= 25.0 => "e25",
         a if a <= 50.0 => "e50",
         _ => "ebad",
-    }
-}
-
-fn num(x: f64) -> String {
-    if x >= 1000.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.3}")
     }
 }
 

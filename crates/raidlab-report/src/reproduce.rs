@@ -133,7 +133,8 @@ fn layout<'a>(source: &str, reference: &str, rows: &[&'a RowResult]) -> DocTable
     }
 }
 
-fn num(x: f64) -> String {
+/// A table figure: three decimals below 10, one below 100, none above.
+pub(crate) fn num(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.0}")
     } else if x >= 10.0 {
