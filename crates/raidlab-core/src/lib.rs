@@ -6,6 +6,8 @@
 //! presets (TOML data), the result schema and the published-measurement CSV.
 //! This crate knows nothing about events or files on disk.
 
+#![warn(missing_docs)]
+
 pub mod analytic;
 pub mod error;
 pub mod metrics;

@@ -10,6 +10,8 @@
 //!
 //! Nothing here does I/O or keeps time.
 
+#![warn(missing_docs)]
+
 mod geometry;
 pub mod gf;
 

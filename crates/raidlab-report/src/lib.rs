@@ -2,6 +2,8 @@
 //! published and simulated values side by side, and their JSON.
 //! This crate formats results; it runs nothing.
 
+#![warn(missing_docs)]
+
 pub mod fio;
 pub mod html;
 pub mod plot;

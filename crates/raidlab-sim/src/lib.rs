@@ -2,9 +2,11 @@
 //!
 //! [`simulate`] builds one component per piece of hardware from a resolved
 //! [`Topology`] — SSDs ([`ssd`]), hard disks ([`hdd`]), controller front ends
-//! ([`controller`]), arrays ([`array`], hardware or software) and the
+//! ([`controller`]), arrays ([`array`](mod@array), hardware or software) and the
 //! [`host`] — wires them by id, and runs the workload's jobs through them on
 //! the event engine ([`engine`]). Same inputs and seed give the same result.
+
+#![warn(missing_docs)]
 
 pub mod analytic;
 pub mod array;

@@ -349,7 +349,7 @@ struct JobArgs {
     /// Workload as fio-style `key=value` pairs.
     #[arg(long, short = 'w', conflicts_with = "job")]
     workload: Option<String>,
-    /// fio job file ([global] plus one job section).
+    /// fio job file (`[global]` plus one job section).
     #[arg(long)]
     job: Option<String>,
     /// Random seed (the workload's `seed=` wins).
