@@ -514,22 +514,9 @@ impl Geometry {
                 op.parity_bytes = c * dd;
             } else if rmw_bytes < rcw_bytes {
                 op.kind = WriteKind::ReadModifyWrite;
-                for k in 0..dd {
-                    if let Some((a, b)) = touched(k) {
-                        op.reads.push(Extent {
-                            member: self.data_member(s, k as usize) as u32,
-                            offset: base + a,
-                            len: b - a,
-                        });
-                    }
-                }
-                for p in std::iter::once(pd).chain(qd) {
-                    op.reads.push(Extent {
-                        member: p as u32,
-                        offset: base + row_lo,
-                        len: row,
-                    });
-                }
+                // Read-modify-write reads exactly what it writes: the old
+                // data of the touched ranges and the old parity rows.
+                op.reads.extend_from_slice(&op.writes);
                 op.parity_bytes = written * 2;
             } else {
                 op.kind = WriteKind::ReconstructWrite;
