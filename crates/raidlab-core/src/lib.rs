@@ -11,6 +11,7 @@
 pub mod analytic;
 pub mod error;
 pub mod metrics;
+pub mod par;
 pub mod preset;
 pub mod published;
 pub mod result;

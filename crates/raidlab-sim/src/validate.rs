@@ -14,8 +14,6 @@ use raidlab_core::topology::resolve;
 use raidlab_core::units::{Ns, SEC};
 use raidlab_core::workload::Workload;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// Warm-up given to rows without `runtime`.
 pub const RAMP: Ns = 2 * SEC;
@@ -109,23 +107,31 @@ pub fn row_workload(row: &Row) -> Result<Workload, String> {
 /// One simulation of a row, and its analytic expectation when there is one.
 type Outcome = Result<(RunResult, Option<Expectation>), String>;
 
-fn run_one(row: &Row, db: &PresetDb, seed: u64) -> Outcome {
+fn run_one(row: &Row, db: &PresetDb, seed: u64, with_analytic: bool) -> Outcome {
     let t = resolve(&row.topology, db).map_err(|e| e.to_string())?;
     let w = row_workload(row)?;
     let r = simulate(&t, &w, seed).map_err(|e| e.to_string())?;
-    let e = analytic::expect(&t, &w, seed)
-        .transpose()
-        .map_err(|e| e.to_string())?;
+    let e = if with_analytic {
+        analytic::expect(&t, &w, seed)
+            .transpose()
+            .map_err(|e| e.to_string())?
+    } else {
+        None
+    };
     Ok((r, e))
 }
 
 /// Simulate `rows` on `threads` threads; `progress(done, total)` is called
-/// as simulations finish. Results do not depend on the thread count.
+/// as simulations finish. Results do not depend on the thread count. With
+/// `with_analytic`, rows the classic model covers also get its expectation
+/// (one more, single-drive, simulation each); reports want it, `validate`
+/// does not.
 pub fn validate(
     rows: &[Row],
     db: &PresetDb,
     seed: u64,
     threads: usize,
+    with_analytic: bool,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Validation {
     // One simulation per distinct (topology, workload).
@@ -138,31 +144,13 @@ pub fn validate(
                 jobs.len() - 1
             });
     }
-    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let threads = threads.clamp(1, jobs.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= jobs.len() {
-                    break;
-                }
-                let r = jobs[i];
-                let out = run_one(r, db, seed);
-                results
-                    .lock()
-                    .expect("no thread panics while holding the lock")[i] = Some(out);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
-            });
-        }
+    let results = raidlab_core::par::map(jobs.len(), threads, progress, |i| {
+        run_one(jobs[i], db, seed, with_analytic)
     });
-    let results = results.into_inner().expect("threads have finished");
     let mut v = Validation::default();
     for r in rows {
         let i = keys[&(r.topology.clone(), r.workload.clone())];
-        match results[i].as_ref().expect("every job ran") {
+        match &results[i] {
             Err(reason) => v.failed.push(Failed {
                 id: r.id.clone(),
                 reason: reason.clone(),

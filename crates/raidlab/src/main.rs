@@ -545,7 +545,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if rows.is_empty() {
                 return Err(Failure::Input(format!("{file}: no rows to validate")));
             }
-            let v = simulate_rows(&rows, &db, seed, jobs, "validate");
+            let v = simulate_rows(&rows, &db, seed, jobs, false, "validate");
             let text = match format {
                 SimFormat::Json => json_text(&table::validation_json(&v))?,
                 SimFormat::Table => table::validation_table(&v),
@@ -573,7 +573,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut rows = raidlab_core::published::parse_csv(CALIBRATION)
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
             rows.retain(|r| source == "all" || r.source == source);
-            let v = simulate_rows(&rows, &db, seed, jobs, "reproduce");
+            let v = simulate_rows(&rows, &db, seed, jobs, true, "reproduce");
             let tables = raidlab_report::reproduce::tables(&v);
             if let Some(dir) = &html {
                 write_html(dir, &source, &SOURCES, &tables, &v, seed)?;
@@ -731,11 +731,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let opts = real.options(io_engine);
             let threads = match engine {
                 SweepEngine::Real => 1,
-                SweepEngine::Sim => jobs
-                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                SweepEngine::Sim => threads(jobs),
             };
             let progress = progress_bar("sweep");
-            let results = run_parallel(inputs.len(), threads, &progress, |i| {
+            let results = raidlab_core::par::map(inputs.len(), threads, &progress, |i| {
                 let (t, w) = &inputs[i];
                 match t {
                     Some(t) => raidlab_sim::simulate(t, w, seed)
@@ -938,48 +937,22 @@ fn simulate_rows(
     db: &PresetDb,
     seed: u64,
     jobs: Option<usize>,
+    with_analytic: bool,
     what: &'static str,
 ) -> raidlab_sim::validate::Validation {
-    let threads = jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    raidlab_sim::validate::validate(rows, db, seed, threads, &progress_bar(what))
+    raidlab_sim::validate::validate(
+        rows,
+        db,
+        seed,
+        threads(jobs),
+        with_analytic,
+        &progress_bar(what),
+    )
 }
 
-/// `f(0..n)` on `threads` threads, results in index order; `progress` is
-/// told as each finishes.
-fn run_parallel<T: Send>(
-    n: usize,
-    threads: usize,
-    progress: &(dyn Fn(usize, usize) + Sync),
-    f: impl Fn(usize) -> T + Sync,
-) -> Vec<T> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let slots: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, n.max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let r = f(i);
-                slots.lock().expect("no thread panics holding the lock")[i] = Some(r);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, n);
-            });
-        }
-    });
-    slots
-        .into_inner()
-        .expect("threads have finished")
-        .into_iter()
-        .map(|x| x.expect("every index ran"))
-        .collect()
+/// Worker threads: as asked, or one per core.
+fn threads(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The verify failure of a real run, if blocks mismatched.
