@@ -100,7 +100,7 @@ fn figure(
         Kind::Bar
     };
     let chart = Chart {
-        title: shorten(title, 60),
+        title: crate::plot::ellipsis(title, 60),
         x_label: x_label.into(),
         y_label: crate::plot::axis_label(&metric),
         x: XAxis::Categories(cats),
@@ -196,14 +196,6 @@ fn table_figures(t: &DocTable<'_>) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-fn shorten(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n - 1).collect::<String>() + "…"
-    }
 }
 
 fn cell_html(r: &RowResult) -> String {

@@ -192,11 +192,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 }
 
 /// Draw the chart into a drawing area.
-fn draw<DB: DrawingBackend>(
-    c: &Chart,
-    root: &DrawingArea<DB, Shift>,
-    legend_h: u32,
-) -> Result<(), PlotError> {
+fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
     register_font();
     root.fill(&WHITE).map_err(draw_err)?;
     let (plot_area, legend_area) = root.split_vertically(c.height);
@@ -345,21 +341,12 @@ fn draw<DB: DrawingBackend>(
             }
         }
     }
-    // Legend: below the plot, as many columns as the longest label allows.
-    if c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty()) {
-        let labels: Vec<String> = c.series.iter().map(|s| ellipsis(&s.name, 90)).collect();
-        let widest = labels
-            .iter()
-            .map(|l| root.estimate_text_size(l, &label).map_or(0, |d| d.0))
-            .max()
-            .unwrap_or(0)
-            + 40;
-        let cols = ((c.width as i32 - 40) / widest as i32).clamp(1, 4) as usize;
-        let col_w = (c.width as i32 - 40) / cols as i32;
-        for (k, l) in labels.iter().enumerate() {
+    // Legend: below the plot, laid out by `Chart::legend`.
+    if let Some(lg) = c.legend() {
+        for (k, l) in lg.labels.iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
-            let (row, col) = (k / cols, k % cols);
-            let x = 30 + col as i32 * col_w;
+            let (row, col) = (k / lg.cols, k % lg.cols);
+            let x = 30 + col as i32 * lg.col_w;
             let y = 6 + row as i32 * LEGEND_ROW as i32;
             legend_area
                 .draw(&Rectangle::new(
@@ -371,7 +358,6 @@ fn draw<DB: DrawingBackend>(
                 .draw_text(l, &label, (x + 26, y))
                 .map_err(draw_err)?;
         }
-        let _ = legend_h;
     }
     root.present().map_err(draw_err)?;
     Ok(())
@@ -379,7 +365,16 @@ fn draw<DB: DrawingBackend>(
 
 const LEGEND_ROW: u32 = 20;
 
-fn ellipsis(s: &str, max: usize) -> String {
+/// A legend's layout.
+struct Legend {
+    labels: Vec<String>,
+    cols: usize,
+    col_w: i32,
+    height: u32,
+}
+
+/// `s` cut to `max` characters, the last one an ellipsis.
+pub(crate) fn ellipsis(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
     } else {
@@ -388,22 +383,35 @@ fn ellipsis(s: &str, max: usize) -> String {
 }
 
 impl Chart {
-    /// Height the legend needs, pixels.
-    fn legend_height(&self) -> u32 {
+    /// The legend's labels and grid: as many columns (up to four) as the
+    /// widest label allows. `None` when there is nothing to name.
+    fn legend(&self) -> Option<Legend> {
         register_font();
         if self.series.len() <= 1 && self.series.first().is_none_or(|s| s.name.is_empty()) {
-            return 0;
+            return None;
         }
-        // Estimate columns as `draw` does: DejaVu Sans 13 px averages ~7.5 px a character.
-        let widest = self
-            .series
+        let font = (FAMILY, 13).into_font();
+        let labels: Vec<String> = self.series.iter().map(|s| ellipsis(&s.name, 90)).collect();
+        let widest = labels
             .iter()
-            .map(|s| ellipsis(&s.name, 90).chars().count() as u32 * 15 / 2 + 40)
+            .map(|l| font.box_size(l).map_or(0, |d| d.0))
             .max()
-            .unwrap_or(40);
-        let cols = ((self.width.saturating_sub(40)) / widest.max(1)).clamp(1, 4);
-        let rows = (self.series.len() as u32).div_ceil(cols);
-        rows * LEGEND_ROW + 12
+            .unwrap_or(0) as i32
+            + 40;
+        let cols = ((self.width as i32 - 40) / widest).clamp(1, 4) as usize;
+        let col_w = (self.width as i32 - 40) / cols as i32;
+        let rows = labels.len().div_ceil(cols) as u32;
+        Some(Legend {
+            labels,
+            cols,
+            col_w,
+            height: rows * LEGEND_ROW + 12,
+        })
+    }
+
+    /// Height the legend needs below the plot, pixels.
+    fn legend_height(&self) -> u32 {
+        self.legend().map_or(0, |l| l.height)
     }
 
     /// The chart as an SVG document.
@@ -413,7 +421,7 @@ impl Chart {
         {
             let root = SVGBackend::with_string(&mut buf, (self.width, self.height + lh))
                 .into_drawing_area();
-            draw(self, &root, lh)?;
+            draw(self, &root)?;
         }
         Ok(buf)
     }
@@ -422,7 +430,7 @@ impl Chart {
     pub fn png(&self, path: &std::path::Path) -> Result<(), PlotError> {
         let lh = self.legend_height();
         let root = BitMapBackend::new(path, (self.width, self.height + lh)).into_drawing_area();
-        draw(self, &root, lh)
+        draw(self, &root)
     }
 }
 
