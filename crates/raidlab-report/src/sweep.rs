@@ -11,7 +11,7 @@
 use raidlab_core::published::{csv_field, split_record};
 use raidlab_core::result::RunResult;
 use raidlab_core::units::{format_size, parse_size};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::fmt;
 
 /// What went wrong with a sweep's arguments or slices (exit status 2).
@@ -297,68 +297,42 @@ pub const METRIC_COLUMNS: [&str; 14] = [
     "cpu_util_pct",
 ];
 
-/// One tidy row: the run and its result.
-pub fn row(run: &Run, r: &RunResult) -> Vec<(String, Value)> {
+/// One tidy row, cells in [`columns`] order: the run, its values, and its
+/// result.
+pub fn row(run: &Run, r: &RunResult) -> Vec<Value> {
     let s = &r.summary;
-    let mut v: Vec<(String, Value)> = vec![("run".into(), json!(run.index))];
-    let metrics = [
-        s.iops,
-        s.mbps,
-        s.lat_avg_ms,
-        s.lat_max_ms,
-        s.lat_p50_ms,
-        s.lat_p99_ms,
-        s.lat_p999_ms,
-        s.read.iops,
-        s.read.mbps,
-        s.read.lat_avg_ms,
-        s.write.iops,
-        s.write.mbps,
-        s.write.lat_avg_ms,
-        r.host.cpu_util_pct,
-    ];
     let b = r.components.iter().find(|c| c.bottleneck);
-    v.push(("topology".into(), json!(one_line(&run.topology))));
-    v.push(("workload".into(), json!(run.workload.trim())));
-    for (name, x) in METRIC_COLUMNS.iter().zip(metrics) {
-        v.push(((*name).into(), json!(x)));
-    }
-    v.push(("bottleneck".into(), json!(b.map(|c| c.name.clone()))));
-    v.push((
-        "bottleneck_resource".into(),
-        json!(b.and_then(|c| c.resource.clone())),
-    ));
-    v.push(("bottleneck_util".into(), json!(b.map(|c| c.utilization))));
+    let mut v = vec![json!(run.index)];
+    v.extend(run.values.iter().map(|x| json!(x)));
+    v.push(json!(one_line(&run.topology)));
+    v.push(json!(run.workload.trim()));
+    v.extend(
+        [
+            s.iops,
+            s.mbps,
+            s.lat_avg_ms,
+            s.lat_max_ms,
+            s.lat_p50_ms,
+            s.lat_p99_ms,
+            s.lat_p999_ms,
+            s.read.iops,
+            s.read.mbps,
+            s.read.lat_avg_ms,
+            s.write.iops,
+            s.write.mbps,
+            s.write.lat_avg_ms,
+            r.host.cpu_util_pct,
+        ]
+        .map(|x| json!(x)),
+    );
+    v.push(json!(b.map(|c| c.name.clone())));
+    v.push(json!(b.and_then(|c| c.resource.clone())));
+    v.push(json!(b.map(|c| c.utilization)));
     v
 }
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Rows with the varied names' columns inserted after `run`.
-fn with_values(
-    sweep: &Sweep,
-    runs: &[Run],
-    rows: &[Vec<(String, Value)>],
-) -> Vec<Map<String, Value>> {
-    runs.iter()
-        .zip(rows)
-        .map(|(run, r)| {
-            let mut m = Map::new();
-            let mut it = r.iter();
-            if let Some((k, v)) = it.next() {
-                m.insert(k.clone(), v.clone());
-            }
-            for (v, x) in sweep.vary.iter().zip(&run.values) {
-                m.insert(v.name.clone(), json!(x));
-            }
-            for (k, v) in it {
-                m.insert(k.clone(), v.clone());
-            }
-            m
-        })
-        .collect()
 }
 
 /// Column names of a sweep's CSV, in order.
@@ -371,58 +345,40 @@ pub fn columns(sweep: &Sweep) -> Vec<String> {
     c
 }
 
-fn cell(v: Option<&Value>) -> String {
+fn cell(v: &Value) -> String {
     match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => csv_field(s),
-        Some(x) => x.to_string(),
+        Value::Null => String::new(),
+        Value::String(s) => csv_field(s),
+        x => x.to_string(),
     }
 }
 
-/// The rows as CSV (header first).
-pub fn to_csv(sweep: &Sweep, runs: &[Run], rows: &[Vec<(String, Value)>]) -> String {
-    let cols = columns(sweep);
-    let mut o = cols
+/// The rows (from [`row`]) as CSV, header first.
+pub fn to_csv(sweep: &Sweep, rows: &[Vec<Value>]) -> String {
+    let mut o = columns(sweep)
         .iter()
         .map(|c| csv_field(c))
         .collect::<Vec<_>>()
         .join(",");
     o.push('\n');
-    for m in with_values(sweep, runs, rows) {
-        let line: Vec<String> = cols.iter().map(|c| cell(m.get(c))).collect();
-        o += &line.join(",");
+    for r in rows {
+        o += &r.iter().map(cell).collect::<Vec<_>>().join(",");
         o.push('\n');
     }
     o
 }
 
-/// The rows as one JSON document; `shard` is recorded when given.
-pub fn to_json(
-    sweep: &Sweep,
-    runs: &[Run],
-    rows: &[Vec<(String, Value)>],
-    shard: Option<(usize, usize)>,
-) -> Value {
+/// The rows (from [`row`]) as one JSON document; `shard` is recorded when
+/// given.
+pub fn to_json(sweep: &Sweep, rows: &[Vec<Value>], shard: Option<(usize, usize)>) -> Value {
     let mut h = sweep.header_json();
     if let Some((i, n)) = shard {
         h["shard"] = json!(format!("{i}/{n}"));
     }
-    let cols = columns(sweep);
-    let rows: Vec<Value> = with_values(sweep, runs, rows)
-        .into_iter()
-        .map(|m| {
-            // Columns in CSV order (serde_json maps sort keys otherwise).
-            Value::Array(
-                cols.iter()
-                    .map(|c| m.get(c).cloned().unwrap_or(Value::Null))
-                    .collect(),
-            )
-        })
-        .collect();
     json!({
         "raidlab": raidlab_core::result::VERSION,
         "sweep": h,
-        "columns": cols,
+        "columns": columns(sweep),
         "rows": rows,
     })
 }

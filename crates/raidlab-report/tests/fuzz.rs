@@ -87,15 +87,22 @@ proptest! {
         let topology = vary.iter().map(|v| format!("{{{}}}", v.name)).collect::<Vec<_>>().join("-");
         let sweep = Sweep { topology, workload: "rw=read".into(), vary, engine: "sim".into(), seed: 1 };
         sweep.check().unwrap();
-        let fake = |runs: &[raidlab_report::sweep::Run]| -> Vec<Vec<(String, serde_json::Value)>> {
-            runs.iter().map(|r| vec![("run".to_string(), serde_json::json!(r.index))]).collect()
+        let width = raidlab_report::sweep::columns(&sweep).len();
+        let fake = |runs: &[raidlab_report::sweep::Run]| -> Vec<Vec<serde_json::Value>> {
+            runs.iter()
+                .map(|r| {
+                    let mut v = vec![serde_json::json!(r.index)];
+                    v.resize(width, serde_json::Value::Null);
+                    v
+                })
+                .collect()
         };
         let all = sweep.runs(None);
-        let whole = raidlab_report::sweep::to_csv(&sweep, &all, &fake(&all));
+        let whole = raidlab_report::sweep::to_csv(&sweep, &fake(&all));
         let slices: Vec<(String, String)> = (1..=n)
             .map(|i| {
                 let r = sweep.runs(Some((i, n)));
-                (format!("s{i}"), raidlab_report::sweep::to_csv(&sweep, &r, &fake(&r)))
+                (format!("s{i}"), raidlab_report::sweep::to_csv(&sweep, &fake(&r)))
             })
             .collect();
         // Empty slices (more shards than runs) carry only the header.

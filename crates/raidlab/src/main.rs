@@ -762,8 +762,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 rows.push(sweep::row(run, &r?));
             }
             let text = match format {
-                SweepFormat::Csv => sweep::to_csv(&sweep, &runs, &rows),
-                SweepFormat::Json => json_text(&sweep::to_json(&sweep, &runs, &rows, shard))?,
+                SweepFormat::Csv => sweep::to_csv(&sweep, &rows),
+                SweepFormat::Json => json_text(&sweep::to_json(&sweep, &rows, shard))?,
             };
             emit(&output, &text)
         }
