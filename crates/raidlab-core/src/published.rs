@@ -83,20 +83,73 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
-/// Parse a whole CSV document (header required).
-pub fn parse_csv(text: &str) -> Result<Vec<Row>> {
+/// One record of a CSV document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record<'a> {
+    /// 1-based line in the document.
+    pub line: usize,
+    /// The line as written.
+    pub text: &'a str,
+    /// Its fields, unquoted.
+    pub fields: Vec<String>,
+}
+
+/// A CSV document: header, then records with as many fields as the header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Records<'a> {
+    /// The header line as written (a byte-order mark dropped).
+    pub header_text: &'a str,
+    /// The header's fields.
+    pub header: Vec<String>,
+    /// The records, blank lines skipped.
+    pub rows: Vec<Record<'a>>,
+}
+
+/// Split a CSV document into header and records; `None` when it has no
+/// header (empty or blank).
+pub fn records(text: &str) -> Result<Option<Records<'_>>> {
     let mut lines = text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
-    let Some((_, header)) = lines.next() else {
+    let Some((h0, head)) = lines.next() else {
+        return Ok(None);
+    };
+    let head = head.trim_start_matches('\u{feff}');
+    let header = split_record(head, h0 + 1)?;
+    let mut rows = Vec::new();
+    for (i, l) in lines {
+        let fields = split_record(l, i + 1)?;
+        if fields.len() != header.len() {
+            return Err(Error::Csv(format!(
+                "line {}: {} fields, expected {} as in the header",
+                i + 1,
+                fields.len(),
+                header.len()
+            )));
+        }
+        rows.push(Record {
+            line: i + 1,
+            text: l,
+            fields,
+        });
+    }
+    Ok(Some(Records {
+        header_text: head,
+        header,
+        rows,
+    }))
+}
+
+/// Parse a whole CSV document (header required).
+pub fn parse_csv(text: &str) -> Result<Vec<Row>> {
+    let Some(doc) = records(text)? else {
         return Err(Error::Csv(
             "empty file (expected a header: id,source,ref,topology,workload,metric,value,note)"
                 .into(),
         ));
     };
-    let h = split_record(header.trim_start_matches('\u{feff}'), 1)?;
-    if h.iter().map(|s| s.trim()).collect::<Vec<_>>() != HEADER {
+    if doc.header.iter().map(|s| s.trim()).collect::<Vec<_>>() != HEADER {
         return Err(Error::Csv(format!(
             "line 1: header must be {}",
             HEADER.join(",")
@@ -104,16 +157,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>> {
     }
     let mut rows = Vec::new();
     let mut ids = std::collections::HashSet::new();
-    for (i, line) in lines {
-        let lno = i + 1;
-        let f = split_record(line, lno)?;
-        if f.len() != HEADER.len() {
-            return Err(Error::Csv(format!(
-                "line {lno}: {} fields, expected {}",
-                f.len(),
-                HEADER.len()
-            )));
-        }
+    for rec in doc.rows {
+        let (lno, f) = (rec.line, rec.fields);
         let metric = f[5].trim().to_string();
         if !METRICS.contains(&metric.as_str()) {
             return Err(Error::Csv(format!(

@@ -11,7 +11,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
-use raidlab_core::published::split_record;
+use raidlab_core::published::records;
 use raidlab_core::units::parse_size;
 use serde_json::Value;
 use std::fmt;
@@ -480,29 +480,12 @@ impl Table {
             }
             return Ok(Table { columns, rows });
         }
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty());
-        let Some((_, head)) = lines.next() else {
+        let doc = records(text).map_err(|e| PlotError::Input(format!("results: {e}")))?;
+        let Some(doc) = doc else {
             return input("results: empty file");
         };
-        let columns =
-            split_record(head, 1).map_err(|e| PlotError::Input(format!("results: {e}")))?;
-        let mut rows = Vec::new();
-        for (i, l) in lines {
-            let r =
-                split_record(l, i + 1).map_err(|e| PlotError::Input(format!("results: {e}")))?;
-            if r.len() != columns.len() {
-                return input(format!(
-                    "results: line {}: {} fields, the header has {}",
-                    i + 1,
-                    r.len(),
-                    columns.len()
-                ));
-            }
-            rows.push(r);
-        }
+        let columns = doc.header;
+        let rows = doc.rows.into_iter().map(|r| r.fields).collect();
         Ok(Table { columns, rows })
     }
 

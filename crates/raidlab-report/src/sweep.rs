@@ -8,7 +8,7 @@
 //! puts slices back together and refuses overlapping, foreign or incomplete
 //! sets, so merged output is byte-identical to the unsharded run.
 
-use raidlab_core::published::{csv_field, split_record};
+use raidlab_core::published::{csv_field, records};
 use raidlab_core::result::RunResult;
 use raidlab_core::units::{format_size, parse_size};
 use serde_json::{json, Value};
@@ -442,13 +442,13 @@ fn merge_csv(slices: &[(String, String)]) -> Result<String, SweepError> {
     let mut header: Option<&str> = None;
     let mut rows: Vec<(usize, String, String)> = Vec::new();
     for (name, text) in slices {
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let Some(h) = lines.next() else {
+        let doc = records(text).map_err(|e| SweepError(format!("merge: {name}: {e}")))?;
+        let Some(doc) = doc else {
             return err(format!("merge: {name} is empty"));
         };
         match header {
-            None => header = Some(h),
-            Some(h0) if h0 != h => {
+            None => header = Some(doc.header_text),
+            Some(h0) if h0 != doc.header_text => {
                 return err(format!(
                     "merge: {name} has other columns than {}: not a slice of the same sweep",
                     slices[0].0
@@ -456,31 +456,19 @@ fn merge_csv(slices: &[(String, String)]) -> Result<String, SweepError> {
             }
             _ => {}
         }
-        let cols = split_record(h, 1).map_err(|e| SweepError(format!("merge: {name}: {e}")))?;
-        if cols.first().map(String::as_str) != Some("run") {
+        if doc.header.first().map(String::as_str) != Some("run") {
             return err(format!(
                 "merge: {name} is not a sweep's CSV (no 'run' column first)"
             ));
         }
-        for (k, l) in lines.enumerate() {
-            let f =
-                split_record(l, k + 2).map_err(|e| SweepError(format!("merge: {name}: {e}")))?;
-            if f.len() != cols.len() {
-                return err(format!(
-                    "merge: {name}: line {}: {} fields, header has {}",
-                    k + 2,
-                    f.len(),
-                    cols.len()
-                ));
-            }
-            let idx: usize = f[0].parse().map_err(|_| {
+        for r in doc.rows {
+            let idx: usize = r.fields[0].parse().map_err(|_| {
                 SweepError(format!(
                     "merge: {name}: line {}: bad run number '{}'",
-                    k + 2,
-                    f[0]
+                    r.line, r.fields[0]
                 ))
             })?;
-            rows.push((idx, name.clone(), l.to_string()));
+            rows.push((idx, name.clone(), r.text.to_string()));
         }
     }
     let mut idx: Vec<(usize, String)> = rows.iter().map(|r| (r.0, r.1.clone())).collect();
