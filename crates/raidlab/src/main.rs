@@ -618,33 +618,39 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         .ok_or_else(|| Failure::Input(format!("--bs: bad block size '{b}'")))
                 })
                 .transpose()?;
-            let db = load_presets(&presets)?;
+            if let Some(x) = one_drive.filter(|x| !(x.is_finite() && *x > 0.0)) {
+                return Err(Failure::Input(format!(
+                    "--one-drive: {x} is not a positive figure"
+                )));
+            }
+            // The drive simulated alone, unless its figure is given.
+            let alone = match one_drive {
+                Some(_) => None,
+                None => {
+                    let t = topology::resolve(&drive, &load_presets(&presets)?)?;
+                    if !matches!(t.root, topology::Node::Device(_)) {
+                        return Err(Failure::Input(format!(
+                            "--drive: '{drive}' is not a drive preset"
+                        )));
+                    }
+                    Some(t)
+                }
+            };
             let mut rows = Vec::new();
             for p in patterns {
                 let c = cost(lvl, drives, p)?;
-                let (figure, source) = match one_drive {
-                    Some(x) if x.is_finite() && x > 0.0 => (x, "given".to_string()),
-                    Some(x) => {
-                        return Err(Failure::Input(format!(
-                            "--one-drive: {x} is not a positive figure"
-                        )))
-                    }
-                    None => {
-                        let t = topology::resolve(&drive, &db)?;
-                        if !matches!(t.root, topology::Node::Device(_)) {
-                            return Err(Failure::Input(format!(
-                                "--drive: '{drive}' is not a drive preset"
-                            )));
-                        }
+                let (figure, source) = match (&alone, one_drive) {
+                    (Some(t), _) => {
                         let mut words = raidlab_sim::analytic::drive_workload(p, bs);
                         if let Some(st) = &state {
                             words += &format!(" state={st}");
                         }
                         let w = Workload::parse(&words)?;
-                        let f = raidlab_sim::analytic::drive_figure(&t, &w, p)
+                        let f = raidlab_sim::analytic::drive_figure(t, &w, p)
                             .map_err(|e| Failure::Input(e.to_string()))?;
                         (f, format!("{drive} alone, {words}"))
                     }
+                    (None, x) => (x.unwrap_or_default(), "given".to_string()),
                 };
                 rows.push(table::ModelRow {
                     cost: c,
