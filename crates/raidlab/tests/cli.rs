@@ -6,44 +6,26 @@ use common::*;
 #[test]
 fn bad_input_gives_one_line_and_status_2() {
     let w = "rw=randread bs=4k runtime=0.01";
-    assert_input_error(
-        &["sim", "-t", "nosuchdrive", "-w", w],
-        "unknown preset 'nosuchdrive'",
-    );
-    assert_input_error(&["sim", "-t", "raid0(x25e,", "-w", w], "column 12");
-    assert_input_error(
-        &["sim", "-t", "raid5(2*x25e)", "-w", w],
-        "raid5 with 2 active members",
-    );
-    assert_input_error(
-        &["sim", "-t", "raid6(3*x25e)", "-w", w],
-        "raid6 with 3 active members",
-    );
-    assert_input_error(
-        &["sim", "-t", "raid0[stripe=100k](2*x25e)", "-w", w],
-        "power of two",
-    );
-    assert_input_error(
-        &["sim", "-t", "x25e", "-w", "rw=read bs=64k size=32k"],
-        "larger than the volume",
-    );
-    assert_input_error(
-        &["sim", "-t", "x25e", "-w", "rw=randread colour=blue"],
-        "unknown key 'colour'",
-    );
-    assert_input_error(&["sim", "-t", "x25e", "-w", "rw=sideways"], "rw=sideways");
-    assert_input_error(
-        &["sim", "-t", "adaptec5085[mode=volume](2*x25e)", "-w", w],
-        "root exposes 2 volumes",
-    );
-    assert_input_error(
-        &["sim", "-t", "adaptec5085(raid0(9*x25e))", "-w", w],
-        "8 ports but 9 devices",
-    );
-    assert_input_error(
-        &["sim", "-t", "x25e[speed=1]", "-w", w],
-        "unknown option 'speed'",
-    );
+    // (topology, workload, what the message names)
+    for (t, wl, want) in [
+        ("nosuchdrive", w, "unknown preset 'nosuchdrive'"),
+        ("raid0(x25e,", w, "column 12"),
+        ("raid5(2*x25e)", w, "raid5 with 2 active members"),
+        ("raid6(3*x25e)", w, "raid6 with 3 active members"),
+        ("raid0[stripe=100k](2*x25e)", w, "power of two"),
+        ("x25e", "rw=read bs=64k size=32k", "larger than the volume"),
+        ("x25e", "rw=randread colour=blue", "unknown key 'colour'"),
+        ("x25e", "rw=sideways", "rw=sideways"),
+        (
+            "adaptec5085[mode=volume](2*x25e)",
+            w,
+            "root exposes 2 volumes",
+        ),
+        ("adaptec5085(raid0(9*x25e))", w, "8 ports but 9 devices"),
+        ("x25e[speed=1]", w, "unknown option 'speed'"),
+    ] {
+        assert_input_error(&["sim", "-t", t, "-w", wl], want);
+    }
     assert_input_error(&["sim", "-t", "x25e"], "give a workload");
     assert_input_error(
         &["sim", "-t", "@/nonexistent/file", "-w", w],
