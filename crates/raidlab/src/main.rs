@@ -1012,10 +1012,16 @@ fn main() -> ExitCode {
         Ok(c) => c,
         // Usage errors: one line and status 2, like every other bad input.
         Err(e) if e.use_stderr() => {
+            // clap's message up to its usage block, on one line.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("raidlab: error: {first} (see 'raidlab --help')");
+            let msg: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                .collect();
+            let msg = msg.join(" ");
+            let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+            eprintln!("raidlab: error: {msg} (see 'raidlab --help')");
             return ExitCode::from(2);
         }
         Err(e) => e.exit(),

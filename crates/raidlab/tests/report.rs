@@ -260,6 +260,7 @@ fn model_gives_the_survey_table_and_expectations() {
     assert_eq!(p["expected"].as_f64().unwrap(), 4.0 * one);
     // Usage errors from the argument parser are one line with status 2 too.
     assert_input_error(&["model", "--level"], "a value is required");
+    assert_input_error(&["model", "--level", "raid5"], "not provided: --drives");
     for (extra, want) in [
         (&["--level", "raid7", "--drives", "4"][..], "unknown level"),
         (&["--level", "raid10", "--drives", "5"], "even number"),
