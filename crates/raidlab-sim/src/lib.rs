@@ -113,6 +113,7 @@ struct Builder<'a> {
     seed: u64,
     host: &'a HostParams,
     devices: u64,
+    warm: ssd::WarmCache,
 }
 
 /// A controller's shared pools plus the parameters arrays inside it need.
@@ -153,6 +154,7 @@ impl Builder<'_> {
                             d.link_mbps,
                             st,
                             seed,
+                            &mut self.warm,
                         );
                         let cap = s.capacity();
                         (Comp::Ssd(Box::new(s)), cap)
@@ -388,6 +390,7 @@ fn simulate_inner(
         seed,
         host: &topo.host,
         devices: 0,
+        warm: ssd::WarmCache::default(),
     };
     let vols = b.node(&topo.root, None)?;
     let (root, cap) = vols[0];

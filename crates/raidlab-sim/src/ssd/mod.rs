@@ -59,6 +59,51 @@ pub struct SsdCounters {
     pub gc_units: u64,
 }
 
+/// Steady-state FTLs already warmed up in this build, by geometry.
+///
+/// The random-write warm-up costs tens of milliseconds per drive and does
+/// not depend on anything but the FTL's geometry and the random draws. The
+/// first drive of a geometry is warmed up with its own seed; the others get a
+/// copy relabelled by a random offset of their own (see [`Ftl::relabel`]),
+/// another sample of the same steady state.
+#[derive(Default)]
+pub struct WarmCache {
+    ftls: Vec<(FtlKey, Ftl)>,
+}
+
+/// What a warmed-up FTL depends on.
+#[derive(Clone, Copy, PartialEq)]
+struct FtlKey {
+    logical: u64,
+    ratio: u64,
+    upp: u32,
+    ppb: u32,
+    dies: u32,
+    gc_free: u32,
+}
+
+impl WarmCache {
+    fn steady(&mut self, key: FtlKey, seed: u64) -> Ftl {
+        if let Some((_, f)) = self.ftls.iter().find(|(k, _)| *k == key) {
+            let mut f = f.clone();
+            let k = raidlab_core::rng::Rng::new(seed).below(f.logical_units() as u64) as u32;
+            f.relabel(k / f.upp() * f.upp());
+            return f;
+        }
+        let mut f = Ftl::new(
+            key.logical,
+            f64::from_bits(key.ratio),
+            key.upp,
+            key.ppb,
+            key.dies,
+            key.gc_free,
+        );
+        f.precondition_steady(seed);
+        self.ftls.push((key, f.clone()));
+        f
+    }
+}
+
 /// One SSD.
 pub struct Ssd {
     /// Label, `x25e#0`.
@@ -107,24 +152,27 @@ impl Ssd {
         link_mbps: f64,
         state: SsdState,
         seed: u64,
+        warm: &mut WarmCache,
     ) -> Ssd {
         let full_units = (p.capacity_gb * 1e9 / UNIT as f64) as u64;
         let logical = ((full_units as f64) * (1.0 - op)) as u64;
         let ratio = full_units as f64 * (1.0 + p.spare_pct / 100.0) / logical as f64;
         let upp = p.page_kb / 4;
         let dies = p.channels * p.dies_per_channel;
-        let mut ftl = Ftl::new(
+        let key = FtlKey {
             logical,
-            ratio,
+            ratio: ratio.to_bits(),
             upp,
-            p.pages_per_block,
+            ppb: p.pages_per_block,
             dies,
-            p.gc_free_blocks,
-        );
-        match state {
-            SsdState::Fob => {}
-            SsdState::Fill => ftl.fill_lazily(),
-            SsdState::Steady => ftl.precondition_steady(seed),
+            gc_free: p.gc_free_blocks,
+        };
+        let mut ftl = match state {
+            SsdState::Steady => warm.steady(key, seed),
+            _ => Ftl::new(logical, ratio, upp, p.pages_per_block, dies, p.gc_free_blocks),
+        };
+        if state == SsdState::Fill {
+            ftl.fill_lazily();
         }
         ftl.reset_counters();
         Ssd {
