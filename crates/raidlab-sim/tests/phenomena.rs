@@ -252,6 +252,24 @@ fn p11_read_ahead_costs_random_reads() {
     assert!((0.1..0.35).contains(&cut), "read-ahead cut {cut}");
 }
 
+/// 11 (write-back). On SSD RAID 5 a write-back controller cache cuts random
+///    write IOPS by about 80 %: every write is destaged as a read-modify-write
+///    with one destage write per member outstanding, while write-through lets
+///    the drives' queues fill. The model gives about two thirds; the issue asks
+///    for at least 60 % on the MegaRAID.
+#[test]
+fn p11_write_back_costs_raid5_random_writes() {
+    let w = |cache: &str| {
+        iops(
+            &format!("megaraid9265[cache={cache},readahead=off](raid5[stripe=256k](8*s3500-480))"),
+            "rw=randwrite bs=4k numjobs=8 iodepth=32 state=steady runtime=1 ramp_time=0.5",
+        )
+    };
+    let (wb, wt) = (w("wb"), w("wt"));
+    let cut = 1.0 - wb / wt;
+    assert!((0.6..0.9).contains(&cut), "write-back cut {cut}: {wb} vs {wt}");
+}
+
 /// 12. Over-provisioning 20 % / 40 % multiplies steady random write IOPS about 2.7× / 3.9×.
 #[test]
 fn p12_over_provisioning() {
