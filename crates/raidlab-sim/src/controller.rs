@@ -610,21 +610,21 @@ impl CtrlVol {
                 e.in_destage = true;
                 bytes += bits.count_ones() as u64 * self.gran;
                 let base = x * self.line_bytes;
-                let mut g = 0;
-                while g < 64 {
-                    if bits >> g & 1 == 1 {
-                        let s = g;
-                        while g < 64 && bits >> g & 1 == 1 {
-                            g += 1;
-                        }
-                        let a = base + s * self.gran;
-                        let b = (base + g * self.gran).min(base + self.line_bytes);
-                        match runs.last_mut() {
-                            Some(r) if r.1 == a => r.1 = b,
-                            _ => runs.push((a, b)),
-                        }
+                // Runs of set bits, lowest first.
+                let mut rest = bits;
+                while rest != 0 {
+                    let s = rest.trailing_zeros() as u64;
+                    let g = (s + (rest >> s).trailing_ones() as u64).min(64);
+                    rest = if g == 64 {
+                        0
                     } else {
-                        g += 1;
+                        rest & !((1u64 << g) - 1)
+                    };
+                    let a = base + s * self.gran;
+                    let b = (base + g * self.gran).min(base + self.line_bytes);
+                    match runs.last_mut() {
+                        Some(r) if r.1 == a => r.1 = b,
+                        _ => runs.push((a, b)),
                     }
                 }
             }

@@ -267,7 +267,10 @@ fn p11_write_back_costs_raid5_random_writes() {
     };
     let (wb, wt) = (w("wb"), w("wt"));
     let cut = 1.0 - wb / wt;
-    assert!((0.6..0.9).contains(&cut), "write-back cut {cut}: {wb} vs {wt}");
+    assert!(
+        (0.6..0.9).contains(&cut),
+        "write-back cut {cut}: {wb} vs {wt}"
+    );
 }
 
 /// 12. Over-provisioning 20 % / 40 % multiplies steady random write IOPS about 2.7× / 3.9×.

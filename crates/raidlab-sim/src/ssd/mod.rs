@@ -169,7 +169,14 @@ impl Ssd {
         };
         let mut ftl = match state {
             SsdState::Steady => warm.steady(key, seed),
-            _ => Ftl::new(logical, ratio, upp, p.pages_per_block, dies, p.gc_free_blocks),
+            _ => Ftl::new(
+                logical,
+                ratio,
+                upp,
+                p.pages_per_block,
+                dies,
+                p.gc_free_blocks,
+            ),
         };
         if state == SsdState::Fill {
             ftl.fill_lazily();

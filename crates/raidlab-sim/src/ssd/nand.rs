@@ -108,28 +108,30 @@ impl Nand {
         d.busy += dur;
     }
 
-    /// When `die` can take a new program.
-    #[inline]
-    fn ready(&self, die: usize) -> Ns {
-        self.dies[die].free_at.max(self.dies[die].gc_until)
-    }
-
-    /// The die that can take a program first (ties: the earliest from
-    /// `start`), so writes skip dies busy with GC.
+    /// The die that can take a program first (ready = free and past its GC
+    /// backlog; ties: the earliest from `start`), so writes skip dies busy
+    /// with GC.
     #[inline]
     pub fn least_busy(&self, start: u32) -> u32 {
-        let n = self.dies.len() as u32;
-        let mut best = start % n;
-        let mut bt = self.ready(best as usize);
-        for i in 1..n {
-            let d = (start + i) % n;
-            let t = self.ready(d as usize);
+        let n = self.dies.len();
+        let s = start as usize % n;
+        // Dies s..n, then 0..s: the first strict minimum in that order.
+        let (mut best, mut bt) = (s, Ns::MAX);
+        for (d, x) in self.dies[s..].iter().enumerate() {
+            let t = x.free_at.max(x.gc_until);
+            if t < bt {
+                best = s + d;
+                bt = t;
+            }
+        }
+        for (d, x) in self.dies[..s].iter().enumerate() {
+            let t = x.free_at.max(x.gc_until);
             if t < bt {
                 best = d;
                 bt = t;
             }
         }
-        best
+        best as u32
     }
 
     /// Busy time summed over dies, and die count.
