@@ -614,12 +614,9 @@ impl CtrlVol {
                 let mut rest = bits;
                 while rest != 0 {
                     let s = rest.trailing_zeros() as u64;
-                    let g = (s + (rest >> s).trailing_ones() as u64).min(64);
-                    rest = if g == 64 {
-                        0
-                    } else {
-                        rest & !((1u64 << g) - 1)
-                    };
+                    let g = s + (rest >> s).trailing_ones() as u64;
+                    // Adding the run's lowest bit carries through the run.
+                    rest &= rest.wrapping_add(1 << s);
                     let a = base + s * self.gran;
                     let b = (base + g * self.gran).min(base + self.line_bytes);
                     match runs.last_mut() {

@@ -27,7 +27,7 @@ pub const MIN_BLOCKS_PER_DIE: u64 = 128;
 /// Marker for an unmapped entry.
 pub const INVALID: u32 = u32::MAX;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 struct Cursor {
     block: u32,
     unit: u32,

@@ -82,6 +82,20 @@ struct FtlKey {
     gc_free: u32,
 }
 
+impl FtlKey {
+    /// A fresh-out-of-box FTL of this geometry.
+    fn build(&self) -> Ftl {
+        Ftl::new(
+            self.logical,
+            f64::from_bits(self.ratio),
+            self.upp,
+            self.ppb,
+            self.dies,
+            self.gc_free,
+        )
+    }
+}
+
 impl WarmCache {
     fn steady(&mut self, key: FtlKey, seed: u64) -> Ftl {
         if let Some((_, f)) = self.ftls.iter().find(|(k, _)| *k == key) {
@@ -90,14 +104,7 @@ impl WarmCache {
             f.relabel(k / f.upp() * f.upp());
             return f;
         }
-        let mut f = Ftl::new(
-            key.logical,
-            f64::from_bits(key.ratio),
-            key.upp,
-            key.ppb,
-            key.dies,
-            key.gc_free,
-        );
+        let mut f = key.build();
         f.precondition_steady(seed);
         self.ftls.push((key, f.clone()));
         f
@@ -169,14 +176,7 @@ impl Ssd {
         };
         let mut ftl = match state {
             SsdState::Steady => warm.steady(key, seed),
-            _ => Ftl::new(
-                logical,
-                ratio,
-                upp,
-                p.pages_per_block,
-                dies,
-                p.gc_free_blocks,
-            ),
+            _ => key.build(),
         };
         if state == SsdState::Fill {
             ftl.fill_lazily();
