@@ -536,15 +536,18 @@ impl CtrlVol {
         let dd = g.data_disks() as u64;
         let s0 = line / dd * dd;
         let all = s0..s0 + dd;
-        let full = all.clone().all(|l| {
+        let whole = |l: &u64| {
             self.lines
-                .get(&l)
+                .get(l)
                 .is_some_and(|x| x.bits == u64::MAX && !x.in_destage)
                 || (self.line_bytes / self.gran < 64
-                    && self.lines.get(&l).is_some_and(|x| {
+                    && self.lines.get(l).is_some_and(|x| {
                         x.bits == (1u64 << (self.line_bytes / self.gran)) - 1 && !x.in_destage
                     }))
-        });
+        };
+        // `line` itself first: it was just looked up, and when it is not
+        // whole (small random writes) the rest of the stripe is not visited.
+        let full = whole(&line) && all.clone().filter(|l| *l != line).all(|l| whole(&l));
         full.then_some(all)
     }
 
