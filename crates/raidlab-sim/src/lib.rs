@@ -114,6 +114,8 @@ struct Builder<'a> {
     host: &'a HostParams,
     devices: u64,
     warm: ssd::WarmCache,
+    /// Host threads that compute software RAID parity (one per parity array).
+    parity_threads: Vec<PoolId>,
 }
 
 /// A controller's shared pools plus the parameters arrays inside it need.
@@ -199,11 +201,23 @@ impl Builder<'_> {
                     None => {
                         let imp = &self.host.impls[a.imp.as_deref().unwrap_or("md")];
                         let k = self.cpu_scale();
+                        // Parity is computed by one kernel thread per array
+                        // (md's raid5d: stripe handling is single-threaded
+                        // unless group_thread_cnt is raised from its default
+                        // of 0; Windows' RAID-5 volume likewise queues stripe
+                        // work to one system worker). Its time is host CPU.
+                        let parity = if matches!(lvl, Level::Raid5 | Level::Raid6) {
+                            let p = self.ctx.add_pool(1);
+                            self.parity_threads.push(p);
+                            p
+                        } else {
+                            HOST_CPU
+                        };
                         Costs {
                             cpu: HOST_CPU,
                             req_ns: (us(imp.req_us) as f64 * k) as Ns,
                             member_ns: (us(imp.member_us) as f64 * k) as Ns,
-                            parity: HOST_CPU,
+                            parity,
                             parity_ns_per_kb: 1024.0 * 1000.0
                                 / if pq { imp.pq_mbps } else { imp.xor_mbps }
                                 * k,
@@ -391,6 +405,7 @@ fn simulate_inner(
         host: &topo.host,
         devices: 0,
         warm: ssd::WarmCache::default(),
+        parity_threads: Vec::new(),
     };
     let vols = b.node(&topo.root, None)?;
     let (root, cap) = vols[0];
@@ -442,6 +457,7 @@ fn simulate_inner(
     let mut ctx = b.ctx;
     let mut comps = b.comps;
     let reports = b.reports;
+    let parity_threads = b.parity_threads;
     comps[HOST as usize] = Comp::Host(Box::new(host));
 
     let mut snap = busy(&comps, &reports, &ctx);
@@ -545,7 +561,11 @@ fn simulate_inner(
         });
     }
     let cpu = &ctx.pools[HOST_CPU as usize];
-    let cpu_busy = cpu.busy;
+    let cpu_busy = cpu.busy
+        + parity_threads
+            .iter()
+            .map(|p| ctx.pools[*p as usize].busy)
+            .sum::<Ns>();
     let cpu_util = if window > 0 {
         (cpu_busy as f64 / (window as f64 * cpu.servers() as f64)).min(1.0)
     } else {
