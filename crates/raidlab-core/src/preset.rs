@@ -147,6 +147,11 @@ pub struct ControllerParams {
     pub port_mbps: f64,
     /// Outstanding destage writes per member (write-back cache).
     pub destage_per_member: u32,
+    /// Firmware time of one destage (cache flush) operation, µs, spent by a
+    /// single flush task: destages run one after another on it. The task
+    /// also pays `roc_us_per_kb` for the bytes it flushes.
+    #[serde(default)]
+    pub destage_task_us: f64,
     /// Dirty data younger than this is held to merge sequential writes, ms.
     pub destage_delay_ms: f64,
     /// Default stripe unit, KiB.

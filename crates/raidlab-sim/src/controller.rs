@@ -13,6 +13,9 @@
 //!   after a short hold that lets sequential writes fill whole stripes, with
 //!   at most `destage_per_member` destage writes outstanding per member —
 //!   the HDD-era design that keeps SSD arrays from using their parallelism.
+//!   Each destage is first prepared by the firmware's one flush task (a
+//!   fixed cost, the member commands it builds and the bytes it maps), so
+//!   destages cannot start faster than that task turns them over.
 //!   A full cache makes new writes wait for destage.
 
 use crate::engine::{us, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
@@ -45,6 +48,8 @@ pub struct CtrlPools {
     pub dma: PoolId,
     /// Parity engine.
     pub xor: PoolId,
+    /// The firmware's cache-flush task (one at a time).
+    pub flush: PoolId,
 }
 
 /// Configuration of one volume's front end.
@@ -78,12 +83,32 @@ pub struct CtrlConfig {
     pub readahead_bytes: u64,
     /// Destage writes per member.
     pub destage_per_member: u32,
+    /// Flush-task time per destage operation.
+    pub destage_task_ns: Ns,
+    /// Flush-task time per member command it builds (the RoC's
+    /// per-member-command cost).
+    pub member_ns: Ns,
     /// Hold time of dirty data before destage.
     pub destage_delay: Ns,
     /// Volume capacity.
     pub capacity: u64,
     /// Geometry of the array behind (None for a single device).
     pub geo: Option<Geometry>,
+}
+
+/// Member commands of one destage of `runs` contiguous dirty runs.
+fn destage_commands(geo: Option<&Geometry>, runs: usize, full_stripe: bool) -> usize {
+    let Some(g) = geo else {
+        return runs;
+    };
+    match g.level() {
+        Level::Raid1 | Level::Raid10 => runs * g.members() / g.data_disks(),
+        Level::Raid5 | Level::Raid6 if full_stripe => g.members(),
+        // Read old data and parity, write both.
+        Level::Raid5 => runs * 4,
+        Level::Raid6 => runs * 6,
+        _ => runs,
+    }
 }
 
 /// Hasher for line numbers: one multiply (Fibonacci hashing). Keys are
@@ -599,10 +624,16 @@ impl CtrlVol {
         {
             let mut lines = self.spare_lines.pop().unwrap_or_default();
             lines.clear();
-            match self.full_stripe(l) {
-                Some(r) => lines.extend(r),
-                None => lines.push(l),
-            }
+            let full = match self.full_stripe(l) {
+                Some(r) => {
+                    lines.extend(r);
+                    true
+                }
+                None => {
+                    lines.push(l);
+                    false
+                }
+            };
             let mut runs = std::mem::take(&mut self.runs);
             runs.clear();
             let mut bytes = 0;
@@ -656,11 +687,25 @@ impl CtrlVol {
             if self.destage_out[m] == limit {
                 self.limit_since[m] = now;
             }
+            // The flush task prepares the destage (finds and locks the
+            // lines, builds the member commands) before any member sees it.
+            // It builds every member command the destage needs: one per run
+            // and copy for mirrors, reads and writes of data and parity for a
+            // read-modify-write, one per member for a full stripe.
+            let at = if self.cfg.destage_task_ns > 0 {
+                let cmds = destage_commands(self.cfg.geo.as_ref(), runs.len(), full);
+                let dur = self.cfg.destage_task_ns
+                    + cmds as Ns * self.cfg.member_ns
+                    + (bytes as f64 / 1024.0 * self.cfg.ns_per_kb) as Ns;
+                ctx.reserve(self.cfg.pools.flush, now, dur)
+            } else {
+                now
+            };
             for &(a, b) in &runs {
                 let a = a.min(self.cfg.capacity);
                 let b = b.min(self.cfg.capacity);
                 if b > a {
-                    self.send_child(ctx, root, a..b, Op::Write, u32::MAX, now);
+                    self.send_child(ctx, root, a..b, Op::Write, u32::MAX, at);
                 }
             }
             self.runs = runs;

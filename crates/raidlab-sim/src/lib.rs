@@ -243,6 +243,7 @@ impl Builder<'_> {
                     roc: self.ctx.add_pool(p.roc_cores),
                     dma: self.ctx.add_pool(1),
                     xor: self.ctx.add_pool(1),
+                    flush: self.ctx.add_pool(1),
                 };
                 let cc = CtrlCtx {
                     pools,
@@ -278,6 +279,8 @@ impl Builder<'_> {
                             readahead: if jbod { ReadAhead::Off } else { c.readahead },
                             readahead_bytes: p.readahead_kb as u64 * 1024,
                             destage_per_member: p.destage_per_member,
+                            destage_task_ns: us(p.destage_task_us),
+                            member_ns: us(p.roc_member_cmd_us),
                             destage_delay: (p.destage_delay_ms * 1e6) as Ns,
                             capacity: cap,
                             geo,
@@ -333,6 +336,7 @@ fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static s
                 ));
                 v.push((i, "dma", pool(pools.dma).busy, 1));
                 v.push((i, "xor", pool(pools.xor).busy, 1));
+                v.push((i, "flush", pool(pools.flush).busy, 1));
                 let (mut at, mut m) = (0, 0);
                 for vid in vols {
                     if let Comp::Ctrl(c) = &comps[*vid as usize] {
