@@ -102,7 +102,9 @@ fn destage_commands(geo: Option<&Geometry>, runs: usize, full_stripe: bool) -> u
         return runs;
     };
     match g.level() {
-        Level::Raid1 | Level::Raid10 => runs * g.members() / g.data_disks(),
+        Level::Raid1 => runs * g.members(),
+        // near-2: two copies of every chunk.
+        Level::Raid10 => runs * 2,
         Level::Raid5 | Level::Raid6 if full_stripe => g.members(),
         // Read old data and parity, write both.
         Level::Raid5 => runs * 4,
