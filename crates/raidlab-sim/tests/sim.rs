@@ -132,11 +132,12 @@ fn drive_state_changes_write_amplification() {
 
 #[test]
 fn write_cache_off_makes_writes_wait_for_nand() {
-    let on = run("x25e", "preset=latency rw=randwrite bs=4k runtime=0.2");
-    let off = run(
-        "x25e[wc=off]",
-        "preset=latency rw=randwrite bs=4k runtime=0.2",
-    );
+    // Steady state after a ramp: a write into the buffer waits for the
+    // drive's garbage-collection-bound drain rate; without the buffer it
+    // waits for its own program as well.
+    let wl = "preset=latency rw=randwrite bs=4k runtime=0.5 ramp_time=0.5";
+    let on = run("x25e", wl);
+    let off = run("x25e[wc=off]", wl);
     assert!(
         off.summary.lat_avg_ms > 2.0 * on.summary.lat_avg_ms,
         "{} vs {}",
