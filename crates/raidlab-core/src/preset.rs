@@ -149,7 +149,9 @@ pub struct ControllerParams {
     pub destage_per_member: u32,
     /// Firmware time of one destage (cache flush) operation, µs, spent by a
     /// single flush task: destages run one after another on it. The task
-    /// also pays `roc_us_per_kb` for the bytes it flushes.
+    /// also pays `roc_us_per_kb` for the bytes it flushes and
+    /// `roc_member_cmd_us` for each member command of the destage (which the
+    /// RoC's shared cores then do not).
     #[serde(default)]
     pub destage_task_us: f64,
     /// Dirty data younger than this is held to merge sequential writes, ms.

@@ -7,7 +7,7 @@
 //! its slowest member does, which is where RAID's request synchronisation
 //! costs latency.
 
-use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId};
+use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
 use raidlab_core::units::Ns;
 use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
 
@@ -192,8 +192,14 @@ impl ArrayComp {
         let cmds = (plan.reads.len() + plan.writes.len()) as Ns;
         self.plans[p as usize] = plan;
         let cost = self.costs.req_ns + self.costs.member_ns * cmds;
-        // `t0` may carry a not-before time from a controller front end.
-        let t = ctx.reserve(self.costs.cpu, ctx.now.max(r.t0), cost);
+        // `t0` may carry a not-before time from a controller front end, and
+        // `cost_pool` another payer for the work (its flush task).
+        let pool = if r.cost_pool == NONE {
+            self.costs.cpu
+        } else {
+            r.cost_pool
+        };
+        let t = ctx.reserve(pool, ctx.now.max(r.t0), cost);
         ctx.schedule(t, self.id, id, EV_GO);
     }
 
@@ -214,6 +220,7 @@ impl ArrayComp {
                 comp: 0,
                 t0: ctx.now,
                 tag: e.member,
+                cost_pool: NONE,
                 slot: 0,
                 phase: 0,
             });

@@ -14,7 +14,8 @@
 //!   at most `destage_per_member` destage writes outstanding per member —
 //!   the HDD-era design that keeps SSD arrays from using their parallelism.
 //!   Each destage is first prepared by the firmware's one flush task (a
-//!   fixed cost, the member commands it builds and the bytes it maps), so
+//!   fixed cost and the bytes it maps, then the member commands it builds,
+//!   which the array behind charges to the task), so
 //!   destages cannot start faster than that task turns them over.
 //!   A full cache makes new writes wait for destage.
 
@@ -85,32 +86,12 @@ pub struct CtrlConfig {
     pub destage_per_member: u32,
     /// Flush-task time per destage operation.
     pub destage_task_ns: Ns,
-    /// Flush-task time per member command it builds (the RoC's
-    /// per-member-command cost).
-    pub member_ns: Ns,
     /// Hold time of dirty data before destage.
     pub destage_delay: Ns,
     /// Volume capacity.
     pub capacity: u64,
     /// Geometry of the array behind (None for a single device).
     pub geo: Option<Geometry>,
-}
-
-/// Member commands of one destage of `runs` contiguous dirty runs.
-fn destage_commands(geo: Option<&Geometry>, runs: usize, full_stripe: bool) -> usize {
-    let Some(g) = geo else {
-        return runs;
-    };
-    match g.level() {
-        Level::Raid1 => runs * g.members(),
-        // near-2: two copies of every chunk.
-        Level::Raid10 => runs * 2,
-        Level::Raid5 | Level::Raid6 if full_stripe => g.members(),
-        // Read old data and parity, write both.
-        Level::Raid5 => runs * 4,
-        Level::Raid6 => runs * 6,
-        _ => runs,
-    }
 }
 
 /// Hasher for line numbers: one multiply (Fibonacci hashing). Keys are
@@ -390,7 +371,7 @@ impl CtrlVol {
         op: Op,
         tag: u32,
         at: Ns,
-    ) {
+    ) -> ReqId {
         let child = ctx.reqs.alloc(Req {
             offset: span.start,
             len: (span.end - span.start) as u32,
@@ -400,11 +381,13 @@ impl CtrlVol {
             comp: 0,
             t0: at,
             tag,
+            cost_pool: NONE,
             slot: 0,
             phase: 0,
         });
         ctx.reqs[id].pending += 1;
         ctx.submit(self.child, child);
+        child
     }
 
     fn data_return(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
@@ -626,16 +609,10 @@ impl CtrlVol {
         {
             let mut lines = self.spare_lines.pop().unwrap_or_default();
             lines.clear();
-            let full = match self.full_stripe(l) {
-                Some(r) => {
-                    lines.extend(r);
-                    true
-                }
-                None => {
-                    lines.push(l);
-                    false
-                }
-            };
+            match self.full_stripe(l) {
+                Some(r) => lines.extend(r),
+                None => lines.push(l),
+            }
             let mut runs = std::mem::take(&mut self.runs);
             runs.clear();
             let mut bytes = 0;
@@ -682,6 +659,7 @@ impl CtrlVol {
                 comp: self.id,
                 t0: now,
                 tag: 0,
+                cost_pool: NONE,
                 slot: slot as u32,
                 phase: DESTAGE,
             });
@@ -690,24 +668,23 @@ impl CtrlVol {
                 self.limit_since[m] = now;
             }
             // The flush task prepares the destage (finds and locks the
-            // lines, builds the member commands) before any member sees it.
-            // It builds every member command the destage needs: one per run
-            // and copy for mirrors, reads and writes of data and parity for a
-            // read-modify-write, one per member for a full stripe.
-            let at = if self.cfg.destage_task_ns > 0 {
-                let cmds = destage_commands(self.cfg.geo.as_ref(), runs.len(), full);
-                let dur = self.cfg.destage_task_ns
-                    + cmds as Ns * self.cfg.member_ns
-                    + (bytes as f64 / 1024.0 * self.cfg.ns_per_kb) as Ns;
-                ctx.reserve(self.cfg.pools.flush, now, dur)
+            // lines, maps their bytes) before any member sees it, then builds
+            // its member commands: the array behind charges those to the
+            // task instead of the RoC's shared cores.
+            let (at, pool) = if self.cfg.destage_task_ns > 0 {
+                let dur =
+                    self.cfg.destage_task_ns + (bytes as f64 / 1024.0 * self.cfg.ns_per_kb) as Ns;
+                let flush = self.cfg.pools.flush;
+                (ctx.reserve(flush, now, dur), flush)
             } else {
-                now
+                (now, NONE)
             };
             for &(a, b) in &runs {
                 let a = a.min(self.cfg.capacity);
                 let b = b.min(self.cfg.capacity);
                 if b > a {
-                    self.send_child(ctx, root, a..b, Op::Write, u32::MAX, at);
+                    let child = self.send_child(ctx, root, a..b, Op::Write, u32::MAX, at);
+                    ctx.reqs[child].cost_pool = pool;
                 }
             }
             self.runs = runs;

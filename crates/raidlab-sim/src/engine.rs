@@ -48,6 +48,10 @@ pub struct Req {
     pub t0: Ns,
     /// Set by the request's creator (job index, member index, ...).
     pub tag: u32,
+    /// Pool that pays for the command work the request causes in the
+    /// component handling it (an array's member commands); `NONE`: that
+    /// component's own (the RoC or the host CPU).
+    pub cost_pool: PoolId,
     /// Private to the component handling the request (plan slot, ...).
     pub slot: u32,
     /// Private to the component handling the request.

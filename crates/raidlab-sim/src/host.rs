@@ -103,6 +103,7 @@ impl Host {
             comp: self.id,
             t0: ctx.now,
             tag: job as u32,
+            cost_pool: NONE,
             slot: 0,
             phase: 0,
         });

@@ -280,7 +280,6 @@ impl Builder<'_> {
                             readahead_bytes: p.readahead_kb as u64 * 1024,
                             destage_per_member: p.destage_per_member,
                             destage_task_ns: us(p.destage_task_us),
-                            member_ns: us(p.roc_member_cmd_us),
                             destage_delay: (p.destage_delay_ms * 1e6) as Ns,
                             capacity: cap,
                             geo,
