@@ -409,6 +409,7 @@ fn check(name: &str, p: &Preset) -> Result<()> {
                 c.roc_cmd_us,
                 c.roc_member_cmd_us,
                 c.fw_latency_us,
+                c.destage_task_us,
                 c.destage_delay_ms * 1000.0,
             ];
             if times.iter().any(|t| !(0.0..=1e7).contains(t))
@@ -609,5 +610,8 @@ mod tests {
         assert!(db.load_str("[a]\nkind = \"ssd\"").is_err());
         assert!(db.load_str("not toml [").is_err());
         assert!(db.load_str("[a]\nbase = \"x25e\"\nchannels = 0").is_err());
+        assert!(db
+            .load_str("[a]\nbase = \"adaptec5085\"\ndestage_task_us = -1")
+            .is_err());
     }
 }

@@ -204,8 +204,8 @@ impl Builder<'_> {
                         // Parity is computed by one kernel thread per array
                         // (md's raid5d: stripe handling is single-threaded
                         // unless group_thread_cnt is raised from its default
-                        // of 0; Windows' RAID-5 volume likewise queues stripe
-                        // work to one system worker). Its time is host CPU.
+                        // of 0; taken to hold for Windows' RAID-5 volumes too,
+                        // for want of a published figure). Its time is host CPU.
                         let parity = if matches!(lvl, Level::Raid5 | Level::Raid6) {
                             let p = self.ctx.add_pool(1);
                             self.parity_threads.push(p);
