@@ -174,6 +174,10 @@ pub struct SwImplParams {
     pub xor_mbps: f64,
     /// RAID 6 P+Q compute rate of one core, 10^6 bytes/s.
     pub pq_mbps: f64,
+    /// RAID 5/6 writes always read old data and parity first
+    /// (read-modify-write), even when they cover whole stripes.
+    #[serde(default)]
+    pub rmw_only: bool,
 }
 
 /// Host parameters.

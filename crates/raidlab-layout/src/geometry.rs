@@ -442,6 +442,17 @@ impl Geometry {
     /// `out`'s elements and their vectors are reused, so a caller that keeps
     /// `out` plans without allocating.
     pub fn write_plan(&self, off: u64, len: u64, out: &mut Vec<StripeOp>) {
+        self.plan(off, len, false, out)
+    }
+
+    /// Plan a write to a RAID 5/6 volume as an implementation that always
+    /// reads before it writes: read-modify-write for every stripe touched,
+    /// whole stripes included (no full-stripe or reconstruct-write path).
+    pub fn rmw_plan(&self, off: u64, len: u64, out: &mut Vec<StripeOp>) {
+        self.plan(off, len, true, out)
+    }
+
+    fn plan(&self, off: u64, len: u64, rmw_only: bool, out: &mut Vec<StripeOp>) {
         let c = self.chunk;
         let dd = self.data_disks() as u64;
         let stripe_bytes = c * dd;
@@ -509,10 +520,10 @@ impl Geometry {
             // written; RCW the rest of those rows.
             let rmw_bytes = written + nparity * row;
             let rcw_bytes = row * dd - written;
-            if full {
+            if full && !rmw_only {
                 op.kind = WriteKind::FullStripe;
                 op.parity_bytes = c * dd;
-            } else if rmw_bytes < rcw_bytes {
+            } else if rmw_only || rmw_bytes < rcw_bytes {
                 op.kind = WriteKind::ReadModifyWrite;
                 // Read-modify-write reads exactly what it writes: the old
                 // data of the touched ranges and the old parity rows.
@@ -636,5 +647,14 @@ mod tests {
         geo.write_plan(0, 3 * 65536, &mut p);
         assert_eq!(p[0].kind, WriteKind::ReconstructWrite);
         assert_eq!(p[0].reads.iter().map(|e| e.len).sum::<u64>(), 65536);
+        // An always-read-first implementation reads what it writes, even for
+        // a whole stripe, and computes parity from old and new data.
+        geo.rmw_plan(0, 4 * 65536, &mut p);
+        assert_eq!(p[0].kind, WriteKind::ReadModifyWrite);
+        assert_eq!(p[0].reads, p[0].writes);
+        assert_eq!(p[0].parity_bytes, 2 * 4 * 65536);
+        geo.rmw_plan(0, 3 * 65536, &mut p);
+        assert_eq!(p[0].kind, WriteKind::ReadModifyWrite);
+        assert_eq!(p[0].reads.iter().map(|e| e.len).sum::<u64>(), 4 * 65536);
     }
 }

@@ -170,6 +170,22 @@ proptest! {
         }
         prop_assert_eq!(data_bytes, len);
     }
+
+    #[test]
+    fn rmw_plans_write_what_md_writes_and_read_it_first(n in 3usize..8, a in 0u64..64, l in 1u64..64, r6 in any::<bool>()) {
+        let lvl = if r6 && n >= 4 { Level::Raid6 } else { Level::Raid5 };
+        let geo = Geometry::new(lvl, 4096, ParityLayout::LeftSymmetric, &vec![1 << 20; n]).unwrap();
+        let (off, len) = (a * 1024, l * 1024);
+        let (mut md, mut rmw) = (Vec::new(), Vec::new());
+        geo.write_plan(off, len, &mut md);
+        geo.rmw_plan(off, len, &mut rmw);
+        prop_assert_eq!(md.len(), rmw.len());
+        for (m, r) in md.iter().zip(&rmw) {
+            prop_assert_eq!(r.kind, WriteKind::ReadModifyWrite);
+            prop_assert_eq!(&m.writes, &r.writes, "same data and parity written");
+            prop_assert_eq!(&r.reads, &r.writes, "old contents of all it writes read first");
+        }
+    }
 }
 
 /// A tiny deterministic generator so the test needs no other crate.

@@ -29,6 +29,8 @@ pub struct Costs {
     pub parity: PoolId,
     /// Parity cost per KiB (XOR for raid5, P+Q for raid6), ns.
     pub parity_ns_per_kb: f64,
+    /// Every parity write is read-modify-write (see [`Geometry::rmw_plan`]).
+    pub rmw_only: bool,
 }
 
 #[derive(Default)]
@@ -176,8 +178,12 @@ impl ArrayComp {
                 }
             }
             (Op::Write, true) => {
-                self.geo
-                    .write_plan(r.offset, r.len as u64, &mut self.stripes);
+                if self.costs.rmw_only {
+                    self.geo.rmw_plan(r.offset, r.len as u64, &mut self.stripes);
+                } else {
+                    self.geo
+                        .write_plan(r.offset, r.len as u64, &mut self.stripes);
+                }
                 for s in &self.stripes {
                     for e in &s.reads {
                         push_merged(&mut plan.reads, *e);

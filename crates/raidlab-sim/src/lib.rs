@@ -197,6 +197,7 @@ impl Builder<'_> {
                         parity: c.pools.xor,
                         // P+Q takes a second pass (GF multiply) over the data.
                         parity_ns_per_kb: 1024.0 * 1000.0 / c.xor_mbps * if pq { 2.0 } else { 1.0 },
+                        rmw_only: false,
                     },
                     None => {
                         let imp = &self.host.impls[a.imp.as_deref().unwrap_or("md")];
@@ -221,6 +222,7 @@ impl Builder<'_> {
                             parity_ns_per_kb: 1024.0 * 1000.0
                                 / if pq { imp.pq_mbps } else { imp.xor_mbps }
                                 * k,
+                            rmw_only: imp.rmw_only,
                         }
                     }
                 };
