@@ -29,8 +29,6 @@ pub struct Costs {
     pub parity: PoolId,
     /// Parity cost per KiB (XOR for raid5, P+Q for raid6), ns.
     pub parity_ns_per_kb: f64,
-    /// Every parity write is read-modify-write (see [`Geometry::rmw_plan`]).
-    pub rmw_only: bool,
 }
 
 #[derive(Default)]
@@ -47,6 +45,8 @@ pub struct ArrayComp {
     geo: Geometry,
     members: Vec<CompId>,
     costs: Costs,
+    /// Every parity write is read-modify-write (see [`Geometry::rmw_plan`]).
+    rmw_only: bool,
     outstanding: Vec<u32>,
     plans: Vec<Plan>,
     free_plans: Vec<u32>,
@@ -66,13 +66,16 @@ fn push_merged(v: &mut Vec<Extent>, e: Extent) {
 }
 
 impl ArrayComp {
-    /// An array over `members` (component ids, in layout order).
+    /// An array over `members` (component ids, in layout order); with
+    /// `rmw_only`, parity writes always read first (an implementation
+    /// without md's full-stripe and reconstruct-write paths).
     pub fn new(
         id: CompId,
         host: CompId,
         geo: Geometry,
         members: Vec<CompId>,
         costs: Costs,
+        rmw_only: bool,
     ) -> Self {
         let n = members.len();
         ArrayComp {
@@ -81,6 +84,7 @@ impl ArrayComp {
             geo,
             members,
             costs,
+            rmw_only,
             outstanding: vec![0; n],
             plans: Vec::new(),
             free_plans: Vec::new(),
@@ -178,7 +182,7 @@ impl ArrayComp {
                 }
             }
             (Op::Write, true) => {
-                if self.costs.rmw_only {
+                if self.rmw_only {
                     self.geo.rmw_plan(r.offset, r.len as u64, &mut self.stripes);
                 } else {
                     self.geo

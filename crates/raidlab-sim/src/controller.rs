@@ -11,8 +11,10 @@
 //! * Writes with a write-back cache complete once in cache. Dirty lines
 //!   (one per stripe unit) are destaged in the background, oldest first,
 //!   after a short hold that lets sequential writes fill whole stripes, with
-//!   at most `destage_per_member` destage writes outstanding per member —
-//!   the HDD-era design that keeps SSD arrays from using their parallelism.
+//!   at most `destage_per_member` destages outstanding per member (a RAID 5
+//!   destage holds its slot through its read-modify-write pre-reads); one
+//!   per member is the HDD-era design that keeps SSD arrays from using
+//!   their parallelism.
 //!   Each destage is first prepared by the firmware's one flush task (a
 //!   fixed cost and the bytes it maps, then the member commands it builds,
 //!   which the array behind charges to the task), so

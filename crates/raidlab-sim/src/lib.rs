@@ -189,16 +189,21 @@ impl Builder<'_> {
                 let geo = Geometry::new(lvl, a.stripe, a.layout, &sizes)
                     .map_err(|err| SimError::Layout { col: a.col, err })?;
                 let pq = lvl == Level::Raid6;
-                let costs = match ctrl {
-                    Some(c) => Costs {
-                        cpu: c.pools.roc,
-                        req_ns: 0,
-                        member_ns: c.member_ns,
-                        parity: c.pools.xor,
-                        // P+Q takes a second pass (GF multiply) over the data.
-                        parity_ns_per_kb: 1024.0 * 1000.0 / c.xor_mbps * if pq { 2.0 } else { 1.0 },
-                        rmw_only: false,
-                    },
+                // What running the array costs, and whether its parity writes
+                // always read first (a software implementation's trait).
+                let (costs, rmw_only) = match ctrl {
+                    Some(c) => (
+                        Costs {
+                            cpu: c.pools.roc,
+                            req_ns: 0,
+                            member_ns: c.member_ns,
+                            parity: c.pools.xor,
+                            // P+Q takes a second pass (GF multiply) over the data.
+                            parity_ns_per_kb: 1024.0 * 1000.0 / c.xor_mbps
+                                * if pq { 2.0 } else { 1.0 },
+                        },
+                        false,
+                    ),
                     None => {
                         let imp = &self.host.impls[a.imp.as_deref().unwrap_or("md")];
                         let k = self.cpu_scale();
@@ -214,22 +219,30 @@ impl Builder<'_> {
                         } else {
                             HOST_CPU
                         };
-                        Costs {
-                            cpu: HOST_CPU,
-                            req_ns: (us(imp.req_us) as f64 * k) as Ns,
-                            member_ns: (us(imp.member_us) as f64 * k) as Ns,
-                            parity,
-                            parity_ns_per_kb: 1024.0 * 1000.0
-                                / if pq { imp.pq_mbps } else { imp.xor_mbps }
-                                * k,
-                            rmw_only: imp.rmw_only,
-                        }
+                        (
+                            Costs {
+                                cpu: HOST_CPU,
+                                req_ns: (us(imp.req_us) as f64 * k) as Ns,
+                                member_ns: (us(imp.member_us) as f64 * k) as Ns,
+                                parity,
+                                parity_ns_per_kb: 1024.0 * 1000.0
+                                    / if pq { imp.pq_mbps } else { imp.xor_mbps }
+                                    * k,
+                            },
+                            imp.rmw_only,
+                        )
                     }
                 };
                 let cap = geo.capacity();
                 let id = self.comps.len() as CompId;
-                let comp =
-                    ArrayComp::new(id, HOST, geo, members.iter().map(|m| m.0).collect(), costs);
+                let comp = ArrayComp::new(
+                    id,
+                    HOST,
+                    geo,
+                    members.iter().map(|m| m.0).collect(),
+                    costs,
+                    rmw_only,
+                );
                 self.push(Comp::Array(Box::new(comp)));
                 Ok(vec![(id, cap)])
             }
