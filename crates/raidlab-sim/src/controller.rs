@@ -65,7 +65,9 @@ pub struct CtrlConfig {
     pub cmd_ns: Ns,
     /// RoC cost per KiB of host data.
     pub ns_per_kb: f64,
-    /// Extra RoC cost when the volume is a single device (its one member command).
+    /// Extra RoC cost when the volume is a single device: its one member
+    /// command, paid only when a command reaches the device (not for cache
+    /// hits or write-back writes).
     pub passthrough_member_ns: Ns,
     /// PCIe rate, 10^6 B/s.
     pub pcie_mbps: f64,
@@ -327,12 +329,16 @@ impl CtrlVol {
         // Per-KiB work (descriptors, cache buffers) occupies a core while the
         // DMA engine moves the data: it limits throughput, not latency.
         ctx.reserve(p.roc, t, (self.cfg.ns_per_kb * r.len as f64 / 1024.0) as Ns);
-        let cost = self.cfg.cmd_ns
-            + if self.cfg.wb_bytes > 0 && r.op == Op::Write {
-                0
-            } else {
-                self.cfg.passthrough_member_ns
+        // A single device's member command is RoC work only when one is
+        // sent: not for a write into the write-back cache, nor for a read
+        // the cache already holds.
+        let member = self.cfg.passthrough_member_ns;
+        let sends = member > 0
+            && match r.op {
+                Op::Write => self.cfg.wb_bytes == 0,
+                Op::Read => !self.holds(r.offset, r.offset + r.len as u64),
             };
+        let cost = self.cfg.cmd_ns + if sends { member } else { 0 };
         t = ctx.reserve(p.roc, t, cost);
         if self.cfg.geo.is_some() && (r.op == Op::Read || self.cfg.wb_bytes == 0) {
             // A hardware array runs on the same RoC: decide now and hand the
@@ -418,17 +424,7 @@ impl CtrlVol {
     fn issue_read(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
         let r = ctx.reqs[id];
         let (a, b) = (r.offset, r.offset + r.len as u64);
-        // Dirty data in cache covering the whole read?
-        if self.cfg.wb_bytes > 0 && a / self.line_bytes == (b - 1) / self.line_bytes {
-            if let Some(l) = self.lines.get(&(a / self.line_bytes)) {
-                let mask = self.bits_for(a, b);
-                if l.bits & mask == mask {
-                    self.data_return(ctx, id, at);
-                    return;
-                }
-            }
-        }
-        if self.read_cache.holds(a, b) {
+        if self.cached(a, b) {
             self.data_return(ctx, id, at);
             return;
         }
@@ -470,6 +466,23 @@ impl CtrlVol {
             });
         }
         self.send_child(ctx, id, a..end, Op::Read, tag, at);
+    }
+
+    /// The cache has `a..b` now: dirty data covering it, or cached reads.
+    fn cached(&self, a: u64, b: u64) -> bool {
+        let dirty = self.cfg.wb_bytes > 0
+            && a / self.line_bytes == (b - 1) / self.line_bytes
+            && self.lines.get(&(a / self.line_bytes)).is_some_and(|l| {
+                let mask = self.bits_for(a, b);
+                l.bits & mask == mask
+            });
+        dirty || self.read_cache.holds(a, b)
+    }
+
+    /// A read of `a..b` needs no device command: the cache has it, or a
+    /// read-ahead in flight or done covers it.
+    fn holds(&self, a: u64, b: u64) -> bool {
+        self.cached(a, b) || self.ra.iter().any(|e| a >= e.start && b <= e.end)
     }
 
     fn bits_for(&self, a: u64, b: u64) -> u64 {

@@ -147,6 +147,22 @@ fn write_cache_off_makes_writes_wait_for_nand() {
 }
 
 #[test]
+fn cache_hits_send_no_device_command() {
+    // A single drive behind the controller: random reads over 64 MB stay in
+    // its cache after the first pass and skip the member command's RoC work;
+    // over the whole drive they miss and pay it. The RoC limits both.
+    let t = "adaptec5085[mode=volume](x25e)";
+    let hits = run(t, "preset=light rw=randread bs=4k runtime=0.3 size=64m");
+    let misses = run(t, "preset=light rw=randread bs=4k runtime=0.3");
+    assert!(
+        hits.summary.iops > 1.2 * misses.summary.iops,
+        "hits {} vs misses {}",
+        hits.summary.iops,
+        misses.summary.iops
+    );
+}
+
+#[test]
 fn saturated_resource_is_flagged() {
     let r = run(
         "adaptec5085(raid0[stripe=64k](4*x25e))",
