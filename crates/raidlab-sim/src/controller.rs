@@ -523,9 +523,9 @@ impl CtrlVol {
         if self.dirty + add > self.cfg.wb_bytes && self.dirty > 0 {
             return false;
         }
+        // Reads look at dirty data before read-ahead copies, so a window
+        // stays good for the rest of its bytes.
         self.mark_dirty(a, b, ctx.now);
-        // Cached data supersedes read-ahead copies.
-        self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
         true
     }
 
