@@ -17,6 +17,10 @@ fn try_run(topo: &str, wl: &str) -> Result<RunResult, SimError> {
     simulate(&t, &w, 1)
 }
 
+fn mbps(topo: &str, wl: &str) -> f64 {
+    run(topo, wl).summary.mbps
+}
+
 fn json_without_wall(r: &RunResult) -> String {
     let mut v = serde_json::to_value(r).unwrap();
     v["sim"]["wall_s"] = serde_json::Value::Null;
@@ -160,6 +164,23 @@ fn cache_hits_send_no_device_command() {
         hits.summary.iops,
         misses.summary.iops
     );
+}
+
+#[test]
+fn writes_larger_than_the_drive_buffer_stream_through_it() {
+    // The X25-E buffers 256 KB. Sequential writes at QD1 run at the NAND's
+    // program rate whether a write fits the buffer or fills it or more:
+    // its pages program as they come off the link.
+    let rate = |bs: &str| {
+        mbps(
+            "x25e",
+            &format!("preset=latency rw=write bs={bs} runtime=0.5"),
+        )
+    };
+    let (fits, fills, twice) = (rate("128k"), rate("256k"), rate("512k"));
+    for (bs, r) in [("256k", fills), ("512k", twice)] {
+        assert!(r > 0.95 * fits, "{bs}: {r} MB/s vs 128k: {fits} MB/s");
+    }
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! The drive's volatile DRAM write buffer (`wc=on`): a write completes once
 //! its data is in the buffer; full pages are programmed in the background.
 //! When the buffer is full, a new write waits for the oldest programs to
-//! finish, so sustained writes run at the NAND's program rate.
+//! finish, so sustained writes run at the NAND's program rate. Writes enter
+//! a page at a time as their data arrives, so one larger than the buffer
+//! streams through it.
 
 use raidlab_core::units::Ns;
 use std::cmp::Reverse;

@@ -368,10 +368,10 @@ impl Ssd {
                 ctx.schedule(data_first, self.id, id, EV_XFER);
             }
             Op::Write => {
-                let t = self
-                    .link
-                    .reserve(now, self.link_cmd + xfer_ns(r.len as u64, self.link_mbps));
-                let mut t = self.fw_command(t, self.fw_write);
+                let xfer = xfer_ns(r.len as u64, self.link_mbps);
+                let t = self.link.reserve(now, self.link_cmd + xfer);
+                let data_start = t - xfer;
+                let t = self.fw_command(t, self.fw_write);
                 self.fw_occupy_per_kb(t, r.len);
                 let upp = self.ftl.upp() as usize;
                 // A write over the read-ahead window makes it stale.
@@ -379,18 +379,30 @@ impl Ssd {
                     self.ra = [(0, 0, 0); 2];
                 }
                 if self.wc {
-                    t = self.buf.admit(t, (last - first + 1) as u32);
-                    for u in first..=last {
-                        let l = self.ftl.fold(u);
-                        self.buf.pending.push(l);
+                    // The data streams into the buffer a page at a time as
+                    // it comes off the link, and each full page programs
+                    // from there: a write larger than the room left
+                    // completes when its last page is in.
+                    let mut u = first;
+                    let mut ta = data_start;
+                    while u <= last {
+                        let k = (upp as u64).min(last - u + 1);
+                        let arrived = data_start
+                            + xfer_ns(((u + k - first) * UNIT).min(r.len as u64), self.link_mbps);
+                        ta = self.buf.admit(ta.max(arrived), k as u32);
+                        for x in u..u + k {
+                            let l = self.ftl.fold(x);
+                            self.buf.pending.push(l);
+                        }
+                        while self.buf.pending.len() >= upp {
+                            self.page.clear();
+                            self.page.extend(self.buf.pending.drain(..upp));
+                            let done = self.program(ta);
+                            self.buf.programming(done, upp as u32);
+                        }
+                        u += k;
                     }
-                    while self.buf.pending.len() >= upp {
-                        self.page.clear();
-                        self.page.extend(self.buf.pending.drain(..upp));
-                        let done = self.program(t);
-                        self.buf.programming(done, upp as u32);
-                    }
-                    ctx.schedule(t, self.id, id, EV_DONE);
+                    ctx.schedule(t.max(ta), self.id, id, EV_DONE);
                 } else {
                     // With its volatile cache off the drive commits one write
                     // before it starts the next (Intel: 170 MB/s sequential
