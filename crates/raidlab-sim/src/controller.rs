@@ -685,12 +685,17 @@ impl CtrlVol {
             // The flush task prepares the destage (finds and locks the
             // lines, maps their bytes) before any member sees it, then builds
             // its member commands: the array behind charges those to the
-            // task instead of the RoC's shared cores.
+            // task instead of the RoC's shared cores; a single device's
+            // commands are charged here, as the array would.
+            let member = self.cfg.passthrough_member_ns * runs.len() as Ns;
             let (at, pool) = if self.cfg.destage_task_ns > 0 {
-                let dur =
-                    self.cfg.destage_task_ns + (bytes as f64 / 1024.0 * self.cfg.ns_per_kb) as Ns;
+                let dur = self.cfg.destage_task_ns
+                    + (bytes as f64 / 1024.0 * self.cfg.ns_per_kb) as Ns
+                    + member;
                 let flush = self.cfg.pools.flush;
                 (ctx.reserve(flush, now, dur), flush)
+            } else if member > 0 {
+                (ctx.reserve(self.cfg.pools.roc, now, member), NONE)
             } else {
                 (now, NONE)
             };

@@ -42,9 +42,10 @@ pub struct Req {
     pub pending: u32,
     /// Component handling the request.
     pub comp: CompId,
-    /// Time the request was issued; for a request to an array, the earliest
-    /// time the array may start on it (a controller's RoC hands on requests
-    /// with the time its command processing ends).
+    /// Time the request was issued, or the earliest time the component
+    /// handling it may start on it: a controller's RoC hands on requests with
+    /// the time its command processing ends, its flush task destages with the
+    /// time it has prepared them.
     pub t0: Ns,
     /// Set by the request's creator (job index, member index, ...).
     pub tag: u32,

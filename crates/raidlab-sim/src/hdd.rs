@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 
 const EV_DONE: u8 = 0;
 const EV_ACK: u8 = 1;
+const EV_ARRIVE: u8 = 2;
 /// Phase marking a background destage of the drive's write cache.
 const BACKGROUND: u8 = 1;
 
@@ -115,6 +116,12 @@ impl Hdd {
 
     /// A request arrives.
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
+        // A request issued for later (a controller's flush task hands on
+        // its destage when it has prepared it) arrives then.
+        if ctx.reqs[id].t0 > ctx.now {
+            ctx.schedule(ctx.reqs[id].t0, self.id, id, EV_ARRIVE);
+            return;
+        }
         if self.outstanding >= self.qd {
             self.waitq.push_back(id);
             return;
@@ -180,6 +187,10 @@ impl Hdd {
 
     /// A timed event of this disk.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
+        if kind == EV_ARRIVE {
+            self.submit(ctx, id);
+            return;
+        }
         if kind == EV_ACK {
             self.finish_host(ctx, id);
             return;

@@ -329,3 +329,21 @@ fn write_back_destage_saturates_the_flush_task() {
         eight.components
     );
 }
+
+#[test]
+fn single_drive_volumes_destage_through_the_flush_task() {
+    // The flush task is the controller's, whatever its volumes are: eight
+    // one-drive write-back volumes striped by the host take small random
+    // writes no faster than one eight-drive hardware RAID 0 on the same
+    // controller (the task's turnover bounds both).
+    let wl = "preset=heavy rw=randwrite bs=4k state=steady runtime=1";
+    let volumes = run("raid0[stripe=64k](adaptec5085[mode=volume](8*x25e))", wl);
+    let array = run("adaptec5085(raid0[stripe=64k](8*x25e))", wl);
+    let ratio = volumes.summary.iops / array.summary.iops;
+    assert!(
+        (0.8..1.25).contains(&ratio),
+        "volumes {} vs array {} IOPS",
+        volumes.summary.iops,
+        array.summary.iops
+    );
+}

@@ -25,6 +25,7 @@ use std::collections::VecDeque;
 
 const EV_XFER: u8 = 0;
 const EV_DONE: u8 = 1;
+const EV_ARRIVE: u8 = 2;
 const UNIT: u64 = 4096;
 
 /// The later-ending of two prefetch windows.
@@ -219,6 +220,12 @@ impl Ssd {
 
     /// A request arrives.
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
+        // A request issued for later (a controller's flush task hands on
+        // its destage when it has prepared it) arrives then.
+        if ctx.reqs[id].t0 > ctx.now {
+            ctx.schedule(ctx.reqs[id].t0, self.id, id, EV_ARRIVE);
+            return;
+        }
         if self.outstanding >= self.qd {
             self.waitq.push_back(id);
             return;
@@ -432,6 +439,7 @@ impl Ssd {
     /// A timed event of this drive.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         match kind {
+            EV_ARRIVE => self.submit(ctx, id),
             EV_XFER => {
                 let len = ctx.reqs[id].len as u64;
                 let last = ctx.now + ctx.reqs[id].slot as Ns;
