@@ -318,6 +318,21 @@ impl Ctx {
         self.heap.push(Ev { key, comp, req });
     }
 
+    /// A request issued for later (a controller's flush task hands on a
+    /// destage with the time it has prepared it) reaches a device then: if
+    /// `req`'s not-before time is still ahead, schedule event `kind` for
+    /// `comp` at that time and return true.
+    #[inline]
+    pub fn arrives_later(&mut self, comp: CompId, req: ReqId, kind: u8) -> bool {
+        let t0 = self.reqs[req].t0;
+        if t0 > self.now {
+            self.schedule(t0, comp, req, kind);
+            true
+        } else {
+            false
+        }
+    }
+
     /// Hand `req` to `comp` now.
     #[inline]
     pub fn submit(&mut self, comp: CompId, req: ReqId) {

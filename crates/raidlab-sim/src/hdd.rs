@@ -116,10 +116,7 @@ impl Hdd {
 
     /// A request arrives.
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
-        // A request issued for later (a controller's flush task hands on
-        // its destage when it has prepared it) arrives then.
-        if ctx.reqs[id].t0 > ctx.now {
-            ctx.schedule(ctx.reqs[id].t0, self.id, id, EV_ARRIVE);
+        if ctx.arrives_later(self.id, id, EV_ARRIVE) {
             return;
         }
         if self.outstanding >= self.qd {
