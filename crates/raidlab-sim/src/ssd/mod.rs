@@ -127,8 +127,12 @@ pub struct Ssd {
     fw_per_kb: f64,
     fw_gc: Ns,
     /// Background firmware work (GC bookkeeping) runs until here; host
-    /// commands pre-empt it, page programs wait for it.
+    /// commands pre-empt it.
     fw_bg_until: Ns,
+    /// End of the background work queued before the latest collection.
+    /// Page programs wait for this: the reserve blocks stand in for the
+    /// latest collection's while it runs, not for an older one's.
+    fw_bg_prev: Ns,
     nand: Nand,
     ftl: Ftl,
     buf: WriteBuffer,
@@ -196,6 +200,7 @@ impl Ssd {
             fw_per_kb: p.fw_us_per_kb * 1000.0,
             fw_gc: us(p.fw_gc_us),
             fw_bg_until: 0,
+            fw_bg_prev: 0,
             nand: Nand::new(p, ftl.block_scale()),
             ftl,
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
@@ -273,6 +278,7 @@ impl Ssd {
     /// its cores) behind any background work already queued.
     fn fw_background(&mut self, t: Ns, moved: u32) {
         let dur = self.fw_gc * moved as Ns / self.fw.servers() as Ns;
+        self.fw_bg_prev = self.fw_bg_until;
         self.fw_bg_until = self.fw_bg_until.max(t) + dur;
         self.fw.busy += dur * self.fw.servers() as Ns;
     }
@@ -281,8 +287,12 @@ impl Ssd {
     /// work, which it pushes back.
     fn fw_command(&mut self, t: Ns, dur: Ns) -> Ns {
         let done = self.fw.reserve(t, dur);
+        let pushed = dur / self.fw.servers() as Ns;
         if self.fw_bg_until > t {
-            self.fw_bg_until += dur / self.fw.servers() as Ns;
+            self.fw_bg_until += pushed;
+        }
+        if self.fw_bg_prev > t {
+            self.fw_bg_prev += pushed;
         }
         done
     }
@@ -303,12 +313,17 @@ impl Ssd {
         }
         self.die_rr = self.die_rr.wrapping_add(1);
         let work = self.ftl.write_page(die, &self.page);
-        if !work.is_empty() {
+        // The page needs the blocks the firmware's earlier GC work frees; a
+        // collection started for the reserve runs behind it, but one the page
+        // itself forced (its die had no free block) must finish first.
+        let ready = if work.is_empty() {
+            self.fw_bg_prev
+        } else {
             self.nand.gc(t, die, work);
             self.fw_background(t, work.moved);
-        }
-        // The page needs the blocks the firmware's GC work frees.
-        self.nand.program(t.max(self.fw_bg_until), die)
+            self.fw_bg_until
+        };
+        self.nand.program(t.max(ready), die)
     }
 
     fn start(&mut self, ctx: &mut Ctx, id: ReqId) {
