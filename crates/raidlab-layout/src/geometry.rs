@@ -155,6 +155,9 @@ pub struct Geometry {
     level: Level,
     n: usize,
     chunk: u64,
+    /// log2 of `chunk` (a power of two), so locating a byte shifts
+    /// instead of dividing.
+    chunk_shift: u32,
     layout: ParityLayout,
     member_size: u64,
     sizes: Vec<u64>,
@@ -193,6 +196,7 @@ impl Geometry {
             level,
             n,
             chunk,
+            chunk_shift: chunk.trailing_zeros(),
             layout,
             member_size,
             sizes: member_sizes.to_vec(),
@@ -323,29 +327,26 @@ impl Geometry {
     /// Primary location of one volume byte.
     pub fn locate(&self, vol_off: u64) -> (usize, u64) {
         let c = self.chunk;
+        let chunk = vol_off >> self.chunk_shift;
+        let within = vol_off & (c - 1);
         match self.level {
-            Level::Raid0 => {
-                let chunk = vol_off / c;
-                (
-                    (chunk % self.n as u64) as usize,
-                    (chunk / self.n as u64) * c + vol_off % c,
-                )
-            }
+            Level::Raid0 => (
+                (chunk % self.n as u64) as usize,
+                (chunk / self.n as u64) * c + within,
+            ),
             Level::Raid1 => (0, vol_off),
             Level::Raid10 => {
-                let chunk = vol_off / c;
                 let x = chunk * 2;
                 (
                     (x % self.n as u64) as usize,
-                    (x / self.n as u64) * c + vol_off % c,
+                    (x / self.n as u64) * c + within,
                 )
             }
             Level::Raid5 | Level::Raid6 => {
-                let chunk = vol_off / c;
                 let dd = self.data_disks() as u64;
                 let stripe = chunk / dd;
                 let k = (chunk % dd) as usize;
-                (self.data_member(stripe, k), stripe * c + vol_off % c)
+                (self.data_member(stripe, k), stripe * c + within)
             }
             Level::Concat => {
                 let mut o = vol_off;
@@ -421,7 +422,7 @@ impl Geometry {
                     let (m, mo) = self.locate(off);
                     (self.sizes[m] - mo).min(end - off)
                 }
-                _ => (self.chunk - off % self.chunk).min(end - off),
+                _ => (self.chunk - (off & (self.chunk - 1))).min(end - off),
             };
             let (m, mo) = self.locate(off);
             out.push(Piece {

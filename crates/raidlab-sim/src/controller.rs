@@ -214,6 +214,11 @@ pub struct CtrlVol {
     // write-back cache
     line_bytes: u64,
     gran: u64,
+    /// log2 of `line_bytes` and of `gran` (both powers of two: a stripe unit
+    /// or 64 KiB, and a 64th of it but at least a sector), so the cache maps
+    /// bytes to lines and granules by shifts instead of divisions.
+    line_shift: u32,
+    gran_shift: u32,
     dirty: u64,
     lines: LineMap,
     /// Dirty lines waiting for destage, oldest first, one queue per member.
@@ -239,6 +244,7 @@ impl CtrlVol {
             .unwrap_or(64 * 1024)
             .max(4096);
         let gran = (line_bytes / 64).max(512);
+        debug_assert!(line_bytes.is_power_of_two() && gran.is_power_of_two());
         let members = cfg.geo.as_ref().map(|g| g.members()).unwrap_or(1);
         let (cfg_read_cache, cfg_cache_bytes) = (cfg.read_cache, cfg.cache_bytes);
         CtrlVol {
@@ -251,6 +257,8 @@ impl CtrlVol {
             stream_ends: VecDeque::new(),
             line_bytes,
             gran,
+            line_shift: line_bytes.trailing_zeros(),
+            gran_shift: gran.trailing_zeros(),
             dirty: 0,
             lines: LineMap::default(),
             fifos: vec![VecDeque::new(); members],
@@ -471,8 +479,8 @@ impl CtrlVol {
     /// The cache has `a..b` now: dirty data covering it, or cached reads.
     fn cached(&self, a: u64, b: u64) -> bool {
         let dirty = self.cfg.wb_bytes > 0
-            && a / self.line_bytes == (b - 1) / self.line_bytes
-            && self.lines.get(&(a / self.line_bytes)).is_some_and(|l| {
+            && a >> self.line_shift == (b - 1) >> self.line_shift
+            && self.lines.get(&(a >> self.line_shift)).is_some_and(|l| {
                 let mask = self.bits_for(a, b);
                 l.bits & mask == mask
             });
@@ -486,9 +494,9 @@ impl CtrlVol {
     }
 
     fn bits_for(&self, a: u64, b: u64) -> u64 {
-        let base = a / self.line_bytes * self.line_bytes;
-        let g0 = (a - base) / self.gran;
-        let g1 = (b - base).div_ceil(self.gran).min(64);
+        let base = a >> self.line_shift << self.line_shift;
+        let g0 = (a - base) >> self.gran_shift;
+        let g1 = ((b - base + self.gran - 1) >> self.gran_shift).min(64);
         if g1 - g0 >= 64 {
             u64::MAX
         } else {
@@ -511,7 +519,7 @@ impl CtrlVol {
         let r = ctx.reqs[id];
         let (a, b) = (r.offset, r.offset + r.len as u64);
         let mut add = 0;
-        let mut l = a / self.line_bytes;
+        let mut l = a >> self.line_shift;
         while l * self.line_bytes < b {
             let la = a.max(l * self.line_bytes);
             let lb = b.min((l + 1) * self.line_bytes);
@@ -531,7 +539,7 @@ impl CtrlVol {
 
     /// Mark `a..b` dirty (queueing its lines for destage).
     fn mark_dirty(&mut self, a: u64, b: u64, now: Ns) {
-        let mut l = a / self.line_bytes;
+        let mut l = a >> self.line_shift;
         while l * self.line_bytes < b {
             let la = a.max(l * self.line_bytes);
             let lb = b.min((l + 1) * self.line_bytes);

@@ -8,6 +8,7 @@
 
 use raidlab_core::units::Ns;
 use std::collections::VecDeque;
+use std::hint::select_unpredictable;
 
 /// Index of a request in the slab.
 pub type ReqId = u32;
@@ -222,30 +223,33 @@ impl EventQueue {
     #[inline]
     fn pop(&mut self) -> Option<Ev> {
         let last = self.v.pop()?;
-        if self.v.is_empty() {
+        let Some(&top) = self.v.first() else {
             return Some(last);
-        }
-        let top = self.v[0];
-        let n = self.v.len();
+        };
+        let v = &mut self.v[..];
+        let n = v.len();
         let mut i = 0;
         loop {
             let c = 4 * i + 1;
             if c >= n {
                 break;
             }
-            let mut m = c;
-            for j in c + 1..(c + 4).min(n) {
-                if self.v[j].key < self.v[m].key {
-                    m = j;
-                }
+            // The least of up to four children, chosen with conditional moves
+            // (which child wins is data, not a pattern a branch can learn).
+            let kids = &v[c..(c + 4).min(n)];
+            let (mut m, mut mk) = (0, kids[0].key);
+            for (j, e) in kids.iter().enumerate().skip(1) {
+                let less = e.key < mk;
+                m = select_unpredictable(less, j, m);
+                mk = select_unpredictable(less, e.key, mk);
             }
-            if self.v[m].key >= last.key {
+            if mk >= last.key {
                 break;
             }
-            self.v[i] = self.v[m];
-            i = m;
+            v[i] = v[c + m];
+            i = c + m;
         }
-        self.v[i] = last;
+        v[i] = last;
         Some(top)
     }
 

@@ -296,66 +296,78 @@ impl Ftl {
             let victim = self.heads[base + v];
             self.bucket_remove(victim);
             self.closed[victim as usize] = false;
-            let start = victim * self.upb;
             let (upb, upp) = (self.upb, self.upp);
-            // The GC cursor and counters, kept in locals while this victim is
-            // emptied (the tables are touched only for units that move).
-            let (mut gb, mut gu) = (self.gc_active[die].block, self.gc_active[die].unit);
-            let (mut added, mut moved, mut reads, mut programs) = (0u16, 0u32, 0u32, 0u32);
-            // The victim's reverse map, copied out so the loop reads it
-            // without bounds checks while the tables are updated.
-            let (vs, ve) = (start as usize, (start + upb) as usize);
+            // The victim's valid units, in order, and the pages they are
+            // read from. The compaction writes every entry and advances only
+            // past valid ones, so it has no branch on the (random) validity.
+            let (vs, ve) = ((victim * upb) as usize, ((victim + 1) * upb) as usize);
             let mut buf = std::mem::take(&mut self.gc_buf);
             buf.clear();
-            buf.extend_from_slice(&self.p2l[vs..ve]);
-            self.p2l[vs..ve].fill(INVALID);
-            // Touch the map entries the loop below rewrites, all at once:
-            // these loads are independent, so the CPU fetches their cache
-            // lines in parallel instead of one store miss at a time.
-            let mut touch = 0u32;
-            for &l in &buf {
-                if l != INVALID {
-                    touch ^= self.l2p[l as usize];
+            buf.resize(upb as usize + 1, INVALID);
+            let (mut n, mut reads) = (0usize, 0u32);
+            if upp == 1 {
+                // One unit per page: every valid unit is a page read.
+                for &l in &self.p2l[vs..ve] {
+                    buf[n] = l;
+                    n += (l != INVALID) as usize;
                 }
+                reads = n as u32;
+            } else {
+                for page in self.p2l[vs..ve].chunks_exact(upp as usize) {
+                    let before = n;
+                    for &l in page {
+                        buf[n] = l;
+                        n += (l != INVALID) as usize;
+                    }
+                    reads += (n > before) as u32;
+                }
+            }
+            self.p2l[vs..ve].fill(INVALID);
+            let movers = &buf[..n];
+            // Touch the map entries the placement below rewrites, all at
+            // once: these loads are independent, so the CPU fetches their
+            // cache lines in parallel instead of one store miss at a time.
+            let mut touch = 0u32;
+            for &l in movers {
+                touch ^= self.l2p[l as usize];
             }
             std::hint::black_box(touch);
-            for page in buf.chunks_exact(upp as usize) {
-                let mut any = false;
-                for &l in page {
-                    if l == INVALID {
-                        continue;
-                    }
-                    any = true;
-                    if gu == upb {
-                        self.valid[gb as usize] += added;
-                        added = 0;
-                        self.close(gb);
-                        gb = self.free[die].pop().expect("GC reserve exhausted");
-                        gu = 0;
-                    }
-                    // A new destination page starts every `upp` units.
-                    programs += (gu & (upp - 1) == 0) as u32;
-                    let dst = gb * upb + gu;
-                    gu += 1;
-                    added += 1;
-                    self.l2p[l as usize] = dst;
-                    self.p2l[dst as usize] = l;
-                    moved += 1;
+            // Place them in the die's GC block, a run at a time up to the
+            // end of the block.
+            let (mut gb, mut gu) = (self.gc_active[die].block, self.gc_active[die].unit);
+            let mut programs = 0u32;
+            let mut done = 0usize;
+            while done < n {
+                if gu == upb {
+                    self.close(gb);
+                    gb = self.free[die].pop().expect("GC reserve exhausted");
+                    gu = 0;
                 }
-                reads += any as u32;
+                let k = (n - done).min((upb - gu) as usize);
+                let dst = gb * upb + gu;
+                let run = &movers[done..done + k];
+                self.p2l[dst as usize..dst as usize + k].copy_from_slice(run);
+                for (i, &l) in run.iter().enumerate() {
+                    self.l2p[l as usize] = dst + i as u32;
+                }
+                // A new destination page starts at every multiple of `upp`.
+                let end = gu + k as u32;
+                programs += end.div_ceil(upp) - gu.div_ceil(upp);
+                self.valid[gb as usize] += k as u16;
+                gu = end;
+                done += k;
             }
             self.gc_buf = buf;
+            let moved = n as u32;
             work.read_pages += reads;
             work.program_pages += programs;
-            let moved = moved as u64;
-            self.valid[gb as usize] += added;
             self.gc_active[die] = Cursor {
                 block: gb,
                 unit: gu,
             };
             self.valid[victim as usize] = 0;
-            self.gc_units += moved;
-            work.moved += moved as u32;
+            self.gc_units += moved as u64;
+            work.moved += moved;
             debug_assert_eq!(self.valid[victim as usize], 0);
             work.erases += 1;
             self.erases += 1;

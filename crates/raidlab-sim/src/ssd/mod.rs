@@ -311,7 +311,11 @@ impl Ssd {
             self.fw_background(t, w.moved);
             die = self.nand.least_busy(self.die_rr);
         }
-        self.die_rr = self.die_rr.wrapping_add(1);
+        // The round-robin start for ties, kept below the die count.
+        self.die_rr += 1;
+        if self.die_rr == self.ftl.dies() {
+            self.die_rr = 0;
+        }
         let work = self.ftl.write_page(die, &self.page);
         // The page needs the blocks the firmware's earlier GC work frees; a
         // collection started for the reserve runs behind it, but one the page

@@ -15,6 +15,7 @@ use crate::engine::{us, xfer_ns, Server};
 use crate::ssd::ftl::GcWork;
 use raidlab_core::preset::SsdParams;
 use raidlab_core::units::Ns;
+use std::hint::select_unpredictable;
 
 /// One die: its foreground timeline and its background GC backlog.
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,11 +34,19 @@ pub struct Nand {
     pub dies: Vec<Die>,
     /// One timeline per channel.
     pub channels: Vec<Server>,
+    /// Per die: when it can take a program (free and past its GC backlog),
+    /// kept in one array so finding the readiest die is a short scan.
+    ready: Vec<Ns>,
+    /// Channel of each die (die d sits on channel d % channels), looked up
+    /// rather than divided for on every operation.
+    channel: Vec<u32>,
     t_read: Ns,
     t_prog: Ns,
     t_erase: Ns,
     ch_mbps: f64,
     page_bytes: u64,
+    /// Channel time of one whole page.
+    t_xfer_page: Ns,
 }
 
 impl Nand {
@@ -48,17 +57,20 @@ impl Nand {
         Nand {
             dies: vec![Die::default(); dies as usize],
             channels: vec![Server::default(); p.channels as usize],
+            ready: vec![0; dies as usize],
+            channel: (0..dies).map(|d| d % p.channels).collect(),
             t_read: us(p.read_us),
             t_prog: us(p.program_us),
             t_erase: (us(p.erase_us) as f64 * block_scale) as Ns,
             ch_mbps: p.channel_mbps,
             page_bytes: p.page_kb as u64 * 1024,
+            t_xfer_page: xfer_ns(p.page_kb as u64 * 1024, p.channel_mbps),
         }
     }
 
     #[inline]
     fn channel_of(&self, die: u32) -> usize {
-        die as usize % self.channels.len()
+        self.channel[die as usize] as usize
     }
 
     /// Read `bytes` of one page of `die`, starting no earlier than `at`:
@@ -77,10 +89,16 @@ impl Nand {
         d.free_at = t;
         d.busy += self.t_read;
         let ch = self.channel_of(die);
-        let t = self.channels[ch].reserve(t, xfer_ns(bytes, self.ch_mbps));
+        let x = if bytes == self.page_bytes {
+            self.t_xfer_page
+        } else {
+            xfer_ns(bytes, self.ch_mbps)
+        };
+        let t = self.channels[ch].reserve(t, x);
         // The die's register is busy until its data has left.
         let d = &mut self.dies[die as usize];
         d.free_at = d.free_at.max(t);
+        self.ready[die as usize] = d.free_at.max(d.gc_until);
         t
     }
 
@@ -89,11 +107,12 @@ impl Nand {
     #[inline]
     pub fn program(&mut self, at: Ns, die: u32) -> Ns {
         let ch = self.channel_of(die);
-        let t = self.channels[ch].reserve(at, xfer_ns(self.page_bytes, self.ch_mbps));
+        let t = self.channels[ch].reserve(at, self.t_xfer_page);
         let d = &mut self.dies[die as usize];
         let s = t.max(d.free_at).max(d.gc_until);
         d.free_at = s + self.t_prog;
         d.busy += self.t_prog;
+        self.ready[die as usize] = d.free_at;
         d.free_at
     }
 
@@ -106,30 +125,28 @@ impl Nand {
         let d = &mut self.dies[die as usize];
         d.gc_until = d.gc_until.max(d.free_at).max(at) + dur;
         d.busy += dur;
+        self.ready[die as usize] = d.gc_until;
     }
 
     /// The die that can take a program first (ready = free and past its GC
-    /// backlog; ties: the earliest from `start`), so writes skip dies busy
-    /// with GC.
+    /// backlog; ties: the earliest from `start`, a die number), so writes
+    /// skip dies busy with GC.
     #[inline]
     pub fn least_busy(&self, start: u32) -> u32 {
-        let n = self.dies.len();
-        let s = start as usize % n;
-        // Dies s..n, then 0..s: the first strict minimum in that order.
+        let s = (start as usize).min(self.ready.len() - 1);
+        // Dies s..n, then 0..s: the first strict minimum in that order,
+        // chosen with conditional moves (which die wins is data, not a
+        // pattern a branch predictor can learn).
         let (mut best, mut bt) = (s, Ns::MAX);
-        for (d, x) in self.dies[s..].iter().enumerate() {
-            let t = x.free_at.max(x.gc_until);
-            if t < bt {
-                best = s + d;
-                bt = t;
-            }
+        for (i, &t) in self.ready[s..].iter().enumerate() {
+            let less = t < bt;
+            best = select_unpredictable(less, s + i, best);
+            bt = select_unpredictable(less, t, bt);
         }
-        for (d, x) in self.dies[..s].iter().enumerate() {
-            let t = x.free_at.max(x.gc_until);
-            if t < bt {
-                best = d;
-                bt = t;
-            }
+        for (i, &t) in self.ready[..s].iter().enumerate() {
+            let less = t < bt;
+            best = select_unpredictable(less, i, best);
+            bt = select_unpredictable(less, t, bt);
         }
         best as u32
     }
