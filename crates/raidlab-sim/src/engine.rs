@@ -192,8 +192,8 @@ struct Ev {
     req: ReqId,
 }
 
-/// Min-heap of events with four children per node: half the depth of a
-/// binary heap, and a node's children share a cache line or two.
+/// Binary min-heap of events. Keys are unique (the sequence number), so
+/// events leave in key order whatever the heap's shape.
 struct EventQueue {
     v: Vec<Ev>,
 }
@@ -207,19 +207,30 @@ impl EventQueue {
 
     #[inline]
     fn push(&mut self, e: Ev) {
-        let mut i = self.v.len();
+        let i = self.v.len();
         self.v.push(e);
-        while i > 0 {
-            let p = (i - 1) / 4;
-            if self.v[p].key <= e.key {
-                break;
-            }
-            self.v[i] = self.v[p];
-            i = p;
-        }
-        self.v[i] = e;
+        self.sift_up(i, e);
     }
 
+    /// Put `e` in the hole at `i`, moving it up past larger parents.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, e: Ev) {
+        let v = &mut self.v[..];
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if v[p].key <= e.key {
+                break;
+            }
+            v[i] = v[p];
+            i = p;
+        }
+        v[i] = e;
+    }
+
+    /// Pop the least event. The hole at the root goes down to a leaf along
+    /// the lesser children (one comparison a level, made with a conditional
+    /// move: which child wins is data, not a pattern a branch can learn),
+    /// then the last event fills it from there, usually without moving up.
     #[inline]
     fn pop(&mut self) -> Option<Ev> {
         let last = self.v.pop()?;
@@ -230,26 +241,20 @@ impl EventQueue {
         let n = v.len();
         let mut i = 0;
         loop {
-            let c = 4 * i + 1;
-            if c >= n {
+            let c = 2 * i + 1;
+            if c + 1 < n {
+                let m = select_unpredictable(v[c + 1].key < v[c].key, c + 1, c);
+                v[i] = v[m];
+                i = m;
+            } else {
+                if c < n {
+                    v[i] = v[c];
+                    i = c;
+                }
                 break;
             }
-            // The least of up to four children, chosen with conditional moves
-            // (which child wins is data, not a pattern a branch can learn).
-            let kids = &v[c..(c + 4).min(n)];
-            let (mut m, mut mk) = (0, kids[0].key);
-            for (j, e) in kids.iter().enumerate().skip(1) {
-                let less = e.key < mk;
-                m = select_unpredictable(less, j, m);
-                mk = select_unpredictable(less, e.key, mk);
-            }
-            if mk >= last.key {
-                break;
-            }
-            v[i] = v[c + m];
-            i = c + m;
         }
-        v[i] = last;
+        self.sift_up(i, last);
         Some(top)
     }
 
