@@ -297,31 +297,26 @@ impl Ftl {
             self.bucket_remove(victim);
             self.closed[victim as usize] = false;
             let (upb, upp) = (self.upb, self.upp);
-            // The victim's valid units, in order, and the pages they are
-            // read from. The compaction writes every entry and advances only
-            // past valid ones, so it has no branch on the (random) validity.
+            // The victim's valid units, in order. The compaction writes every
+            // entry and advances only past valid ones, so it has no branch
+            // on the (random) validity.
             let (vs, ve) = ((victim * upb) as usize, ((victim + 1) * upb) as usize);
             let mut buf = std::mem::take(&mut self.gc_buf);
-            buf.clear();
-            buf.resize(upb as usize + 1, INVALID);
-            let (mut n, mut reads) = (0usize, 0u32);
-            if upp == 1 {
-                // One unit per page: every valid unit is a page read.
-                for &l in &self.p2l[vs..ve] {
-                    buf[n] = l;
-                    n += (l != INVALID) as usize;
-                }
-                reads = n as u32;
-            } else {
-                for page in self.p2l[vs..ve].chunks_exact(upp as usize) {
-                    let before = n;
-                    for &l in page {
-                        buf[n] = l;
-                        n += (l != INVALID) as usize;
-                    }
-                    reads += (n > before) as u32;
-                }
+            buf.resize(upb as usize, INVALID);
+            let mut n = 0usize;
+            for &l in &self.p2l[vs..ve] {
+                buf[n] = l;
+                n += (l != INVALID) as usize;
             }
+            // Pages read: those holding a valid unit.
+            let reads = if upp == 1 {
+                n as u32
+            } else {
+                self.p2l[vs..ve]
+                    .chunks_exact(upp as usize)
+                    .filter(|page| page.iter().any(|&l| l != INVALID))
+                    .count() as u32
+            };
             self.p2l[vs..ve].fill(INVALID);
             let movers = &buf[..n];
             // Touch the map entries the placement below rewrites, all at
@@ -368,7 +363,6 @@ impl Ftl {
             self.valid[victim as usize] = 0;
             self.gc_units += moved as u64;
             work.moved += moved;
-            debug_assert_eq!(self.valid[victim as usize], 0);
             work.erases += 1;
             self.erases += 1;
             self.free[die].push(victim);

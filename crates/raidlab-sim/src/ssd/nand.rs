@@ -30,8 +30,9 @@ pub struct Die {
 
 /// Timelines and timings of one drive's flash.
 pub struct Nand {
-    /// One timeline per die (die d sits on channel d % channels).
-    pub dies: Vec<Die>,
+    /// One timeline per die (die d sits on channel d % channels). Private:
+    /// every change to a die also updates its entry in `ready`.
+    dies: Vec<Die>,
     /// One timeline per channel.
     pub channels: Vec<Server>,
     /// Per die: when it can take a program (free and past its GC backlog),
