@@ -7,7 +7,7 @@
 //! its slowest member does, which is where RAID's request synchronisation
 //! costs latency.
 
-use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
+use crate::engine::{ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
 use raidlab_core::units::Ns;
 use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
 
@@ -251,7 +251,7 @@ impl ArrayComp {
         ctx.reqs[id].phase = PHASE_WRITES;
         let bytes = self.plans[p].parity_bytes;
         if bytes > 0 {
-            let cost = (bytes as f64 / 1024.0 * self.costs.parity_ns_per_kb) as Ns;
+            let cost = ns(bytes as f64 / 1024.0 * self.costs.parity_ns_per_kb);
             let t = ctx.reserve(self.costs.parity, ctx.now, cost);
             ctx.schedule(t, self.id, id, EV_WRITES);
         } else {

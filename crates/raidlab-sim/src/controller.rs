@@ -21,7 +21,7 @@
 //!   destages cannot start faster than that task turns them over.
 //!   A full cache makes new writes wait for destage.
 
-use crate::engine::{us, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
+use crate::engine::{ns, us, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
 use raidlab_core::topology::ReadAhead;
 use raidlab_core::units::Ns;
 use raidlab_layout::{Geometry, Level};
@@ -336,7 +336,7 @@ impl CtrlVol {
         }
         // Per-KiB work (descriptors, cache buffers) occupies a core while the
         // DMA engine moves the data: it limits throughput, not latency.
-        ctx.reserve(p.roc, t, (self.cfg.ns_per_kb * r.len as f64 / 1024.0) as Ns);
+        ctx.reserve(p.roc, t, ns(self.cfg.ns_per_kb * r.len as f64 / 1024.0));
         // A single device's member command is RoC work only when one is
         // sent: not for a write into the write-back cache, nor for a read
         // the cache already holds.
@@ -698,7 +698,7 @@ impl CtrlVol {
             let member = self.cfg.passthrough_member_ns * runs.len() as Ns;
             let (at, pool) = if self.cfg.destage_task_ns > 0 {
                 let dur = self.cfg.destage_task_ns
-                    + (bytes as f64 / 1024.0 * self.cfg.ns_per_kb) as Ns
+                    + ns(bytes as f64 / 1024.0 * self.cfg.ns_per_kb)
                     + member;
                 let flush = self.cfg.pools.flush;
                 (ctx.reserve(flush, now, dur), flush)

@@ -14,7 +14,7 @@ pub mod cache;
 pub mod ftl;
 pub mod nand;
 
-use crate::engine::{us, xfer_ns, CompId, Ctx, Op, Pool, ReqId, Server};
+use crate::engine::{ns, us, xfer_ns, CompId, Ctx, Op, Pool, ReqId, Server};
 use cache::WriteBuffer;
 use ftl::{Ftl, INVALID};
 use nand::Nand;
@@ -240,7 +240,7 @@ impl Ssd {
     /// (ECC, buffers) runs alongside the data transfer: it occupies the
     /// firmware without delaying this command.
     fn fw_occupy_per_kb(&mut self, t: Ns, len: u32) {
-        let dur = (self.fw_per_kb * len as f64 / 1024.0) as Ns;
+        let dur = ns(self.fw_per_kb * len as f64 / 1024.0);
         self.fw.reserve(t, dur);
     }
 

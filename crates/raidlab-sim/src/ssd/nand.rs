@@ -36,7 +36,9 @@ pub struct Nand {
     /// One timeline per channel.
     pub channels: Vec<Server>,
     /// Per die: when it can take a program (free and past its GC backlog),
-    /// kept in one array so finding the readiest die is a short scan.
+    /// kept in one array so finding the readiest die is a short scan; the
+    /// array holds the dies twice over, so a scan from any die wraps round
+    /// without a second loop.
     ready: Vec<Ns>,
     /// Channel of each die (die d sits on channel d % channels), looked up
     /// rather than divided for on every operation.
@@ -58,7 +60,7 @@ impl Nand {
         Nand {
             dies: vec![Die::default(); dies as usize],
             channels: vec![Server::default(); p.channels as usize],
-            ready: vec![0; dies as usize],
+            ready: vec![0; 2 * dies as usize],
             channel: (0..dies).map(|d| d % p.channels).collect(),
             t_read: us(p.read_us),
             t_prog: us(p.program_us),
@@ -99,7 +101,8 @@ impl Nand {
         // The die's register is busy until its data has left.
         let d = &mut self.dies[die as usize];
         d.free_at = d.free_at.max(t);
-        self.ready[die as usize] = d.free_at.max(d.gc_until);
+        let r = d.free_at.max(d.gc_until);
+        self.set_ready(die, r);
         t
     }
 
@@ -113,8 +116,9 @@ impl Nand {
         let s = t.max(d.free_at).max(d.gc_until);
         d.free_at = s + self.t_prog;
         d.busy += self.t_prog;
-        self.ready[die as usize] = d.free_at;
-        d.free_at
+        let r = d.free_at;
+        self.set_ready(die, r);
+        r
     }
 
     /// Queue garbage-collection work (copy-back relocations and erases) on a die.
@@ -126,7 +130,8 @@ impl Nand {
         let d = &mut self.dies[die as usize];
         d.gc_until = d.gc_until.max(d.free_at).max(at) + dur;
         d.busy += dur;
-        self.ready[die as usize] = d.gc_until;
+        let r = d.gc_until;
+        self.set_ready(die, r);
     }
 
     /// The die that can take a program first (ready = free and past its GC
@@ -134,22 +139,28 @@ impl Nand {
     /// skip dies busy with GC.
     #[inline]
     pub fn least_busy(&self, start: u32) -> u32 {
-        let s = (start as usize).min(self.ready.len() - 1);
-        // Dies s..n, then 0..s: the first strict minimum in that order,
-        // chosen with conditional moves (which die wins is data, not a
-        // pattern a branch predictor can learn).
-        let (mut best, mut bt) = (s, Ns::MAX);
-        for (i, &t) in self.ready[s..].iter().enumerate() {
-            let less = t < bt;
-            best = select_unpredictable(less, s + i, best);
-            bt = select_unpredictable(less, t, bt);
-        }
-        for (i, &t) in self.ready[..s].iter().enumerate() {
+        let n = self.dies.len();
+        let s = (start as usize).min(n - 1);
+        // Dies s..n, then 0..s: the first strict minimum in that order, over
+        // the doubled table so the scan has one fixed length (its loop exit
+        // is predictable), chosen with conditional moves (which die wins is
+        // data, not a pattern a branch predictor can learn).
+        let (mut best, mut bt) = (0, Ns::MAX);
+        for (i, &t) in self.ready[s..s + n].iter().enumerate() {
             let less = t < bt;
             best = select_unpredictable(less, i, best);
             bt = select_unpredictable(less, t, bt);
         }
-        best as u32
+        let d = s + best;
+        (if d >= n { d - n } else { d }) as u32
+    }
+
+    /// Record `die`'s ready time in both halves of the doubled table.
+    #[inline]
+    fn set_ready(&mut self, die: u32, t: Ns) {
+        let n = self.dies.len();
+        self.ready[die as usize] = t;
+        self.ready[die as usize + n] = t;
     }
 
     /// Busy time summed over dies, and die count.
