@@ -542,8 +542,36 @@ mod tests {
         assert_eq!(p.busy, 35);
     }
 
+    fn ev(key: u128) -> Ev {
+        Ev {
+            key,
+            comp: 0,
+            req: 0,
+        }
+    }
+
+    /// Pop one event and check it is the reference's least; returns its key.
+    fn pop_checked(
+        pop: &mut impl FnMut() -> Option<Ev>,
+        reference: &mut std::collections::BTreeSet<u128>,
+    ) -> Option<u128> {
+        let want = reference.pop_first();
+        let got = pop().map(|e| e.key);
+        assert_eq!(got, want, "pop returns the minimum");
+        got
+    }
+
+    /// Pop until both are empty, checking the order.
+    fn drain_checked(
+        mut pop: impl FnMut() -> Option<Ev>,
+        mut reference: std::collections::BTreeSet<u128>,
+    ) {
+        while pop_checked(&mut pop, &mut reference).is_some() {}
+    }
+
     #[test]
     fn heap_pops_in_key_order() {
+        // Keys in any order (the heap does not rely on a clock).
         let mut q = Heap::new();
         let mut reference = std::collections::BTreeSet::new();
         let mut rng = raidlab_core::rng::Rng::new(11);
@@ -552,22 +580,14 @@ mod tests {
                 let key =
                     ((round + rng.below(1000)) as u128) << 64 | (round * 8 + rng.below(8)) as u128;
                 if reference.insert(key) {
-                    q.push(Ev {
-                        key,
-                        comp: 0,
-                        req: 0,
-                    });
+                    q.push(ev(key));
                 }
             }
             if rng.below(3) > 0 {
-                let want = reference.pop_first();
-                assert_eq!(q.pop().map(|e| e.key), want, "pop returns the minimum");
+                pop_checked(&mut || q.pop(), &mut reference);
             }
         }
-        while let Some(want) = reference.pop_first() {
-            assert_eq!(q.pop().map(|e| e.key), Some(want));
-        }
-        assert!(q.pop().is_none());
+        drain_checked(|| q.pop(), reference);
     }
 
     #[test]
@@ -594,25 +614,15 @@ mod tests {
                 seq += 1;
                 let key = ((now + delay) as u128) << 64 | (seq as u128) << 8;
                 reference.insert(key);
-                q.push(Ev {
-                    key,
-                    comp: 0,
-                    req: 0,
-                });
+                q.push(ev(key));
             }
             if rng.below(2) > 0 {
-                let want = reference.pop_first();
-                let got = q.pop().map(|e| e.key);
-                assert_eq!(got, want, "pop returns the minimum");
-                if let Some(k) = got {
+                if let Some(k) = pop_checked(&mut || q.pop(), &mut reference) {
                     now = (k >> 64) as u64;
                 }
             }
         }
-        while let Some(want) = reference.pop_first() {
-            assert_eq!(q.pop().map(|e| e.key), Some(want));
-        }
-        assert!(q.pop().is_none());
+        drain_checked(|| q.pop(), reference);
     }
 
     #[test]
