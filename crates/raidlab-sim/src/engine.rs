@@ -4,7 +4,7 @@
 //! the order they were scheduled and every run is exactly repeatable.
 //! Zero-delay hand-offs between components (a controller submitting to a
 //! drive, a drive completing to its parent) go through a FIFO of calls
-//! instead of the heap.
+//! instead of the event queue.
 
 use raidlab_core::units::Ns;
 use std::hint::select_unpredictable;
@@ -276,13 +276,13 @@ const _: () = assert!(SLOTS < 256);
 
 /// Calendar queue of events (Brown 1988): a ring of time buckets over the
 /// next [`BUCKETS`] bucket widths, each a small unsorted array kept in place,
-/// with a bitmap of the non-empty ones; events further ahead (or beyond a
-/// full bucket) wait in a binary heap. The simulated clock only moves
-/// forward, so every event in the ring lies in the window that starts at the
-/// clock's bucket, and the first non-empty bucket from there holds the
-/// earliest ring event. Pushing costs a few instructions and popping a
-/// bitmap scan and a look through one bucket, usually of one or two events,
-/// instead of a heap's log n levels.
+/// with one word whose bits mark the non-empty ones; events further ahead
+/// (or beyond a full bucket) wait in a binary heap. The simulated clock only
+/// moves forward, so every event in the ring lies in the window that starts
+/// at the clock's bucket, and the first non-empty bucket from there holds the
+/// earliest ring event. Pushing costs a few instructions, and popping a
+/// rotate and bit count of that word and a look through one bucket, usually
+/// of one or two events, instead of a heap's log n levels.
 struct EventQueue {
     slots: [[Ev; SLOTS]; BUCKETS],
     lens: [u8; BUCKETS],
@@ -382,7 +382,7 @@ pub struct Ctx {
     /// Current simulated time.
     pub now: Ns,
     seq: u64,
-    heap: EventQueue,
+    queue: EventQueue,
     /// Pending calls, taken in order from `call_head`; reset when all are taken.
     calls: Vec<Call>,
     call_head: usize,
@@ -403,7 +403,7 @@ impl Ctx {
         Ctx {
             now: 0,
             seq: 0,
-            heap: EventQueue::new(),
+            queue: EventQueue::new(),
             calls: Vec::with_capacity(64),
             call_head: 0,
             reqs: Slab::default(),
@@ -432,7 +432,7 @@ impl Ctx {
         // Low 8 bits of the key carry the kind; the sequence number above them
         // keeps equal-time events in scheduling order.
         let key = (at as u128) << 64 | (self.seq as u128) << 8 | kind as u128;
-        self.heap.push(Ev { key, comp, req });
+        self.queue.push(Ev { key, comp, req });
     }
 
     /// A request issued for later (a controller's flush task hands on a
@@ -479,7 +479,7 @@ impl Ctx {
         }
         self.calls.clear();
         self.call_head = 0;
-        let Ev { key, comp, req } = self.heap.pop()?;
+        let Ev { key, comp, req } = self.queue.pop()?;
         self.now = (key >> 64) as Ns;
         self.events += 1;
         Some(Next::Event(comp, req, key as u8))
