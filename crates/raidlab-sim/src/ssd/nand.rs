@@ -168,3 +168,42 @@ impl Nand {
         (self.dies.iter().map(|d| d.busy).sum(), self.dies.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raidlab_core::preset::{Preset, PresetDb};
+
+    fn x25e() -> Nand {
+        let db = PresetDb::builtin();
+        let Some(Preset::Ssd(p)) = db.get("x25e") else {
+            panic!("built-in x25e preset");
+        };
+        Nand::new(p, 1.0)
+    }
+
+    #[test]
+    fn least_busy_takes_the_earliest_die_ties_from_the_start_round() {
+        let mut n = x25e();
+        let dies = n.dies.len() as u32;
+        // All idle: a tie everywhere, so the start wins, whatever it is.
+        for s in 0..dies {
+            assert_eq!(n.least_busy(s), s);
+        }
+        // Busy every die but 3 and dies - 2 (a tie): from a start past
+        // dies - 2 the scan wraps round and finds 3 first.
+        for d in 0..dies {
+            n.set_ready(d, 1_000 + d as Ns);
+        }
+        n.set_ready(3, 10);
+        n.set_ready(dies - 2, 10);
+        assert_eq!(n.least_busy(0), 3);
+        assert_eq!(n.least_busy(4), dies - 2);
+        assert_eq!(n.least_busy(dies - 1), 3, "wraps round to the tie");
+        // A strict minimum wins from any start.
+        n.set_ready(dies - 1, 5);
+        for s in 0..dies {
+            assert_eq!(n.least_busy(s), dies - 1);
+        }
+    }
+}
