@@ -21,7 +21,7 @@
 //!   destages cannot start faster than that task turns them over.
 //!   A full cache makes new writes wait for destage.
 
-use crate::engine::{ns, us, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
+use crate::engine::{ns, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
 use raidlab_core::topology::ReadAhead;
 use raidlab_core::units::Ns;
 use raidlab_layout::{Geometry, Level};
@@ -816,9 +816,4 @@ impl CtrlVol {
             }
         }
     }
-}
-
-/// µs helper re-exported for the builder.
-pub fn cost(x: f64) -> Ns {
-    us(x)
 }

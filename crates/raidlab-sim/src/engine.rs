@@ -286,10 +286,8 @@ const _: () = assert!(SLOTS < 256);
 struct EventQueue {
     slots: [[Ev; SLOTS]; BUCKETS],
     lens: [u8; BUCKETS],
-    /// Bit `i`: bucket `i` holds an event.
+    /// Bit `i`: bucket `i` holds an event (zero: the ring is empty).
     bits: u64,
-    /// Events in the ring.
-    in_ring: usize,
     /// Absolute bucket number of the clock (the last event popped).
     base: u64,
     far: Heap,
@@ -306,7 +304,6 @@ impl EventQueue {
             slots: [[empty; SLOTS]; BUCKETS],
             lens: [0; BUCKETS],
             bits: 0,
-            in_ring: 0,
             base: 0,
             far: Heap::new(),
         }
@@ -322,7 +319,6 @@ impl EventQueue {
             self.slots[i][n] = e;
             self.lens[i] = n as u8 + 1;
             self.bits |= 1 << i;
-            self.in_ring += 1;
         } else {
             self.far.push(e);
         }
@@ -340,7 +336,7 @@ impl EventQueue {
 
     #[inline]
     fn pop(&mut self) -> Option<Ev> {
-        let e = if self.in_ring > 0 {
+        let e = if self.bits != 0 {
             let b = self.first_bucket();
             let n = self.lens[b] as usize;
             let list = &mut self.slots[b];
@@ -357,7 +353,6 @@ impl EventQueue {
                 if n == 1 {
                     self.bits &= !(1 << b);
                 }
-                self.in_ring -= 1;
                 e
             }
         } else {
