@@ -228,6 +228,7 @@ impl Heap {
     /// the lesser children (one comparison a level, made with a conditional
     /// move: which child wins is data, not a pattern a branch can learn),
     /// then the last event fills it from there, usually without moving up.
+    #[inline]
     fn pop(&mut self) -> Option<Ev> {
         let last = self.v.pop()?;
         let Some(&top) = self.v.first() else {
@@ -309,8 +310,15 @@ impl EventQueue {
         }
     }
 
+    /// Queue event `(key, comp, req)`. The fields come as scalars, in
+    /// registers. A 32-byte `Ev` argument is passed in memory instead: the
+    /// caller writes it to its stack as 8- and 4-byte stores and this reads
+    /// it back as 16-byte loads, which the CPU cannot forward from the store
+    /// buffer, so each push waited for every store before it (the FTL's
+    /// scattered map updates among them) to reach the cache.
     #[inline]
-    fn push(&mut self, e: Ev) {
+    fn push(&mut self, key: u128, comp: CompId, req: ReqId) {
+        let e = Ev { key, comp, req };
         let b = ((e.key >> 64) as u64) >> BUCKET_SHIFT;
         debug_assert!(b >= self.base, "events are never scheduled in the past");
         let i = b as usize & (BUCKETS - 1);
@@ -427,7 +435,7 @@ impl Ctx {
         // Low 8 bits of the key carry the kind; the sequence number above them
         // keeps equal-time events in scheduling order.
         let key = (at as u128) << 64 | (self.seq as u128) << 8 | kind as u128;
-        self.queue.push(Ev { key, comp, req });
+        self.queue.push(key, comp, req);
     }
 
     /// A request issued for later (a controller's flush task hands on a
@@ -609,7 +617,7 @@ mod tests {
                 seq += 1;
                 let key = ((now + delay) as u128) << 64 | (seq as u128) << 8;
                 reference.insert(key);
-                q.push(ev(key));
+                q.push(key, 0, 0);
             }
             if rng.below(2) > 0 {
                 if let Some(k) = pop_checked(&mut || q.pop(), &mut reference) {
