@@ -213,6 +213,7 @@ impl ArrayComp {
         ctx.schedule(t, self.id, id, EV_GO);
     }
 
+    #[inline]
     fn issue(&mut self, ctx: &mut Ctx, id: ReqId, op: Op) {
         let p = ctx.reqs[id].slot as usize;
         let list = match op {
@@ -246,6 +247,7 @@ impl ArrayComp {
         }
     }
 
+    #[inline]
     fn after_reads(&mut self, ctx: &mut Ctx, id: ReqId) {
         let p = ctx.reqs[id].slot as usize;
         ctx.reqs[id].phase = PHASE_WRITES;

@@ -359,6 +359,7 @@ impl CtrlVol {
     }
 
     /// Take the host command onward once the RoC has accepted it at `at`.
+    #[inline]
     fn issue(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
         let r = ctx.reqs[id];
         if r.op == Op::Read {
@@ -477,6 +478,7 @@ impl CtrlVol {
     }
 
     /// The cache has `a..b` now: dirty data covering it, or cached reads.
+    #[inline]
     fn cached(&self, a: u64, b: u64) -> bool {
         let dirty = self.cfg.wb_bytes > 0
             && a >> self.line_shift == (b - 1) >> self.line_shift
@@ -538,6 +540,7 @@ impl CtrlVol {
     }
 
     /// Mark `a..b` dirty (queueing its lines for destage).
+    #[inline]
     fn mark_dirty(&mut self, a: u64, b: u64, now: Ns) {
         let mut l = a >> self.line_shift;
         while l * self.line_bytes < b {

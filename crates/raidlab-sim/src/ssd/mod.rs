@@ -224,6 +224,7 @@ impl Ssd {
     }
 
     /// A request arrives.
+    #[inline]
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
         if ctx.arrives_later(self.id, id, EV_ARRIVE) {
             return;
@@ -239,6 +240,7 @@ impl Ssd {
     /// Per-command firmware time (latency), after which the per-KiB work
     /// (ECC, buffers) runs alongside the data transfer: it occupies the
     /// firmware without delaying this command.
+    #[inline]
     fn fw_occupy_per_kb(&mut self, t: Ns, len: u32) {
         let dur = ns(self.fw_per_kb * len as f64 / 1024.0);
         self.fw.reserve(t, dur);
@@ -285,6 +287,7 @@ impl Ssd {
 
     /// Firmware time for a host command at `t`: it goes ahead of background
     /// work, which it pushes back.
+    #[inline]
     fn fw_command(&mut self, t: Ns, dur: Ns) -> Ns {
         let done = self.fw.reserve(t, dur);
         let pushed = dur / self.fw.servers() as Ns;
@@ -298,6 +301,7 @@ impl Ssd {
     }
 
     /// Program the page in `self.page` on the least busy die, after any GC it triggers.
+    #[inline]
     fn program(&mut self, t: Ns) -> Ns {
         // A die that is down to its reserve collects in the background first;
         // the page then goes to whichever die is free soonest.
