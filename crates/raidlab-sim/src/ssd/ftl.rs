@@ -259,8 +259,8 @@ impl Ftl {
         }
     }
 
-    /// The logical unit physical unit `u` holds, if that data is still
-    /// the current copy.
+    /// The logical unit whose current copy is at physical unit `u`, if any
+    /// (`None` for a stale copy or an unwritten unit).
     #[inline]
     fn live(&self, u: u32) -> Option<u32> {
         let l = self.p2l[u as usize];
