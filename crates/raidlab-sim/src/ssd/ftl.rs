@@ -26,7 +26,9 @@ pub const FOLD_UNITS: u64 = 1 << 18;
 pub const MIN_BLOCKS_PER_DIE: u64 = 128;
 /// Map entries prefetched per FTL call (page written or GC check): few
 /// enough to issue without waiting for the CPU's line-fill buffers (16 on
-/// current x86 cores), so the prefetches spread over the drive's next pages.
+/// the Intel cores this was measured on), so the prefetches spread over the
+/// drive's next pages. A machine property, not a model parameter: it
+/// changes no result.
 const PF_STEP: u32 = 16;
 /// Marker for an unmapped entry.
 pub const INVALID: u32 = u32::MAX;
@@ -347,8 +349,9 @@ impl Ftl {
             // holding a valid unit). The compaction writes every entry and
             // advances only past valid ones, so it has no branch on the
             // (random) validity. Its map loads are independent of each
-            // other, so the CPU fetches their cache lines in parallel, and
-            // the placement below then rewrites them without a miss.
+            // other, so the CPU fetches their cache lines in parallel (most
+            // are in cache already: see `plan_prefetch`), and the placement
+            // below then rewrites them without a miss.
             let (vs, ve) = (victim * upb, (victim + 1) * upb);
             let mut buf = std::mem::take(&mut self.gc_buf);
             buf.resize(upb as usize, INVALID);
@@ -447,15 +450,15 @@ impl Ftl {
     /// half a block further, in case pages invalidate others meanwhile.
     fn plan_prefetch(&mut self, die: usize) {
         let base = die * (self.upb as usize + 1);
-        let mut left = (self.upb + self.upb / 2) as i64;
-        let mut v = self.min_hint[die] as usize;
+        let mut left = self.upb + self.upb / 2;
+        let mut v = self.min_hint[die];
         self.pf.clear();
         self.pf_unit = 0;
-        while left > 0 && v < self.upb as usize {
-            let mut b = self.heads[base + v];
+        while left > 0 && v < self.upb {
+            let mut b = self.heads[base + v as usize];
             while b != INVALID && left > 0 {
                 self.pf.push(b);
-                left -= (self.upb - v as u32) as i64;
+                left = left.saturating_sub(self.upb - v);
                 b = self.next[b as usize];
             }
             v += 1;
