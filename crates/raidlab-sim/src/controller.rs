@@ -22,6 +22,7 @@
 //!   A full cache makes new writes wait for destage.
 
 use crate::engine::{ns, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
+use crate::table::LineTable;
 use raidlab_core::topology::ReadAhead;
 use raidlab_core::units::Ns;
 use raidlab_layout::{Geometry, Level};
@@ -98,13 +99,13 @@ pub struct CtrlConfig {
     pub geo: Option<Geometry>,
 }
 
-/// Hasher for line numbers: one multiply (Fibonacci hashing). Keys are
-/// small integers chosen by the simulation, not by an adversary, so SipHash's
-/// protection buys nothing here and costs most of the cache's time.
+/// Hasher for read-cache block numbers: one multiply (Fibonacci hashing).
+/// Keys are small integers chosen by the simulation, not by an adversary, so
+/// SipHash's protection buys nothing here and costs most of the cache's time.
 #[derive(Default, Clone, Copy)]
-struct LineHasher(u64);
+struct BlockHasher(u64);
 
-impl Hasher for LineHasher {
+impl Hasher for BlockHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -118,8 +119,6 @@ impl Hasher for LineHasher {
     }
 }
 
-type LineMap = HashMap<u64, Line, BuildHasherDefault<LineHasher>>;
-
 /// Bytes per read-cache block.
 const BLOCK: u64 = 4096;
 /// Spans more than this many times the cache are modelled without read hits.
@@ -129,7 +128,7 @@ const CACHE_SPAN_RATIO: u64 = 64;
 /// used out first.
 struct ReadCache {
     cap: usize,
-    map: HashMap<u64, u32, BuildHasherDefault<LineHasher>>,
+    map: HashMap<u64, u32, BuildHasherDefault<BlockHasher>>,
     order: VecDeque<(u64, u32)>,
     stamp: u32,
 }
@@ -220,7 +219,7 @@ pub struct CtrlVol {
     line_shift: u32,
     gran_shift: u32,
     dirty: u64,
-    lines: LineMap,
+    lines: LineTable<Line>,
     /// Dirty lines waiting for destage, oldest first, one queue per member.
     fifos: Vec<VecDeque<u64>>,
     destages: Vec<Option<Destage>>,
@@ -260,7 +259,7 @@ impl CtrlVol {
             line_shift: line_bytes.trailing_zeros(),
             gran_shift: gran.trailing_zeros(),
             dirty: 0,
-            lines: LineMap::default(),
+            lines: LineTable::default(),
             fifos: vec![VecDeque::new(); members],
             destages: Vec::new(),
             destage_out: vec![0; members],
@@ -332,6 +331,8 @@ impl CtrlVol {
             t = ctx.reserve(p.pcie_in, t, xfer_ns(r.len as u64, self.cfg.pcie_mbps));
             if self.cfg.wb_bytes > 0 {
                 t = ctx.reserve(p.dma, t, xfer_ns(r.len as u64, self.cfg.dma_mbps));
+                // The write reaches the cache map when its transfer is done.
+                self.prefetch_lines(ctx, id);
             }
         }
         // Per-KiB work (descriptors, cache buffers) occupies a core while the
@@ -482,7 +483,7 @@ impl CtrlVol {
     fn cached(&self, a: u64, b: u64) -> bool {
         let dirty = self.cfg.wb_bytes > 0
             && a >> self.line_shift == (b - 1) >> self.line_shift
-            && self.lines.get(&(a >> self.line_shift)).is_some_and(|l| {
+            && self.lines.get(a >> self.line_shift).is_some_and(|l| {
                 let mask = self.bits_for(a, b);
                 l.bits & mask == mask
             });
@@ -526,7 +527,7 @@ impl CtrlVol {
             let la = a.max(l * self.line_bytes);
             let lb = b.min((l + 1) * self.line_bytes);
             let bits = self.bits_for(la, lb);
-            let old = self.lines.get(&l).map(|x| x.bits).unwrap_or(0);
+            let old = self.lines.get(l).map(|x| x.bits).unwrap_or(0);
             add += (bits & !old).count_ones() as u64 * self.gran;
             l += 1;
         }
@@ -539,6 +540,16 @@ impl CtrlVol {
         true
     }
 
+    /// Start loading the cache lines write `id` will mark dirty.
+    #[inline]
+    fn prefetch_lines(&self, ctx: &Ctx, id: ReqId) {
+        let r = &ctx.reqs[id];
+        let (a, b) = (r.offset, r.offset + r.len as u64);
+        for l in a >> self.line_shift..=(b - 1) >> self.line_shift {
+            self.lines.prefetch(l);
+        }
+    }
+
     /// Mark `a..b` dirty (queueing its lines for destage).
     #[inline]
     fn mark_dirty(&mut self, a: u64, b: u64, now: Ns) {
@@ -548,7 +559,7 @@ impl CtrlVol {
             let lb = b.min((l + 1) * self.line_bytes);
             let bits = self.bits_for(la, lb);
             let member = self.member_of(l) as u32;
-            let e = self.lines.entry(l).or_default();
+            let e = self.lines.get_or_default(l);
             self.dirty += (bits & !e.bits).count_ones() as u64 * self.gran;
             e.bits |= bits;
             e.member = member;
@@ -574,10 +585,10 @@ impl CtrlVol {
         let all = s0..s0 + dd;
         let whole = |l: &u64| {
             self.lines
-                .get(l)
+                .get(*l)
                 .is_some_and(|x| x.bits == u64::MAX && !x.in_destage)
                 || (self.line_bytes / self.gran < 64
-                    && self.lines.get(l).is_some_and(|x| {
+                    && self.lines.get(*l).is_some_and(|x| {
                         x.bits == (1u64 << (self.line_bytes / self.gran)) - 1 && !x.in_destage
                     }))
         };
@@ -590,8 +601,15 @@ impl CtrlVol {
     /// Oldest queued line of member `m`, dropping stale queue entries.
     fn front(&mut self, m: usize) -> Option<(u64, Ns)> {
         while let Some(&l) = self.fifos[m].front() {
-            match self.lines.get(&l) {
-                Some(x) if x.queued => return Some((l, x.first)),
+            match self.lines.get(l) {
+                Some(x) if x.queued => {
+                    // The member's next destage looks up the line behind
+                    // this one: start loading it now.
+                    if let Some(&n) = self.fifos[m].get(1) {
+                        self.lines.prefetch(n);
+                    }
+                    return Some((l, x.first));
+                }
                 _ => {
                     self.fifos[m].pop_front();
                 }
@@ -643,7 +661,7 @@ impl CtrlVol {
             runs.clear();
             let mut bytes = 0;
             for &x in &lines {
-                let e = self.lines.get_mut(&x).expect("dirty line");
+                let e = self.lines.get_mut(x).expect("dirty line");
                 let bits = std::mem::take(&mut e.bits);
                 e.queued = false;
                 e.in_destage = true;
@@ -736,7 +754,7 @@ impl CtrlVol {
         self.destage_out[d.member] -= 1;
         self.dirty -= d.bytes;
         for &l in &d.lines {
-            let e = self.lines.get_mut(&l).expect("line");
+            let e = self.lines.get_mut(l).expect("line");
             e.in_destage = false;
             if e.bits != 0 {
                 e.queued = true;
@@ -744,7 +762,7 @@ impl CtrlVol {
                 let m = e.member as usize;
                 self.fifos[m].push_back(l);
             } else {
-                self.lines.remove(&l);
+                self.lines.remove(l);
             }
         }
         self.spare_lines.push(d.lines);
@@ -757,6 +775,9 @@ impl CtrlVol {
                 break;
             }
             self.wait_space.pop_front();
+            if let Some(&n) = self.wait_space.front() {
+                self.prefetch_lines(ctx, n);
+            }
             ctx.schedule(now + self.cfg.fw_latency, self.id, w, EV_DONE);
         }
         self.kick(ctx);
@@ -770,6 +791,9 @@ impl CtrlVol {
                 if self.wait_space.is_empty() && self.cache_insert(ctx, id) {
                     ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE);
                 } else {
+                    if self.wait_space.is_empty() {
+                        self.prefetch_lines(ctx, id);
+                    }
                     self.wait_space.push_back(id);
                 }
                 self.kick(ctx);
@@ -795,7 +819,13 @@ impl CtrlVol {
         }
         if ctx.reqs[id].phase == DESTAGE {
             // A destage is a command like any other: its slot frees after the
-            // firmware's fixed latency.
+            // firmware's fixed latency. Then it updates its lines' entries:
+            // start loading them now.
+            if let Some(d) = &self.destages[ctx.reqs[id].slot as usize] {
+                for &l in &d.lines {
+                    self.lines.prefetch(l);
+                }
+            }
             ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DESTAGED);
             return;
         }

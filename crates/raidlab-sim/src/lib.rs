@@ -16,6 +16,7 @@ pub mod hdd;
 pub mod host;
 pub use raidlab_core::metrics;
 pub mod ssd;
+mod table;
 pub mod validate;
 
 use array::{ArrayComp, Costs};

@@ -20,6 +20,8 @@
 //! the erase time is scaled by the same factor, see [`Ftl::block_scale`]), so
 //! erase work per byte written is unchanged.
 
+use crate::table::prefetch;
+
 /// Largest number of logical units simulated per drive (1 GiB at 4 KiB).
 pub const FOLD_UNITS: u64 = 1 << 18;
 /// Fewest erase blocks per die the simulation keeps (see block scaling).
@@ -37,21 +39,6 @@ pub const INVALID: u32 = u32::MAX;
 struct Cursor {
     block: u32,
     unit: u32,
-}
-
-/// Hint the CPU to bring `x`'s cache line in.
-#[inline]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 is a hint: it never faults and has no effect visible
-    // to the program; `x` is a valid reference anyway. SSE is part of the
-    // x86_64 baseline.
-    unsafe {
-        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// Units per page is a power of two (page sizes are powers of two of 4 KiB).

@@ -1,0 +1,248 @@
+//! Small memory-level helpers for the hot tables: a cache-line prefetch hint
+//! and an open-addressing map from line numbers to values whose slot can be
+//! prefetched ahead of a lookup.
+
+/// Hint the CPU to bring `x`'s cache line in. Changes no result.
+#[inline]
+pub(crate) fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is a hint: it never faults and has no effect visible
+    // to the program; `x` is a valid reference anyway. SSE is part of the
+    // x86_64 baseline.
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// Key of a slot never used since the last rebuild, and of one whose entry
+/// was removed (line numbers are byte offsets shifted right, so they never
+/// reach either).
+const EMPTY: u64 = u64::MAX;
+const TOMB: u64 = u64::MAX - 1;
+/// Fewest slots a table holds.
+const MIN_SLOTS: usize = 64;
+
+/// One slot: key and value together, aligned so that a slot of up to 32
+/// bytes never straddles two cache lines (one miss per probe at most).
+#[derive(Clone, Copy)]
+#[repr(align(32))]
+struct Slot<V> {
+    key: u64,
+    val: V,
+}
+
+/// Map from `u64` keys (below `u64::MAX - 1`) to values, with linear
+/// probing; live and removed entries fill at most half of the slots.
+///
+/// A removal leaves a tombstone, so it touches only the slot it found
+/// (which a prefetch brought in) and not the rest of the probe run; an
+/// insertion reuses the first tombstone on its way, and a rebuild clears
+/// them.
+///
+/// Unlike std's `HashMap`, the slot a key will be looked up in is known
+/// without a probe, so [`LineTable::prefetch`] can bring it to the cache
+/// while other work runs; the lookup then finds it there. It offers no
+/// iteration, so nothing can depend on the order of its slots.
+pub(crate) struct LineTable<V> {
+    slots: Vec<Slot<V>>,
+    shift: u32,
+    len: usize,
+    tombs: usize,
+}
+
+impl<V: Copy + Default> Default for LineTable<V> {
+    fn default() -> Self {
+        Self::with_slots(MIN_SLOTS)
+    }
+}
+
+impl<V: Copy + Default> LineTable<V> {
+    fn with_slots(n: usize) -> Self {
+        debug_assert!(n.is_power_of_two());
+        LineTable {
+            slots: vec![
+                Slot {
+                    key: EMPTY,
+                    val: V::default()
+                };
+                n
+            ],
+            shift: 64 - n.trailing_zeros(),
+            len: 0,
+            tombs: 0,
+        }
+    }
+
+    /// Home slot of `key` (Fibonacci hashing: the top bits of one multiply).
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    #[inline]
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    /// Slot holding `key`, if any.
+    #[inline]
+    fn find(&self, key: u64) -> Option<usize> {
+        debug_assert!(key < TOMB);
+        let mut i = self.home(key);
+        loop {
+            match self.slots[i].key {
+                k if k == key => return Some(i),
+                EMPTY => return None,
+                _ => i = (i + 1) & self.mask(),
+            }
+        }
+    }
+
+    /// Entries held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Start loading the slot `key` would be found in, and the one after
+    /// it (where the probe, or a removal's backward shift, goes next).
+    #[inline]
+    pub(crate) fn prefetch(&self, key: u64) {
+        let h = self.home(key);
+        prefetch(&self.slots[h]);
+        prefetch(&self.slots[(h + 1) & self.mask()]);
+    }
+
+    /// The value of `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: u64) -> Option<&V> {
+        self.find(key).map(|i| &self.slots[i].val)
+    }
+
+    /// The value of `key`, to change.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, key: u64) -> Option<&mut V> {
+        self.find(key).map(|i| &mut self.slots[i].val)
+    }
+
+    /// The value of `key`, inserted as `V::default()` if absent.
+    #[inline]
+    pub(crate) fn get_or_default(&mut self, key: u64) -> &mut V {
+        debug_assert!(key < TOMB);
+        if (self.len + self.tombs + 1) * 2 > self.slots.len() {
+            self.rebuild();
+        }
+        let mut i = self.home(key);
+        let mut tomb = None;
+        loop {
+            match self.slots[i].key {
+                k if k == key => return &mut self.slots[i].val,
+                EMPTY => break,
+                TOMB if tomb.is_none() => tomb = Some(i),
+                _ => {}
+            }
+            i = (i + 1) & self.mask();
+        }
+        if let Some(t) = tomb {
+            self.tombs -= 1;
+            i = t;
+        }
+        self.len += 1;
+        self.slots[i] = Slot {
+            key,
+            val: V::default(),
+        };
+        &mut self.slots[i].val
+    }
+
+    /// Remove `key` if present.
+    #[inline]
+    pub(crate) fn remove(&mut self, key: u64) {
+        if let Some(i) = self.find(key) {
+            self.slots[i].key = TOMB;
+            self.len -= 1;
+            self.tombs += 1;
+        }
+    }
+
+    /// Re-insert the live entries without tombstones, into twice the slots
+    /// if they fill three eighths or more of them. Either way at least an
+    /// eighth of the slots is then free for insertions before the next
+    /// rebuild, so a rebuild's cost spreads over as many insertions, and
+    /// the table holds at most 16/3 slots per entry.
+    fn rebuild(&mut self) {
+        let n = self.slots.len();
+        let n = if self.len * 8 >= n * 3 { n * 2 } else { n };
+        let old = std::mem::replace(self, Self::with_slots(n));
+        for s in old.slots {
+            if s.key < TOMB {
+                *self.get_or_default(s.key) = s.val;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Set(u64, u32),
+        Remove(u64),
+        Get(u64),
+    }
+
+    fn op(keys: u64) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..keys, any::<u32>()).prop_map(|(k, v)| Op::Set(k, v)),
+            (0..keys).prop_map(Op::Remove),
+            (0..keys).prop_map(Op::Get),
+        ]
+    }
+
+    proptest! {
+        /// The table answers every lookup as std's map does, through growth
+        /// and removals (small key ranges force long probe runs and wrap).
+        #[test]
+        fn behaves_like_a_hash_map(keys in 1u64..400, ops in prop::collection::vec(op(400), 0..2000)) {
+            let mut t = LineTable::<u32>::default();
+            let mut m = HashMap::new();
+            for o in ops {
+                match o {
+                    Op::Set(k, v) => {
+                        let k = k % keys;
+                        *t.get_or_default(k) = v;
+                        m.insert(k, v);
+                    }
+                    Op::Remove(k) => {
+                        t.remove(k % keys);
+                        m.remove(&(k % keys));
+                    }
+                    Op::Get(k) => prop_assert_eq!(t.get(k % keys), m.get(&(k % keys))),
+                }
+                prop_assert_eq!(t.len(), m.len());
+            }
+            for k in 0..keys {
+                prop_assert_eq!(t.get(k), m.get(&k));
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_entry_starts_at_default_and_removal_of_a_stranger_is_a_no_op() {
+        let mut t = LineTable::<u64>::default();
+        assert_eq!(*t.get_or_default(7), 0);
+        *t.get_mut(7).unwrap() = 3;
+        t.remove(8);
+        assert_eq!(t.get(7), Some(&3));
+        t.remove(7);
+        assert_eq!(t.get(7), None);
+        assert_eq!(t.len(), 0);
+    }
+}
