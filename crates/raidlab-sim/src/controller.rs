@@ -304,11 +304,27 @@ impl CtrlVol {
         if random_writes && self.cfg.wb_bytes > 0 {
             let bs = bs.clamp(512, span);
             let n = span / bs;
-            for _ in 0..4 * self.cfg.wb_bytes / bs {
+            // Random writes land on lines of their own, nearly all of them.
+            self.lines.reserve((self.cfg.wb_bytes / bs) as usize);
+            // The offsets are drawn a few writes ahead (in the same order)
+            // and their lines' slots loaded meanwhile, so the insertions do
+            // not wait for their cache misses one after the other.
+            const AHEAD: usize = 16;
+            let mut left = 4 * self.cfg.wb_bytes / bs;
+            let mut next = VecDeque::with_capacity(AHEAD);
+            loop {
+                while next.len() < AHEAD && left > 0 {
+                    let a = rng.below(n) * bs;
+                    self.lines.prefetch(a >> self.line_shift);
+                    next.push_back(a);
+                    left -= 1;
+                }
+                let Some(a) = next.pop_front() else {
+                    break;
+                };
                 if self.dirty + bs > self.cfg.wb_bytes {
                     break;
                 }
-                let a = rng.below(n) * bs;
                 self.mark_dirty(a, a + bs, 0);
             }
         }

@@ -168,6 +168,16 @@ impl<V: Copy + Default> LineTable<V> {
         }
     }
 
+    /// Make room for `n` entries in all without a rebuild (as long as
+    /// nothing is removed).
+    pub(crate) fn reserve(&mut self, n: usize) {
+        let want = (n.max(self.len) * 8 / 3 + 1).next_power_of_two();
+        if want > self.slots.len() {
+            let old = std::mem::replace(self, Self::with_slots(want));
+            self.refill(old);
+        }
+    }
+
     /// Re-insert the live entries without tombstones, into twice the slots
     /// if they fill three eighths or more of them. Either way at least an
     /// eighth of the slots is then free for insertions before the next
@@ -177,6 +187,10 @@ impl<V: Copy + Default> LineTable<V> {
         let n = self.slots.len();
         let n = if self.len * 8 >= n * 3 { n * 2 } else { n };
         let old = std::mem::replace(self, Self::with_slots(n));
+        self.refill(old);
+    }
+
+    fn refill(&mut self, old: Self) {
         for s in old.slots {
             if s.key < TOMB {
                 *self.get_or_default(s.key) = s.val;
@@ -196,6 +210,7 @@ mod tests {
         Set(u64, u32),
         Remove(u64),
         Get(u64),
+        Reserve(usize),
     }
 
     fn op(keys: u64) -> impl Strategy<Value = Op> {
@@ -203,12 +218,14 @@ mod tests {
             (0..keys, any::<u32>()).prop_map(|(k, v)| Op::Set(k, v)),
             (0..keys).prop_map(Op::Remove),
             (0..keys).prop_map(Op::Get),
+            (0..600usize).prop_map(Op::Reserve),
         ]
     }
 
     proptest! {
-        /// The table answers every lookup as std's map does, through growth
-        /// and removals (small key ranges force long probe runs and wrap).
+        /// The table answers every lookup as std's map does, through growth,
+        /// reservations and removals (small key ranges force long probe runs
+        /// and wrap).
         #[test]
         fn behaves_like_a_hash_map(keys in 1u64..400, ops in prop::collection::vec(op(400), 0..2000)) {
             let mut t = LineTable::<u32>::default();
@@ -225,6 +242,7 @@ mod tests {
                         m.remove(&(k % keys));
                     }
                     Op::Get(k) => prop_assert_eq!(t.get(k % keys), m.get(&(k % keys))),
+                    Op::Reserve(n) => t.reserve(n),
                 }
                 prop_assert_eq!(t.len(), m.len());
             }

@@ -593,9 +593,21 @@ impl Ftl {
         let pages = half_passes as u64 * self.logical as u64 / 2 / self.upp as u64;
         let mut page = vec![INVALID; self.upp as usize];
         let mut die = 0;
+        // The units are drawn a few pages ahead (in the same order) and
+        // their map entries loaded meanwhile, so the overwrites do not wait
+        // for their cache misses one after the other.
+        let ahead = 16 * self.upp as usize;
+        let mut left = pages * self.upp as u64;
+        let mut next = std::collections::VecDeque::with_capacity(ahead + self.upp as usize);
         for _ in 0..pages {
+            while next.len() < ahead && left > 0 {
+                let l = rng.below(self.logical as u64) as u32;
+                prefetch(&self.l2p[l as usize]);
+                next.push_back(l);
+                left -= 1;
+            }
             for slot in page.iter_mut() {
-                *slot = rng.below(self.logical as u64) as u32;
+                *slot = next.pop_front().expect("drawn ahead");
             }
             // Same GC policy as timed writes, so the run starts in the regime
             // the warm-up reached (no one-time catch-up collection).
