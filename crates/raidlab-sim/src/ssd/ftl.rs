@@ -47,6 +47,13 @@ fn page_of(u: u32, upp_shift: u32) -> u32 {
     u >> upp_shift
 }
 
+/// Physical unit `u`, last written with logical unit `l`, holds its current
+/// copy (the one validity rule: see [`Ftl::live`]).
+#[inline]
+fn is_current(l2p: &[u32], u: u32, l: u32) -> bool {
+    l2p.get(l as usize) == Some(&u)
+}
+
 /// Work the GC did on one die, to be charged to that die's timeline.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GcWork {
@@ -283,7 +290,7 @@ impl Ftl {
     #[inline]
     fn live(&self, u: u32) -> Option<u32> {
         let l = self.p2l[u as usize];
-        (self.l2p.get(l as usize) == Some(&u)).then_some(l)
+        is_current(&self.l2p, u, l).then_some(l)
     }
 
     #[inline]
@@ -342,15 +349,26 @@ impl Ftl {
             let (vs, ve) = (victim * upb, (victim + 1) * upb);
             let mut buf = std::mem::take(&mut self.gc_buf);
             buf.resize(upb as usize, INVALID);
-            let (mut n, mut reads, mut page_live) = (0usize, 0u32, false);
-            for u in vs..ve {
-                let live = self.live(u);
-                buf[n] = live.unwrap_or(INVALID);
-                n += live.is_some() as usize;
-                page_live |= live.is_some();
-                if (u + 1) & (upp - 1) == 0 {
-                    reads += page_live as u32;
-                    page_live = false;
+            let (mut n, mut reads) = (0usize, 0u32);
+            let (l2p, p2l) = (&self.l2p[..], &self.p2l[vs as usize..ve as usize]);
+            if upp == 1 {
+                // A page per unit: the pages read are the valid units.
+                for (u, &l) in (vs..).zip(p2l) {
+                    buf[n] = l;
+                    n += is_current(l2p, u, l) as usize;
+                }
+                reads = n as u32;
+            } else {
+                for (p, page) in (vs..)
+                    .step_by(upp as usize)
+                    .zip(p2l.chunks_exact(upp as usize))
+                {
+                    let before = n;
+                    for (u, &l) in (p..).zip(page) {
+                        buf[n] = l;
+                        n += is_current(l2p, u, l) as usize;
+                    }
+                    reads += (n > before) as u32;
                 }
             }
             self.p2l[vs as usize..ve as usize].fill(INVALID);
