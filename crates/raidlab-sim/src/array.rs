@@ -199,6 +199,15 @@ impl ArrayComp {
                 }
             }
         }
+        // A parity write's pre-reads go out when the array's work on the
+        // request is done: let their drives start loading their maps
+        // meanwhile. (Plain reads are not advised: a drive that has only
+        // been filled computes its map, and the hint would only cost.)
+        if r.op == Op::Write {
+            for e in &plan.reads {
+                ctx.advise(self.members[e.member as usize], e.offset);
+            }
+        }
         let cmds = (plan.reads.len() + plan.writes.len()) as Ns;
         self.plans[p as usize] = plan;
         let cost = self.costs.req_ns + self.costs.member_ns * cmds;

@@ -378,6 +378,10 @@ pub enum Call {
     Submit(CompId, ReqId),
     /// Child `child` of `parent` (handled by `comp`) finished.
     ChildDone(CompId, ReqId, ReqId),
+    /// A hint: `comp` will soon be asked for the data at byte `offset`, so
+    /// it may start loading what it looks up for that into the CPU cache.
+    /// It changes no state of the simulation.
+    Advise(CompId, u64),
 }
 
 /// Everything components share: clock, queue, requests, pools.
@@ -458,6 +462,13 @@ impl Ctx {
     pub fn submit(&mut self, comp: CompId, req: ReqId) {
         self.reqs[req].comp = comp;
         self.calls.push(Call::Submit(comp, req));
+    }
+
+    /// Tell `comp` it will soon be asked for the data at byte `offset` (see
+    /// [`Call::Advise`]).
+    #[inline]
+    pub fn advise(&mut self, comp: CompId, offset: u64) {
+        self.calls.push(Call::Advise(comp, offset));
     }
 
     /// `req` is finished: tell whoever handles its parent (or the host).

@@ -507,6 +507,11 @@ fn simulate_inner(
                     unreachable!("devices have no children")
                 }
             },
+            Next::Call(Call::Advise(c, offset)) => {
+                if let Comp::Ssd(s) = &comps[c as usize] {
+                    s.advise(offset);
+                }
+            }
             Next::Event(c, r, k) => {
                 if window_end.is_some_and(|e| ctx.now > e) {
                     break;

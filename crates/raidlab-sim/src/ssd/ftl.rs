@@ -249,6 +249,17 @@ impl Ftl {
         })
     }
 
+    /// Start loading the map entry of logical unit `lpn` (a hint; none
+    /// while the map is implied by the fill order).
+    #[inline]
+    pub fn prefetch_lpn(&self, lpn: u32) {
+        if !self.lazy_fill {
+            if let Some(x) = self.l2p.get(lpn as usize) {
+                prefetch(x);
+            }
+        }
+    }
+
     #[inline]
     fn bucket(&self, b: u32) -> usize {
         self.die_of[b as usize] as usize * (self.upb as usize + 1) + self.valid[b as usize] as usize

@@ -237,6 +237,12 @@ impl Ssd {
         self.start(ctx, id);
     }
 
+    /// A read of byte `offset` is coming: start loading its map entry.
+    #[inline]
+    pub fn advise(&self, offset: u64) {
+        self.ftl.prefetch_lpn(self.ftl.fold(offset / UNIT));
+    }
+
     /// Per-command firmware time (latency), after which the per-KiB work
     /// (ECC, buffers) runs alongside the data transfer: it occupies the
     /// firmware without delaying this command.
