@@ -107,13 +107,10 @@ impl<V: Copy + Default> LineTable<V> {
         self.len
     }
 
-    /// Start loading the slot `key` would be found in, and the one after
-    /// it (where the probe, or a removal's backward shift, goes next).
+    /// Start loading the slot `key` would be found in first.
     #[inline]
     pub(crate) fn prefetch(&self, key: u64) {
-        let h = self.home(key);
-        prefetch(&self.slots[h]);
-        prefetch(&self.slots[(h + 1) & self.mask()]);
+        prefetch(&self.slots[self.home(key)]);
     }
 
     /// The value of `key`.
