@@ -561,7 +561,7 @@ impl CtrlVol {
     fn prefetch_lines(&self, ctx: &Ctx, id: ReqId) {
         let r = &ctx.reqs[id];
         let (a, b) = (r.offset, r.offset + r.len as u64);
-        for l in a >> self.line_shift..=(b - 1) >> self.line_shift {
+        for l in a >> self.line_shift..b.div_ceil(self.line_bytes) {
             self.lines.prefetch(l);
         }
     }
