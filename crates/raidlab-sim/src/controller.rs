@@ -22,7 +22,7 @@
 //!   A full cache makes new writes wait for destage.
 
 use crate::engine::{ns, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
-use crate::table::LineTable;
+use crate::table::{LineTable, Lookahead, LOOKAHEAD};
 use raidlab_core::topology::ReadAhead;
 use raidlab_core::units::Ns;
 use raidlab_layout::{Geometry, Level};
@@ -309,17 +309,12 @@ impl CtrlVol {
             // The offsets are drawn a few writes ahead (in the same order)
             // and their lines' slots loaded meanwhile, so the insertions do
             // not wait for their cache misses one after the other.
-            const AHEAD: usize = 16;
-            let mut left = 4 * self.cfg.wb_bytes / bs;
-            let mut next = VecDeque::with_capacity(AHEAD);
+            let mut offsets = Lookahead::new(4 * self.cfg.wb_bytes / bs, LOOKAHEAD);
             loop {
-                while next.len() < AHEAD && left > 0 {
-                    let a = rng.below(n) * bs;
-                    self.lines.prefetch(a >> self.line_shift);
-                    next.push_back(a);
-                    left -= 1;
-                }
-                let Some(a) = next.pop_front() else {
+                let shift = self.line_shift;
+                let Some(a) =
+                    offsets.next(|| rng.below(n) * bs, |a| self.lines.prefetch(a >> shift))
+                else {
                     break;
                 };
                 if self.dirty + bs > self.cfg.wb_bytes {

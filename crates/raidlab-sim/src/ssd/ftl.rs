@@ -20,7 +20,7 @@
 //! the erase time is scaled by the same factor, see [`Ftl::block_scale`]), so
 //! erase work per byte written is unchanged.
 
-use crate::table::prefetch;
+use crate::table::{prefetch, Lookahead, LOOKAHEAD};
 
 /// Largest number of logical units simulated per drive (1 GiB at 4 KiB).
 pub const FOLD_UNITS: u64 = 1 << 18;
@@ -254,9 +254,16 @@ impl Ftl {
     #[inline]
     pub fn prefetch_lpn(&self, lpn: u32) {
         if !self.lazy_fill {
-            if let Some(x) = self.l2p.get(lpn as usize) {
-                prefetch(x);
-            }
+            self.prefetch_map(lpn);
+        }
+    }
+
+    /// Start loading `l2p[l]` (nothing for an `l` outside the map, such as
+    /// `INVALID`).
+    #[inline]
+    fn prefetch_map(&self, l: u32) {
+        if let Some(x) = self.l2p.get(l as usize) {
+            prefetch(x);
         }
     }
 
@@ -492,9 +499,7 @@ impl Ftl {
             let k = n.min(self.upb - self.pf_unit);
             let u0 = (b * self.upb + self.pf_unit) as usize;
             for &l in &self.p2l[u0..u0 + k as usize] {
-                if let Some(x) = self.l2p.get(l as usize) {
-                    prefetch(x);
-                }
+                self.prefetch_map(l);
             }
             n -= k;
             self.pf_unit += k;
@@ -625,18 +630,14 @@ impl Ftl {
         // The units are drawn a few pages ahead (in the same order) and
         // their map entries loaded meanwhile, so the overwrites do not wait
         // for their cache misses one after the other.
-        let ahead = 16 * self.upp as usize;
-        let mut left = pages * self.upp as u64;
-        let mut next = std::collections::VecDeque::with_capacity(ahead + self.upp as usize);
+        let upp = self.upp as usize;
+        let mut units = Lookahead::new(pages * upp as u64, LOOKAHEAD * upp);
         for _ in 0..pages {
-            while next.len() < ahead && left > 0 {
-                let l = rng.below(self.logical as u64) as u32;
-                prefetch(&self.l2p[l as usize]);
-                next.push_back(l);
-                left -= 1;
-            }
             for slot in page.iter_mut() {
-                *slot = next.pop_front().expect("drawn ahead");
+                let logical = self.logical as u64;
+                *slot = units
+                    .next(|| rng.below(logical) as u32, |l| self.prefetch_map(l))
+                    .expect("one draw per unit of each page");
             }
             // Same GC policy as timed writes, so the run starts in the regime
             // the warm-up reached (no one-time catch-up collection).
