@@ -786,9 +786,6 @@ impl CtrlVol {
                 break;
             }
             self.wait_space.pop_front();
-            if let Some(&n) = self.wait_space.front() {
-                self.prefetch_lines(ctx, n);
-            }
             ctx.schedule(now + self.cfg.fw_latency, self.id, w, EV_DONE);
         }
         self.kick(ctx);
@@ -802,9 +799,6 @@ impl CtrlVol {
                 if self.wait_space.is_empty() && self.cache_insert(ctx, id) {
                     ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE);
                 } else {
-                    if self.wait_space.is_empty() {
-                        self.prefetch_lines(ctx, id);
-                    }
                     self.wait_space.push_back(id);
                 }
                 self.kick(ctx);
@@ -830,12 +824,16 @@ impl CtrlVol {
         }
         if ctx.reqs[id].phase == DESTAGE {
             // A destage is a command like any other: its slot frees after the
-            // firmware's fixed latency. Then it updates its lines' entries:
-            // start loading them now.
+            // firmware's fixed latency. Then it updates its lines' entries
+            // and admits the write waiting first for the space it frees:
+            // start loading their entries now.
             if let Some(d) = &self.destages[ctx.reqs[id].slot as usize] {
                 for &l in &d.lines {
                     self.lines.prefetch(l);
                 }
+            }
+            if let Some(&w) = self.wait_space.front() {
+                self.prefetch_lines(ctx, w);
             }
             ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DESTAGED);
             return;
