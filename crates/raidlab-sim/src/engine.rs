@@ -384,6 +384,47 @@ pub enum Call {
     Advise(CompId, u64),
 }
 
+/// A [`Call`] as the call FIFO stores it: two 8-byte words, written with
+/// two 8-byte stores and read back with two 8-byte loads, so the CPU forwards
+/// each load from its store. Stored as the enum, a call came back as an
+/// 8-byte load over fields written by 4-byte stores (or not written at all,
+/// for a `Submit`), which cannot be forwarded: the load then waited for every
+/// older store (the FTL's scattered map updates among them) to reach the
+/// cache.
+#[derive(Clone, Copy)]
+struct PackedCall {
+    /// Kind (low 32 bits) and component (high 32 bits).
+    head: u64,
+    /// The request; parent (low) and child (high); or the byte offset.
+    body: u64,
+}
+
+const CALL_SUBMIT: u64 = 0;
+const CALL_CHILD_DONE: u64 = 1;
+const CALL_ADVISE: u64 = 2;
+
+impl PackedCall {
+    #[inline]
+    fn new(kind: u64, comp: CompId, body: u64) -> Self {
+        PackedCall {
+            head: kind | (comp as u64) << 32,
+            body,
+        }
+    }
+
+    #[inline]
+    fn unpack(self) -> Call {
+        let comp = (self.head >> 32) as CompId;
+        match self.head as u32 as u64 {
+            CALL_SUBMIT => Call::Submit(comp, self.body as ReqId),
+            CALL_CHILD_DONE => {
+                Call::ChildDone(comp, self.body as ReqId, (self.body >> 32) as ReqId)
+            }
+            _ => Call::Advise(comp, self.body),
+        }
+    }
+}
+
 /// Everything components share: clock, queue, requests, pools.
 pub struct Ctx {
     /// Current simulated time.
@@ -391,7 +432,7 @@ pub struct Ctx {
     seq: u64,
     queue: EventQueue,
     /// Pending calls, taken in order from `call_head`; reset when all are taken.
-    calls: Vec<Call>,
+    calls: Vec<PackedCall>,
     call_head: usize,
     /// Requests.
     pub reqs: Slab,
@@ -461,14 +502,15 @@ impl Ctx {
     #[inline]
     pub fn submit(&mut self, comp: CompId, req: ReqId) {
         self.reqs[req].comp = comp;
-        self.calls.push(Call::Submit(comp, req));
+        self.calls
+            .push(PackedCall::new(CALL_SUBMIT, comp, req as u64));
     }
 
     /// Tell `comp` it will soon be asked for the data at byte `offset` (see
     /// [`Call::Advise`]).
     #[inline]
     pub fn advise(&mut self, comp: CompId, offset: u64) {
-        self.calls.push(Call::Advise(comp, offset));
+        self.calls.push(PackedCall::new(CALL_ADVISE, comp, offset));
     }
 
     /// `req` is finished: tell whoever handles its parent (or the host).
@@ -480,7 +522,11 @@ impl Ctx {
         } else {
             self.reqs[parent].comp
         };
-        self.calls.push(Call::ChildDone(comp, parent, req));
+        self.calls.push(PackedCall::new(
+            CALL_CHILD_DONE,
+            comp,
+            parent as u64 | (req as u64) << 32,
+        ));
     }
 
     /// Next thing to do: a pending call first, else the earliest event
@@ -489,7 +535,7 @@ impl Ctx {
     pub fn next_step(&mut self) -> Option<Next> {
         if let Some(&c) = self.calls.get(self.call_head) {
             self.call_head += 1;
-            return Some(Next::Call(c));
+            return Some(Next::Call(c.unpack()));
         }
         self.calls.clear();
         self.call_head = 0;
