@@ -686,6 +686,47 @@ mod tests {
     }
 
     #[test]
+    fn calls_come_back_from_the_fifo_as_queued() {
+        let mut c = Ctx::new(1);
+        let req = Req {
+            offset: 0,
+            len: 0,
+            op: Op::Read,
+            parent: NONE,
+            pending: 0,
+            comp: 0,
+            t0: 0,
+            tag: 0,
+            cost_pool: NONE,
+            slot: 0,
+            phase: 0,
+        };
+        let parent = c.reqs.alloc(req);
+        let child = c.reqs.alloc(Req { parent, ..req });
+        // The largest component id, offset and request id (`NONE`).
+        c.submit(u32::MAX, parent);
+        c.advise(7, u64::MAX);
+        c.complete(child, 3);
+        c.submit(0, child);
+        c.complete(parent, 5);
+        let mut got = vec![];
+        while let Some(Next::Call(call)) = c.next_step() {
+            got.push(format!("{call:?}"));
+        }
+        assert_eq!(
+            got,
+            [
+                format!("Submit({}, {parent})", u32::MAX),
+                format!("Advise(7, {})", u64::MAX),
+                // The parent was handed to component u32::MAX.
+                format!("ChildDone({}, {parent}, {child})", u32::MAX),
+                format!("Submit(0, {child})"),
+                format!("ChildDone(5, {NONE}, {parent})"),
+            ]
+        );
+    }
+
+    #[test]
     fn events_in_time_then_sequence_order() {
         let mut c = Ctx::new(1);
         c.schedule(5, 0, 1, 0);
