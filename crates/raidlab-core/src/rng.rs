@@ -2,10 +2,15 @@
 //! SplitMix64). Owning it keeps streams identical across platforms and crate
 //! versions, which determinism tests rely on.
 
+/// 2^64 divided by the golden ratio, rounded to odd: SplitMix64's
+/// increment, and the multiplier of Fibonacci hashing (its top bits spread
+/// consecutive keys evenly).
+pub const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// SplitMix64 step; also used to derive independent stream seeds.
 #[inline]
 pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    *state = state.wrapping_add(GOLDEN_GAMMA);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -597,7 +597,7 @@ fn scatter(rank: u64, n: u64) -> u64 {
     let m = n.next_power_of_two();
     let mut x = rank;
     loop {
-        x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1) & (m - 1);
+        x = x.wrapping_mul(crate::rng::GOLDEN_GAMMA | 1) & (m - 1);
         x ^= x >> (m.trailing_zeros() / 2).max(1);
         x &= m - 1;
         if x < n {

@@ -7,6 +7,7 @@
 //! checked by a later read-only run; within a run the generation last written
 //! to each unit is remembered, so a stale block (a lost write) is caught too.
 
+use raidlab_core::rng::GOLDEN_GAMMA;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -20,7 +21,7 @@ fn checksum(b: &[u8]) -> u32 {
     // 64-bit multiply-xorshift over words: every bit of input reaches the
     // result, so any corruption of a sector changes it with probability
     // 1 - 2^-32.
-    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: u64 = GOLDEN_GAMMA;
     for w in b.chunks_exact(8) {
         let x = u64::from_le_bytes(w.try_into().expect("8 bytes"));
         h = (h ^ x).wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -117,7 +118,7 @@ impl Default for Generations {
 
 impl Generations {
     fn shard(&self, unit: u64) -> std::sync::MutexGuard<'_, HashMap<u64, u64>> {
-        let s = (unit.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % SHARDS;
+        let s = (unit.wrapping_mul(GOLDEN_GAMMA) >> 58) as usize % SHARDS;
         self.shards[s].lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -23,6 +23,7 @@
 
 use crate::engine::{ns, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
 use crate::table::{LineTable, Lookahead, LOOKAHEAD};
+use raidlab_core::rng::GOLDEN_GAMMA;
 use raidlab_core::topology::ReadAhead;
 use raidlab_core::units::Ns;
 use raidlab_layout::{Geometry, Level};
@@ -111,11 +112,11 @@ impl Hasher for BlockHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(GOLDEN_GAMMA);
         }
     }
     fn write_u64(&mut self, x: u64) {
-        self.0 = (x ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = (x ^ self.0).wrapping_mul(GOLDEN_GAMMA);
     }
 }
 

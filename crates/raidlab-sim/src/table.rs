@@ -2,6 +2,7 @@
 //! an open-addressing map from line numbers to values whose slot can be
 //! prefetched ahead of a lookup, and draws taken ahead of their use.
 
+use raidlab_core::rng::GOLDEN_GAMMA;
 use std::collections::VecDeque;
 
 /// Hint the CPU to bring `x`'s cache line in. Changes no result.
@@ -120,7 +121,7 @@ impl<V: Copy + Default> LineTable<V> {
     /// Home slot of `key` (Fibonacci hashing: the top bits of one multiply).
     #[inline]
     fn home(&self, key: u64) -> usize {
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        (key.wrapping_mul(GOLDEN_GAMMA) >> self.shift) as usize
     }
 
     #[inline]
