@@ -311,13 +311,10 @@ impl CtrlVol {
             // and their lines' slots loaded meanwhile, so the insertions do
             // not wait for their cache misses one after the other.
             let mut offsets = Lookahead::new(4 * self.cfg.wb_bytes / bs, LOOKAHEAD);
-            loop {
-                let shift = self.line_shift;
-                let Some(a) =
-                    offsets.next(|| rng.below(n) * bs, |a| self.lines.prefetch(a >> shift))
-                else {
-                    break;
-                };
+            let shift = self.line_shift;
+            while let Some(a) =
+                offsets.next(|| rng.below(n) * bs, |a| self.lines.prefetch(a >> shift))
+            {
                 if self.dirty + bs > self.cfg.wb_bytes {
                     break;
                 }

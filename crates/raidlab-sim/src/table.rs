@@ -38,9 +38,10 @@ pub(crate) struct Lookahead<T> {
 impl<T: Copy> Lookahead<T> {
     /// `total` draws, taken `window` ahead.
     pub(crate) fn new(total: u64, window: usize) -> Self {
+        let window = window.max(1);
         Lookahead {
             queue: VecDeque::with_capacity(window),
-            window: window.max(1),
+            window,
             left: total,
         }
     }

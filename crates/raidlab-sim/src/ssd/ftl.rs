@@ -630,11 +630,10 @@ impl Ftl {
         // The units are drawn a few pages ahead (in the same order) and
         // their map entries loaded meanwhile, so the overwrites do not wait
         // for their cache misses one after the other.
-        let upp = self.upp as usize;
+        let (upp, logical) = (self.upp as usize, self.logical as u64);
         let mut units = Lookahead::new(pages * upp as u64, LOOKAHEAD * upp);
         for _ in 0..pages {
             for slot in page.iter_mut() {
-                let logical = self.logical as u64;
                 *slot = units
                     .next(|| rng.below(logical) as u32, |l| self.prefetch_map(l))
                     .expect("one draw per unit of each page");
