@@ -1,4 +1,4 @@
-//! Published measurements: the CSV of SPEC §5, one number a row.
+//! Published measurements: the CSV of docs/results.md, one number a row.
 //!
 //! `id,source,ref,topology,workload,metric,value,note`; fields may be quoted
 //! with `"` (doubled inside), as topologies contain commas.

@@ -1,4 +1,4 @@
-//! The result schema of SPEC §4 (`--format json`), shared by both engines.
+//! The result schema of docs/results.md (`--format json`), shared by both engines.
 
 use serde::Serialize;
 
@@ -120,7 +120,7 @@ pub struct RunResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub real: Option<RealStats>,
     /// Latency distribution per direction, for fio-compatible output
-    /// (not part of the SPEC §4 document).
+    /// (not part of the JSON result document).
     #[serde(skip)]
     pub latency: Option<LatencyDetail>,
 }

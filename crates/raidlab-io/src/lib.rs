@@ -76,7 +76,7 @@ impl Default for RunOptions {
 
 /// A finished run.
 pub struct RunOutput {
-    /// The SPEC §4 result, `"engine": "real"`.
+    /// The result document (docs/results.md), `"engine": "real"`.
     pub result: RunResult,
     /// Each job's I/Os in issue order (with [`RunOptions::trace`]).
     pub trace: Vec<Vec<Io>>,

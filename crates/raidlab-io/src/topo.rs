@@ -1,4 +1,4 @@
-//! Real topologies: the SPEC §2 grammar with paths as leaves.
+//! Real topologies: the grammar of docs/topology.md with paths as leaves.
 //!
 //! `raid5[stripe=64k](./m0.img, ./m1.img, missing)`: leaves are files or
 //! block devices, or `missing` (mdadm's word for a failed member); arrays

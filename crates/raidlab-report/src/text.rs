@@ -208,7 +208,7 @@ pub fn validation_table(v: &Validation) -> String {
     o
 }
 
-/// The `summary` object of SPEC §5 (shared by validate and reproduce).
+/// The `summary` object of validate's JSON (docs/results.md) (shared by validate and reproduce).
 pub fn summary_json(v: &Validation) -> serde_json::Value {
     let s = v.stats();
     serde_json::json!({
@@ -220,7 +220,7 @@ pub fn summary_json(v: &Validation) -> serde_json::Value {
     })
 }
 
-/// The validate report as the JSON of SPEC §5.
+/// The validate report as the JSON of docs/results.md.
 pub fn validation_json(v: &Validation) -> serde_json::Value {
     serde_json::json!({
         "rows": v.rows.iter().map(|r| serde_json::json!({
@@ -269,7 +269,7 @@ pub fn model_table(rows: &[ModelRow]) -> String {
     };
     let c = &first.cost;
     let mut o = format!(
-        "analytic model (SPEC §9): {} over {} drives, storage efficiency {:.0}%\n",
+        "analytic model (docs/model.md): {} over {} drives, storage efficiency {:.0}%\n",
         c.level,
         c.drives,
         c.efficiency * 100.0

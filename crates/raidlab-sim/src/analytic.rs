@@ -1,5 +1,5 @@
 //! The classic analytic expectation of a simulated array, beside the
-//! simulation: T/C × D × one drive (SPEC §9, [`raidlab_core::analytic`]).
+//! simulation: T/C × D × one drive (docs/model.md, [`raidlab_core::analytic`]).
 //!
 //! "One drive" is the array's own drive model simulated alone under the
 //! same workload (same block size, direction, randomness and outstanding

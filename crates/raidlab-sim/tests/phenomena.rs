@@ -1,4 +1,4 @@
-//! The published phenomena of SPEC §7, checked for direction and rough size
+//! The published phenomena of docs/phenomena.md, checked for direction and rough size
 //! on the simulator. Each one must emerge from the mechanisms; none is
 //! special-cased.
 
