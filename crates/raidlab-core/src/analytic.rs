@@ -1,4 +1,4 @@
-//! The classic analytic model of RAID throughput (SPEC §9, petrov2010
+//! The classic analytic model of RAID throughput (docs/model.md, petrov2010
 //! Table 2 after Chen et al., "RAID: high-performance, reliable secondary
 //! storage", ACM Computing Surveys 1994).
 //!
@@ -101,11 +101,9 @@ pub struct Cost {
 /// T/C, R and storage efficiency of `level` over `d` disks for `pattern`.
 pub fn cost(level: Level, d: u32, pattern: Pattern) -> Result<Cost> {
     use Pattern::*;
-    let min = match level {
-        Level::Raid0 | Level::Concat => 1,
-        Level::Raid1 | Level::Raid10 | Level::Raid5 => 2,
-        Level::Raid6 => 4,
-    };
+    // One rule for the smallest array everywhere: the layout's (RAID 5 needs
+    // three members in raidlab, as in the simulator and the real engine).
+    let min = level.min_members() as u32;
     if d < min {
         return Err(Error::Input(format!(
             "{} needs at least {min} drives, not {d}",
@@ -169,7 +167,7 @@ pub fn cost(level: Level, d: u32, pattern: Pattern) -> Result<Cost> {
 mod tests {
     use super::*;
 
-    /// SPEC §9's table, cell by cell, for D = 5 (RAID 10: D = 8).
+    /// The survey's table (docs/model.md), cell by cell, for D = 5 (RAID 10: D = 8).
     #[test]
     fn matches_the_survey_table() {
         let c = |l, d, p| {

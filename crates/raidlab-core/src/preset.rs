@@ -544,6 +544,57 @@ impl PresetDb {
     pub fn names(&self) -> Vec<&str> {
         self.entries.keys().map(|s| s.as_str()).collect()
     }
+
+    /// The message for a name that is no preset, with the most useful hint:
+    /// the RAID levels for a `raidN` that is none, the preset a name differs
+    /// from only in case or by a typo or two, or where the list is.
+    pub fn unknown(&self, name: &str) -> String {
+        let lower = name.to_ascii_lowercase();
+        if let Some(digits) = lower.strip_prefix("raid") {
+            if digits.bytes().all(|b| b.is_ascii_digit()) {
+                return format!(
+                    "unknown RAID level '{name}' (raid0, raid1, raid5, raid6, raid10, concat)"
+                );
+            }
+        }
+        if name.contains('/') || name.ends_with(".img") {
+            return format!(
+                "'{name}' is a path, not a preset: paths are members for 'raidlab run'; simulate with preset names (see 'raidlab presets')"
+            );
+        }
+        if self.entries.contains_key(&lower) {
+            return format!("unknown preset '{name}' (preset names are lower case: '{lower}')");
+        }
+        let head: String = lower.chars().take(3).collect();
+        let near: Vec<&str> = self
+            .names()
+            .into_iter()
+            .filter(|n| edit_distance(&lower, n) <= 2.max(n.len() / 4) || n.starts_with(&head))
+            .collect();
+        if near.is_empty() {
+            format!("unknown preset '{name}' (see 'raidlab presets')")
+        } else {
+            format!(
+                "unknown preset '{name}' (did you mean {}?)",
+                near.join(", ")
+            )
+        }
+    }
+}
+
+/// Levenshtein distance between two short names (bytes), for suggestions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 /// A finite, strictly positive number (NaN is not).

@@ -1,4 +1,4 @@
-//! Topology expressions: the grammar of SPEC §2, parsed with column numbers,
+//! Topology expressions: the grammar of docs/topology.md, parsed with column numbers,
 //! then resolved against presets into a validated, typed tree.
 //!
 //! ```text
@@ -20,6 +20,9 @@ use std::sync::Arc;
 pub const MAX_DEVICES: u32 = 1024;
 /// Deepest nesting accepted.
 pub const MAX_DEPTH: usize = 32;
+/// Longest expression accepted: far above what `MAX_DEVICES` devices with
+/// options need (~100 bytes each), so only nonsense is refused.
+pub const MAX_EXPR_BYTES: usize = 1 << 20;
 
 /// One `key=value` option with the column of its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +66,8 @@ struct Parser<'a> {
     s: &'a [u8],
     pos: usize,
     depth: usize,
+    /// (byte position, characters before it) of the last column computed.
+    col_cache: std::cell::Cell<(usize, usize)>,
 }
 
 fn name_char(c: u8) -> bool {
@@ -76,12 +81,21 @@ impl<'a> Parser<'a> {
             msg: msg.into(),
         })
     }
+    /// 1-based column of byte `pos`. Columns count characters (bytes that
+    /// do not continue a UTF-8 sequence), not bytes; the count carries on
+    /// from the last column asked for, so a parse stays linear in the text.
     fn col(&self, pos: usize) -> usize {
-        // Columns count characters, not bytes.
-        String::from_utf8_lossy(&self.s[..pos.min(self.s.len())])
-            .chars()
-            .count()
-            + 1
+        let pos = pos.min(self.s.len());
+        let (mut at, mut chars) = self.col_cache.get();
+        if pos < at {
+            (at, chars) = (0, 0);
+        }
+        chars += self.s[at..pos]
+            .iter()
+            .filter(|&&b| b & 0xC0 != 0x80)
+            .count();
+        self.col_cache.set((pos, chars));
+        chars + 1
     }
     fn skip_ws(&mut self) {
         while self.pos < self.s.len() {
@@ -264,10 +278,17 @@ impl<'a> Parser<'a> {
 
 /// Parse an expression into its syntax tree. `#` starts a comment to end of line.
 pub fn parse(expr: &str) -> Result<Ast> {
+    if expr.len() > MAX_EXPR_BYTES {
+        return Err(Error::Syntax {
+            col: 1,
+            msg: format!("expression longer than {} KiB", MAX_EXPR_BYTES >> 10),
+        });
+    }
     let mut p = Parser {
         s: expr.as_bytes(),
         pos: 0,
         depth: 0,
+        col_cache: std::cell::Cell::new((0, 0)),
     };
     if p.peek().is_none() {
         return p.err("empty topology expression");
@@ -576,18 +597,7 @@ impl Resolver<'_> {
     }
 
     fn unknown_preset<T>(&self, name: &str, col: usize) -> Result<T> {
-        let near: Vec<&str> = self
-            .db
-            .names()
-            .into_iter()
-            .filter(|n| n.starts_with(&name[..name.len().min(3)]))
-            .collect();
-        let hint = if near.is_empty() {
-            String::from(" (see 'raidlab presets')")
-        } else {
-            format!(" (did you mean {}?)", near.join(", "))
-        };
-        invalid(col, format!("unknown preset '{name}'{hint}"))
+        invalid(col, self.db.unknown(name))
     }
 
     fn node(&mut self, ast: &Ast, in_ctrl: Option<(f64, &str)>, top: bool) -> Result<Vec<Node>> {

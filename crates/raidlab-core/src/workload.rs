@@ -1,4 +1,4 @@
-//! Workloads in fio's vocabulary (SPEC §3), fio job files, and the one
+//! Workloads in fio's vocabulary (docs/workloads.md), fio job files, and the one
 //! deterministic I/O stream generator both engines use.
 
 use crate::error::{Error, Result};
@@ -117,6 +117,11 @@ pub struct Workload {
     /// Starting state of every SSD.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_state")]
     pub state: Option<SsdState>,
+    /// fio's `direct=0`: a real run goes through the page cache (`direct=1`,
+    /// the default, is O_DIRECT). The simulator models the devices, so it
+    /// reads nothing from it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub buffered: bool,
 }
 
 fn ser_state<S: serde::Serializer>(
@@ -147,9 +152,16 @@ impl Default for Workload {
             seed: None,
             preset: None,
             state: None,
+            buffered: false,
         }
     }
 }
+
+/// Most I/Os a workload may keep outstanding in all (numjobs × iodepth):
+/// 2^20, sixteen times fio's own largest iodepth of one job (65,536). No
+/// array raidlab models needs more to saturate, and the bound keeps both
+/// engines' request tables small (tens of MiB).
+pub const MAX_OUTSTANDING: u64 = 1 << 20;
 
 /// Keys of the `k=v` language.
 pub const KEYS: &[&str] = &[
@@ -168,6 +180,7 @@ pub const KEYS: &[&str] = &[
     "seed",
     "preset",
     "state",
+    "direct",
 ];
 
 fn werr<T>(msg: impl Into<String>) -> Result<T> {
@@ -283,11 +296,19 @@ impl Workload {
                         Error::Workload(format!("state={v}: expected fob, fill or steady"))
                     })?)
                 }
+                "direct" => w.buffered = int(k, v, 0, 1)? == 0,
                 _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
             }
         }
         if !w.bssplit.is_empty() {
             w.bs = w.bssplit[0].0;
+        }
+        let outstanding = w.numjobs as u64 * w.iodepth as u64;
+        if outstanding > MAX_OUTSTANDING {
+            return werr(format!(
+                "numjobs={} x iodepth={} = {outstanding} outstanding I/Os; at most {MAX_OUTSTANDING}",
+                w.numjobs, w.iodepth
+            ));
         }
         w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
         Ok(w)
@@ -303,7 +324,7 @@ impl Workload {
             .max(self.bs)
     }
 
-    /// The workload as a JSON object in the key vocabulary of SPEC §3
+    /// The workload as a JSON object in the key vocabulary of docs/workloads.md
     /// (sizes in bytes, `runtime`/`ramp_time` in seconds, `thinktime` in µs).
     pub fn to_json(&self, seed: u64) -> serde_json::Value {
         let mut m = serde_json::Map::new();
@@ -346,6 +367,9 @@ impl Workload {
         }
         if let Some(st) = self.state {
             m.insert("state".into(), st.word().into());
+        }
+        if self.buffered {
+            m.insert("direct".into(), 0.into());
         }
         serde_json::Value::Object(m)
     }
@@ -423,7 +447,6 @@ const FIO_ACCEPTED: &[&str] = &[
     "name",
     "filename",
     "ioengine",
-    "direct",
     "time_based",
     "group_reporting",
     "norandommap",

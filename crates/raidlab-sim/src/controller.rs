@@ -274,6 +274,27 @@ impl CtrlVol {
         }
     }
 
+    /// Heap bytes [`CtrlVol::warm`] with the same arguments will fill: the
+    /// read cache's LRU entries and the write-back cache's line table, for
+    /// the simulator's memory bound. An upper estimate: a hash map entry and
+    /// its LRU record take under 64 bytes; the line table holds up to 16/3
+    /// slots of 32 bytes per line (see `LineTable`).
+    pub fn warm_bytes(&self, span: u64, random_reads: bool, random_writes: bool, bs: u64) -> u64 {
+        let blocks = span.min(self.cfg.capacity) / BLOCK;
+        let cap = self.read_cache.cap as u64;
+        let read = if random_reads && cap * CACHE_SPAN_RATIO >= blocks {
+            cap.min(blocks) * 64
+        } else {
+            0
+        };
+        let write = if random_writes && self.cfg.wb_bytes > 0 {
+            self.cfg.wb_bytes / bs.clamp(512, span.max(512)) * 32 * 16 / 3
+        } else {
+            0
+        };
+        read + write
+    }
+
     /// Bring the cache to the steady state of a workload over `span` bytes,
     /// as a long run would leave it (functional, no timing): read data
     /// cached as LRU would hold it under uniform random access (all of a span

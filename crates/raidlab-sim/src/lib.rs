@@ -53,6 +53,15 @@ pub enum SimError {
         /// Volume size.
         cap: u64,
     },
+    /// The model of this topology and workload would need more memory than
+    /// the simulator allows itself.
+    #[error("the simulation needs more than its bound of {} MiB for its models of {what} ({} MiB counted so far); simulate fewer or smaller devices or caches", MAX_SIM_BYTES >> 20, need >> 20)]
+    TooLarge {
+        /// Bytes counted when the bound was passed.
+        need: u64,
+        /// What took them.
+        what: &'static str,
+    },
     /// The array cannot be laid out.
     #[error("topology: column {col}: {err}")]
     Layout {
@@ -104,6 +113,14 @@ fn pcie_lane_mbps(gen: u32) -> f64 {
 /// through a PCIe 1.0 x8 slot: at least 88 % of its 2 GB/s.)
 const PCIE_EFFICIENCY: f64 = 0.88;
 
+/// Most heap one simulation may hold in its component models (FTL tables,
+/// warmed controller caches): 1.5 GiB, so that with its queues, histograms
+/// and code the process stays under 2 GiB resident, and a few simulations
+/// run side by side on a 24 GiB machine. About 350 folded SSDs in steady
+/// state (≈4.4 MiB each) fit. A topology past it is refused while it is
+/// built (at most one drive's tables past the bound), never aborted midway.
+pub const MAX_SIM_BYTES: u64 = 1536 << 20;
+
 struct Builder<'a> {
     ctx: Ctx,
     comps: Vec<Comp>,
@@ -117,6 +134,8 @@ struct Builder<'a> {
     warm: ssd::WarmCache,
     /// Host threads that compute software RAID parity (one per parity array).
     parity_threads: Vec<PoolId>,
+    /// Heap bytes the models built so far hold (see `MAX_SIM_BYTES`).
+    heap: u64,
 }
 
 /// A controller's shared pools plus the parameters arrays inside it need.
@@ -131,6 +150,18 @@ impl Builder<'_> {
     fn push(&mut self, c: Comp) -> CompId {
         self.comps.push(c);
         (self.comps.len() - 1) as CompId
+    }
+
+    /// Count `bytes` more of model heap; refuse once over `MAX_SIM_BYTES`.
+    fn charge(&mut self, bytes: u64, what: &'static str) -> Result<(), SimError> {
+        self.heap += bytes;
+        if self.heap > MAX_SIM_BYTES {
+            return Err(SimError::TooLarge {
+                need: self.heap,
+                what,
+            });
+        }
+        Ok(())
     }
 
     fn cpu_scale(&self) -> f64 {
@@ -160,6 +191,7 @@ impl Builder<'_> {
                             &mut self.warm,
                         );
                         let cap = s.capacity();
+                        self.charge(s.heap_bytes(), "SSD flash translation tables")?;
                         (Comp::Ssd(Box::new(s)), cap)
                     }
                     DeviceModel::Hdd(p) => {
@@ -425,6 +457,7 @@ fn simulate_inner(
         devices: 0,
         warm: ssd::WarmCache::default(),
         parity_threads: Vec::new(),
+        heap: 0,
     };
     let vols = b.node(&topo.root, None)?;
     let (root, cap) = vols[0];
@@ -447,14 +480,23 @@ fn simulate_inner(
     let reads = !matches!(w.rw, Rw::Write | Rw::RandWrite);
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
     let random = w.percentage_random > 0;
+    let vspan = |i: usize, v: &CtrlVol| {
+        if i as CompId == root {
+            span
+        } else {
+            (span as f64 / cap as f64 * v.cfg.capacity as f64) as u64
+        }
+    };
+    let mut warm_bytes = 0;
+    for (i, c) in b.comps.iter().enumerate() {
+        if let Comp::Ctrl(v) = c {
+            warm_bytes += v.warm_bytes(vspan(i, v), random && reads, random && writes, w.max_bs());
+        }
+    }
+    b.charge(warm_bytes, "controller caches")?;
     for (i, c) in b.comps.iter_mut().enumerate() {
         if let Comp::Ctrl(v) = c {
-            let vcap = v.cfg.capacity;
-            let vspan = if i as CompId == root {
-                span
-            } else {
-                (span as f64 / cap as f64 * vcap as f64) as u64
-            };
+            let vspan = vspan(i, v);
             v.warm(
                 vspan,
                 random && reads,

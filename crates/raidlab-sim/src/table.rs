@@ -94,6 +94,11 @@ pub(crate) struct LineTable<V> {
     shift: u32,
     len: usize,
     tombs: usize,
+    /// The live entries while a rebuild re-inserts them. Kept between
+    /// rebuilds so that a rebuild at the same size allocates nothing (a new
+    /// table at each clean-up fragmented the heap, and a long run's
+    /// resident size grew with its length).
+    scratch: Vec<(u64, V)>,
 }
 
 impl<V: Copy + Default> Default for LineTable<V> {
@@ -116,6 +121,7 @@ impl<V: Copy + Default> LineTable<V> {
             shift: 64 - n.trailing_zeros(),
             len: 0,
             tombs: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -213,8 +219,7 @@ impl<V: Copy + Default> LineTable<V> {
     pub(crate) fn reserve(&mut self, n: usize) {
         let want = (n.max(self.len) * 8 / 3 + 1).next_power_of_two();
         if want > self.slots.len() {
-            let old = std::mem::replace(self, Self::with_slots(want));
-            self.refill(old);
+            self.rehash(want);
         }
     }
 
@@ -226,16 +231,35 @@ impl<V: Copy + Default> LineTable<V> {
     fn rebuild(&mut self) {
         let n = self.slots.len();
         let n = if self.len * 8 >= n * 3 { n * 2 } else { n };
-        let old = std::mem::replace(self, Self::with_slots(n));
-        self.refill(old);
+        self.rehash(n);
     }
 
-    fn refill(&mut self, old: Self) {
-        for s in old.slots {
-            if s.key < TOMB {
-                *self.get_or_default(s.key) = s.val;
-            }
+    /// Lay the live entries out again in `n` slots (a power of two), in
+    /// place: the slot vector only grows, and the entries wait in `scratch`.
+    fn rehash(&mut self, n: usize) {
+        debug_assert!(n.is_power_of_two() && n >= self.slots.len());
+        let mut live = std::mem::take(&mut self.scratch);
+        live.clear();
+        live.extend(
+            self.slots
+                .iter()
+                .filter(|s| s.key < TOMB)
+                .map(|s| (s.key, s.val)),
+        );
+        debug_assert_eq!(live.len(), self.len, "every live entry is counted");
+        let empty = Slot {
+            key: EMPTY,
+            val: V::default(),
+        };
+        self.slots.clear();
+        self.slots.resize(n, empty);
+        self.shift = 64 - n.trailing_zeros();
+        self.len = 0;
+        self.tombs = 0;
+        for &(k, v) in &live {
+            *self.get_or_default(k) = v;
         }
+        self.scratch = live;
     }
 }
 

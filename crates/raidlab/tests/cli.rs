@@ -264,7 +264,8 @@ fn reproduce_lays_out_a_document() {
 
 #[test]
 fn run_rejects_bad_input_with_status_2() {
-    let dir = std::env::temp_dir().join(format!("raidlab-cli-run-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-cli-run-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let a = dir.join("a.img").display().to_string();
     let b = dir.join("b.img").display().to_string();
@@ -340,7 +341,8 @@ fn run_rejects_bad_input_with_status_2() {
 
 #[test]
 fn run_verify_failures_exit_1_and_export_fio_round_trips() {
-    let dir = std::env::temp_dir().join(format!("raidlab-cli-verify-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-cli-verify-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let m: Vec<String> = (0..3)
         .map(|i| dir.join(format!("m{i}.img")).display().to_string())
@@ -402,4 +404,114 @@ fn run_verify_failures_exit_1_and_export_fio_round_trips() {
     assert_eq!(a["workload"], b["workload"]);
     assert_eq!(a["summary"], b["summary"]);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn inputs_that_would_exhaust_memory_are_refused_up_front() {
+    let w = "rw=randread bs=4k runtime=0.01";
+    assert_input_error(
+        &[
+            "sim",
+            "-t",
+            "x25e",
+            "-w",
+            "numjobs=4096 iodepth=65536 rw=randread",
+        ],
+        "outstanding I/Os; at most 1048576",
+    );
+    assert_input_error(&["sim", "-t", "@/dev/zero", "-w", w], "larger than 1 MiB");
+    assert_input_error(
+        &["sim", "-t", "x25e", "--job", "/dev/zero"],
+        "larger than 1 MiB",
+    );
+    // 160,000 leaves: refused by the device bound at once, not after a
+    // rescan of the text per column.
+    let big = format!("raid0({})", vec!["x25e"; 160_000].join(","));
+    let path = tmp("big.expr", &big);
+    let t0 = std::time::Instant::now();
+    assert_input_error(
+        &["sim", "-t", &format!("@{path}"), "-w", w],
+        "more than 1024 devices",
+    );
+    assert!(t0.elapsed().as_secs() < 10, "refused in {:?}", t0.elapsed());
+    // 400 SSDs in steady state would need more model memory than the bound.
+    let many = format!("raid0({})", vec!["adaptec5085(8*x25e)"; 50].join(","));
+    assert_input_error(
+        &[
+            "sim",
+            "-t",
+            &many,
+            "-w",
+            "rw=randwrite state=steady runtime=0.01",
+        ],
+        "needs more than its bound",
+    );
+    // A write-back cache of 16 GiB warmed with 512-byte lines likewise.
+    assert_input_error(
+        &[
+            "sim",
+            "-t",
+            "areca1680[cache_mb=16384](raid0(8*x25e))",
+            "-w",
+            "rw=randwrite bs=512 runtime=0.01",
+        ],
+        "controller caches",
+    );
+}
+
+#[test]
+fn usage_mistakes_get_hints_and_the_subcommands_help() {
+    let o = raidlab(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("Usage: raidlab <COMMAND>"),
+        "{}",
+        stderr(&o)
+    );
+    assert_input_error(&["simulate"], "a similar subcommand exists: 'sim'");
+    assert_input_error(
+        &["sim", "--topolgy", "x25e"],
+        "a similar argument exists: '--topology'",
+    );
+    assert_input_error(&["sim", "--topolgy", "x25e"], "see 'raidlab sim --help'");
+    let w = "rw=randread runtime=0.01";
+    assert_input_error(
+        &["sim", "-t", "raid7(4*x25e)", "-w", w],
+        "unknown RAID level 'raid7'",
+    );
+    assert_input_error(
+        &["sim", "-t", "S3500-800", "-w", w],
+        "lower case: 's3500-800'",
+    );
+    assert_input_error(&["sim", "-t", "x25f", "-w", w], "did you mean x25e");
+    assert_input_error(
+        &["sim", "-t", "raid0(./m0.img)", "-w", w],
+        "is a path, not a preset",
+    );
+    assert_input_error(&["presets", "Adaptec5085"], "lower case: 'adaptec5085'");
+    // One smallest RAID 5 everywhere: the model refuses what sim refuses.
+    assert_input_error(
+        &[
+            "model",
+            "--level",
+            "raid5",
+            "--drives",
+            "2",
+            "--one-drive",
+            "100",
+            "--pattern",
+            "small-random-read",
+        ],
+        "raid5 needs at least 3 drives",
+    );
+    // direct= is the same key in -w as in a job file.
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        "x25e",
+        "-w",
+        "rw=randread direct=1 runtime=0.01",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_input_error(&["sim", "-t", "x25e", "-w", "rw=read direct=2"], "direct");
 }

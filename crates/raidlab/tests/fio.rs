@@ -28,7 +28,8 @@ fn fio_and_raidlab_do_the_same_io() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("raidlab-fio-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-fio-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("target.img");
     std::fs::write(&file, vec![0u8; 16 << 20]).unwrap();
@@ -170,7 +171,8 @@ fn fio_json_reads_like_fio_output() {
         eprintln!("SKIPPED fio_json_reads_like_fio_output: fio is not installed");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("raidlab-fiojson-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-fiojson-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("t.img");
     let fio = Command::new("fio")

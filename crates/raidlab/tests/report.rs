@@ -77,7 +77,8 @@ fn sweep_writes_one_tidy_row_per_run() {
 
 #[test]
 fn shards_merge_into_the_unsharded_output() {
-    let dir = std::env::temp_dir().join(format!("raidlab-sweep-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for format in ["csv", "json"] {
         let full = ok(&sweep(&["--format", format]));
@@ -170,7 +171,8 @@ fn sweep_rejects_bad_templates_and_values() {
 
 #[test]
 fn sweep_runs_real_arrays_from_a_template_of_paths() {
-    let dir = std::env::temp_dir().join(format!("raidlab-sweep-real-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-sweep-real-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let m: Vec<String> = (0..4)
         .map(|i| format!("{}[size=8m]", dir.join(format!("m{i}")).display()))
@@ -325,7 +327,8 @@ fn chromium() -> Option<&'static str> {
 
 #[test]
 fn html_report_renders_in_headless_chromium() {
-    let dir = std::env::temp_dir().join(format!("raidlab-html-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-html-{}", std::process::id()));
     let d = dir.display().to_string();
     let o = raidlab(&["reproduce", "admin2015", "--html", &d]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -403,7 +406,8 @@ fn html_report_renders_in_headless_chromium() {
 
 #[test]
 fn plot_draws_svg_and_png_from_sweep_results() {
-    let dir = std::env::temp_dir().join(format!("raidlab-plot-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-plot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let csv = dir.join("s.csv").display().to_string();
     let json = dir.join("s.json").display().to_string();

@@ -127,6 +127,23 @@ pub struct Ftl {
 }
 
 impl Ftl {
+    /// Heap bytes this FTL's tables hold, for the simulator's memory bound.
+    pub fn heap_bytes(&self) -> u64 {
+        fn bytes<T>(v: &[T]) -> u64 {
+            std::mem::size_of_val(v) as u64
+        }
+        bytes(&self.die_of)
+            + bytes(&self.l2p)
+            + bytes(&self.p2l)
+            + bytes(&self.valid)
+            + bytes(&self.closed)
+            + bytes(&self.prev)
+            + bytes(&self.next)
+            + bytes(&self.heads)
+            + bytes(&self.min_hint)
+            + self.free.iter().map(|f| bytes(f)).sum::<u64>()
+    }
+
     /// An empty (fresh-out-of-box) FTL.
     ///
     /// * `logical_units`: 4 KiB units the host may address (after `op`);

@@ -223,6 +223,11 @@ impl Ssd {
         self.capacity
     }
 
+    /// Heap bytes the drive's model holds (its FTL tables dominate).
+    pub fn heap_bytes(&self) -> u64 {
+        self.ftl.heap_bytes()
+    }
+
     /// A request arrives.
     #[inline]
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {

@@ -15,7 +15,8 @@ pub fn stderr(o: &Output) -> String {
 }
 
 pub fn tmp(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("raidlab-cli-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();

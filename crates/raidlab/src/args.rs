@@ -1,0 +1,154 @@
+//! Arguments that several subcommands share.
+
+use crate::common::{emit, expression, json_text, workload_of};
+use crate::failure::Failure;
+use clap::ValueEnum;
+use raidlab_core::result::RunResult;
+use raidlab_core::workload::Workload;
+
+/// Output of a report (`validate`, `reproduce`, `model`).
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// A text table.
+    Table,
+    /// One JSON document.
+    Json,
+}
+
+/// Output of one run (`sim`, `run`).
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum RunFormat {
+    /// A text table.
+    Table,
+    /// raidlab's result schema (docs/results.md).
+    Json,
+    /// fio's `--output-format=json` layout.
+    #[value(name = "fio-json")]
+    FioJson,
+}
+
+/// The real engine's I/O back end.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EngineArg {
+    /// Linux io_uring.
+    #[value(name = "io_uring")]
+    IoUring,
+    /// Positioned reads and writes from threads.
+    Psync,
+}
+
+impl From<EngineArg> for raidlab_io::backend::EngineKind {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::IoUring => raidlab_io::backend::EngineKind::IoUring,
+            EngineArg::Psync => raidlab_io::backend::EngineKind::Psync,
+        }
+    }
+}
+
+/// How a real run treats its members (`run`, `sweep --engine real`).
+#[derive(clap::Args)]
+pub struct RealArgs {
+    /// Go through the page cache (no O_DIRECT).
+    #[arg(long)]
+    pub buffered: bool,
+    /// Write self-describing blocks and check every read; mismatches make
+    /// the exit status 1.
+    #[arg(long)]
+    pub verify: bool,
+    /// Write even to devices that are in use or carry signatures.
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl RealArgs {
+    /// The real engine's options for workload `w` with this back end:
+    /// `--buffered` or the workload's `direct=0` go through the page cache.
+    pub fn options(&self, engine: Option<EngineArg>, w: &Workload) -> raidlab_io::RunOptions {
+        raidlab_io::RunOptions {
+            engine: engine.map(Into::into),
+            direct: !self.buffered && !w.buffered,
+            verify: self.verify,
+            force: self.force,
+            trace: false,
+        }
+    }
+}
+
+/// What `sim` and `run` are told to run, and where the result goes.
+#[derive(clap::Args)]
+pub struct JobArgs {
+    /// Topology expression, or @FILE holding one (`#` starts a comment).
+    #[arg(long, short = 't')]
+    pub topology: String,
+    /// Workload as fio-style `key=value` pairs.
+    #[arg(long, short = 'w', conflicts_with = "job")]
+    pub workload: Option<String>,
+    /// fio job file (`[global]` plus one job section).
+    #[arg(long)]
+    pub job: Option<String>,
+    /// Random seed (the workload's `seed=` wins).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunFormat::Table)]
+    pub format: RunFormat,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long, short = 'o')]
+    pub output: Option<String>,
+}
+
+impl JobArgs {
+    /// The topology expression, read from the file `@FILE` names.
+    pub fn expr(&self) -> Result<String, Failure> {
+        expression(&self.topology)
+    }
+
+    /// The workload of `--workload` or `--job`.
+    pub fn workload(&self) -> Result<Workload, Failure> {
+        workload_of(&self.workload, &self.job)
+    }
+
+    /// Write one run's result in the format asked for; `timestamp` is the
+    /// start time fio-json reports.
+    pub fn emit_result(&self, r: &RunResult, timestamp: u64, extra: &str) -> Result<(), Failure> {
+        let text = match self.format {
+            RunFormat::Json => json_text(r)?,
+            RunFormat::FioJson => json_text(&raidlab_report::fio::fio_json(r, timestamp))?,
+            RunFormat::Table => raidlab_report::text::sim_table(r) + extra,
+        };
+        emit(&self.output, &text)
+    }
+}
+
+/// Options shared by the commands that simulate published rows.
+#[derive(clap::Args)]
+pub struct RowsRun {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long, short = 'o')]
+    pub output: Option<String>,
+}
+
+/// Extra preset files (`--presets FILE.toml`, repeatable).
+#[derive(clap::Args)]
+pub struct PresetFiles {
+    /// Extra presets (TOML; tables may derive from built-ins with `base = "NAME"`).
+    #[arg(long = "presets", value_name = "FILE")]
+    pub files: Vec<String>,
+}
+
+impl PresetFiles {
+    /// The built-in presets plus these files'.
+    pub fn load(&self) -> Result<raidlab_core::preset::PresetDb, Failure> {
+        crate::common::load_presets(&self.files)
+    }
+}

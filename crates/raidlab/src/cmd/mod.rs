@@ -1,0 +1,12 @@
+//! One module per subcommand: its arguments (`Args`) and its `run`.
+
+pub mod export_fio;
+pub mod merge;
+pub mod model;
+pub mod plot;
+pub mod presets;
+pub mod reproduce;
+pub mod run;
+pub mod sim;
+pub mod sweep;
+pub mod validate;

@@ -1,0 +1,73 @@
+//! `raidlab validate`: simulate every row of a published-measurement CSV.
+
+use crate::args::{PresetFiles, ReportFormat, RowsRun};
+use crate::common::{emit, json_text, progress_bar, read_data, threads};
+use crate::failure::Failure;
+use raidlab_core::preset::PresetDb;
+use raidlab_core::published::Row;
+use raidlab_report::text as table;
+use raidlab_sim::validate::Validation;
+
+/// Simulate every row of a published-measurement CSV and report the errors.
+///
+/// The CSV has the columns id,source,ref,topology,workload,metric,value,note
+/// (metric: iops, mbps, lat_avg_ms, lat_max_ms; docs/formats.md). Rows whose
+/// workload has no `runtime` are simulated with 2 s of warm-up
+/// (`ramp_time`) and 3 s of measurement. Rows run in parallel; a row that
+/// cannot be simulated is listed under `failed` with the reason.
+#[derive(clap::Args)]
+pub struct Args {
+    /// CSV file (e.g. data/published/calibration.csv).
+    file: String,
+    /// Only rows whose id, source or ref contains this.
+    #[arg(long)]
+    filter: Option<String>,
+    #[command(flatten)]
+    run: RowsRun,
+    #[command(flatten)]
+    presets: PresetFiles,
+}
+
+/// Run `validate`.
+pub fn run(args: Args) -> Result<(), Failure> {
+    let db = args.presets.load()?;
+    let file = &args.file;
+    let text = read_data(file, "CSV file")?;
+    let mut rows = raidlab_core::published::parse_csv(&text)
+        .map_err(|e| Failure::input(format!("{file}: {e}")))?;
+    if let Some(f) = &args.filter {
+        rows.retain(|r| {
+            r.id.contains(f.as_str())
+                || r.source.contains(f.as_str())
+                || r.reference.contains(f.as_str())
+        });
+    }
+    if rows.is_empty() {
+        return Err(Failure::input(format!("{file}: no rows to validate")));
+    }
+    let v = simulate_rows(&rows, &db, &args.run, false, "validate")?;
+    let text = match args.run.format {
+        ReportFormat::Json => json_text(&table::validation_json(&v))?,
+        ReportFormat::Table => table::validation_table(&v),
+    };
+    emit(&args.run.output, &text)
+}
+
+/// Simulate published rows on `--jobs` threads (default: all cores), with a
+/// progress bar on stderr when it is a terminal.
+pub fn simulate_rows(
+    rows: &[Row],
+    db: &PresetDb,
+    run: &RowsRun,
+    with_analytic: bool,
+    what: &'static str,
+) -> Result<Validation, Failure> {
+    Ok(raidlab_sim::validate::validate(
+        rows,
+        db,
+        run.seed,
+        threads(run.jobs)?,
+        with_analytic,
+        &progress_bar(what),
+    ))
+}

@@ -1,0 +1,141 @@
+//! What several commands share: input files (size-capped), presets, the
+//! output sink, JSON text, worker threads and the progress bar.
+
+use crate::failure::Failure;
+use raidlab_core::preset::PresetDb;
+use raidlab_core::workload::{parse_job_file, Workload};
+use std::io::{Read, Write};
+
+/// Largest data file raidlab reads (published CSVs, sweep results and
+/// slices): a million rows of ~500 bytes fit. Anything larger is refused
+/// before it is held in memory (`@/dev/zero` must not read until memory
+/// runs out).
+pub const MAX_DATA_BYTES: u64 = 512 << 20;
+
+/// Largest description file (topology, fio job, presets): far above any
+/// real one, which is a few KiB.
+pub const MAX_SPEC_BYTES: u64 = 1 << 20;
+
+/// The text of a description file (`MAX_SPEC_BYTES` at most).
+pub fn read_file(path: &str, what: &str) -> Result<String, Failure> {
+    read_capped(path, what, MAX_SPEC_BYTES)
+}
+
+/// The text of a data file (`MAX_DATA_BYTES` at most).
+pub fn read_data(path: &str, what: &str) -> Result<String, Failure> {
+    read_capped(path, what, MAX_DATA_BYTES)
+}
+
+/// The text of `path`, refused if it is over `cap` bytes or not UTF-8.
+fn read_capped(path: &str, what: &str, cap: u64) -> Result<String, Failure> {
+    let cannot =
+        |e: &dyn std::fmt::Display| Failure::input(format!("cannot read {what} '{path}': {e}"));
+    let file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| cannot(&e))?;
+    if bytes.len() as u64 > cap {
+        let size = if cap >= 1 << 20 {
+            format!("{} MiB", cap >> 20)
+        } else {
+            format!("{} KiB", cap >> 10)
+        };
+        return Err(Failure::input(format!(
+            "{what} '{path}' is larger than {size}"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| cannot(&"not UTF-8 text"))
+}
+
+/// A topology argument: the expression itself, or the file `@FILE` names.
+pub fn expression(arg: &str) -> Result<String, Failure> {
+    match arg.strip_prefix('@') {
+        Some(path) => read_file(path, "topology file"),
+        None => Ok(arg.to_string()),
+    }
+}
+
+/// The built-in presets plus those of each `--presets` file.
+pub fn load_presets(files: &[String]) -> Result<PresetDb, Failure> {
+    let mut db = PresetDb::builtin();
+    for f in files {
+        let text = read_file(f, "presets file")?;
+        db.load_str(&text)
+            .map_err(|e| Failure::input(format!("{f}: {e}")))?;
+    }
+    Ok(db)
+}
+
+/// The workload from `--workload` or `--job`.
+pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Workload, Failure> {
+    Ok(match (workload, job) {
+        (_, Some(path)) => parse_job_file(&read_file(path, "job file")?)?,
+        (Some(s), None) => Workload::parse(s)?,
+        (None, None) => {
+            return Err(Failure::input(
+                "give a workload with --workload \"k=v ...\" or --job FILE.fio",
+            ))
+        }
+    })
+}
+
+/// Write `text` to the file `output` names, or to stdout.
+pub fn emit(output: &Option<String>, text: &str) -> Result<(), Failure> {
+    match output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Failure::runtime(format!("cannot write '{path}': {e}"))),
+        None => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (e.g. `| head`) is not an error worth a message.
+            let _ = out.write_all(text.as_bytes());
+            Ok(())
+        }
+    }
+}
+
+/// Pretty JSON text of a serialisable value, newline-terminated.
+pub fn json_text(v: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string_pretty(v)
+        .map(|t| t + "\n")
+        .map_err(|e| Failure::runtime(e.to_string()))
+}
+
+/// Worker threads: as asked, or one per core.
+pub fn threads(jobs: Option<usize>) -> Result<usize, Failure> {
+    match jobs {
+        Some(0) => Err(Failure::input("--jobs: at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+/// The verify failure of a real run, if blocks mismatched.
+pub fn verify_failure(r: &raidlab_core::result::RunResult) -> Option<Failure> {
+    let bad = r
+        .real
+        .as_ref()
+        .and_then(|x| x.verify.as_ref())
+        .map_or(0, |v| v.mismatches);
+    (bad > 0).then(|| Failure::runtime(format!("verify: {bad} mismatching 512-byte blocks")))
+}
+
+/// A progress bar on stderr for a job of `what` made of runs; drawn only
+/// when stderr is a terminal (indicatif hides it otherwise).
+pub fn progress_bar(what: &'static str) -> impl Fn(usize, usize) + Sync {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} runs, {elapsed} (~{eta} left)")
+            .expect("the template is valid")
+            .progress_chars("#>."),
+    );
+    bar.set_message(what);
+    move |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        if done == total {
+            bar.finish();
+        }
+    }
+}
