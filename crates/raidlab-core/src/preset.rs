@@ -178,6 +178,9 @@ pub struct SwImplParams {
     /// (read-modify-write), even when they cover whole stripes.
     #[serde(default)]
     pub rmw_only: bool,
+    /// Stripe unit (chunk) of an array created without one, KiB: the
+    /// implementation's own default (mdadm 512, lvcreate 64, ...).
+    pub default_stripe_kb: u32,
 }
 
 /// Host parameters.
@@ -437,9 +440,11 @@ fn check(name: &str, p: &Preset) -> Result<()> {
                     || !positive(i.pq_mbps)
                     || !(0.0..=1e6).contains(&i.req_us)
                     || !(0.0..=1e6).contains(&i.member_us)
+                    || !(4..=1 << 20).contains(&i.default_stripe_kb)
+                    || !i.default_stripe_kb.is_power_of_two()
             }) {
                 return bad(
-                    "impl profiles need positive xor_mbps and pq_mbps and non-negative costs",
+                    "impl profiles need positive xor_mbps and pq_mbps, non-negative costs and a default_stripe_kb that is a power of two from 4 to 1048576",
                 );
             }
             for k in ["md", "lvm", "windows"] {

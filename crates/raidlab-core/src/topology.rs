@@ -900,10 +900,10 @@ impl Resolver<'_> {
                 ),
             );
         }
-        let stripe = stripe.unwrap_or(match in_ctrl {
-            Some(_) => 0, // filled in by the controller default below
-            None => 64 * 1024,
-        });
+        // Without a stripe, the array takes its RAID implementation's
+        // default: the controller's or the host software RAID profile's
+        // (filled in by `default_stripes` once the tree is built).
+        let stripe = stripe.unwrap_or(0);
         Ok(Array {
             level,
             stripe,
@@ -927,23 +927,29 @@ fn count_devices(nodes: &[Node]) -> usize {
         .sum()
 }
 
-/// Give hardware arrays without an explicit stripe their controller's default.
-fn default_stripes(n: &mut Node, ctrl_default: Option<u64>) {
+/// Give arrays without an explicit stripe their implementation's default:
+/// the controller's for hardware RAID, the host profile's (`impl`) for
+/// software RAID.
+fn default_stripes(n: &mut Node, ctrl_default: Option<u64>, host: &HostParams) {
     match n {
         Node::Device(_) => {}
         Node::Controller(c) => {
             let d = c.params.default_stripe_kb as u64 * 1024;
             c.children
                 .iter_mut()
-                .for_each(|x| default_stripes(x, Some(d)));
+                .for_each(|x| default_stripes(x, Some(d), host));
         }
         Node::Array(a) => {
             if a.stripe == 0 {
-                a.stripe = ctrl_default.unwrap_or(64 * 1024);
+                a.stripe = match (ctrl_default, &a.imp) {
+                    (Some(d), _) => d,
+                    (None, Some(imp)) => host.impls[imp.as_str()].default_stripe_kb as u64 * 1024,
+                    (None, None) => unreachable!("a host array always has an impl"),
+                };
             }
             a.members
                 .iter_mut()
-                .for_each(|x| default_stripes(x, ctrl_default));
+                .for_each(|x| default_stripes(x, ctrl_default, host));
         }
     }
 }
@@ -1010,7 +1016,7 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
             format!("the root exposes {vols} volumes; combine them into one, e.g. raid0(...)"),
         );
     }
-    default_stripes(&mut root, None);
+    default_stripes(&mut root, None, &host);
     Ok(Topology {
         expr: expr.to_string(),
         host: Arc::new(host),

@@ -221,7 +221,8 @@ fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
                     "impl={i} at column {c}: a real run is executed by raidlab's own md-layout RAID; only impl=md applies"
                 )));
             }
-            let (chunk, layout) = (o.stripe.unwrap_or(64 * 1024), o.layout);
+            // md's default chunk (mdadm(8) --chunk: 512 KiB since mdadm 3.1).
+            let (chunk, layout) = (o.stripe.unwrap_or(512 * 1024), o.layout);
             let kids = children
                 .iter()
                 .map(|c| node(c, members))
