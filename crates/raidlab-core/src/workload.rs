@@ -314,6 +314,19 @@ impl Workload {
         Ok(w)
     }
 
+    /// The state SSDs start in when neither the workload nor the expression
+    /// names one (docs/workloads.md, "How SSDs start"): a workload that
+    /// writes at random offsets starts on drives in random-write steady
+    /// state, as SNIA PTS preconditions them for random-write tests; any
+    /// other on drives written once sequentially.
+    pub fn default_ssd_state(&self) -> SsdState {
+        if self.percentage_random > 0 && !matches!(self.rw, Rw::Read | Rw::RandRead) {
+            SsdState::Steady
+        } else {
+            SsdState::Fill
+        }
+    }
+
     /// Largest block size the workload issues.
     pub fn max_bs(&self) -> u64 {
         self.bssplit

@@ -430,28 +430,79 @@ pub fn simulate_traced(
     simulate_inner(topo, w, seed, true)
 }
 
+/// A built simulation: the engine, the components (the host at `HOST`),
+/// what the report covers, and the volume the host sees.
+struct Sim {
+    ctx: Ctx,
+    comps: Vec<Comp>,
+    reports: Vec<Report>,
+    parity_threads: Vec<PoolId>,
+    /// The volume the host's jobs address.
+    root: CompId,
+    /// Its capacity, bytes.
+    cap: u64,
+}
+
+/// Counters of every reported component at one moment: the start of the
+/// measurement window, or the end of the run.
+struct Snapshot {
+    busy: Vec<(usize, &'static str, Ns, u64)>,
+    /// (host units, GC units) written per SSD.
+    wa: Vec<(u64, u64)>,
+}
+
+impl Snapshot {
+    fn take(s: &Sim) -> Self {
+        Snapshot {
+            busy: busy(&s.comps, &s.reports, &s.ctx),
+            wa: wa_counters(&s.comps, &s.reports),
+        }
+    }
+}
+
 fn simulate_inner(
     topo: &Topology,
     w: &Workload,
     seed: u64,
     trace: bool,
 ) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
-    debug_assert!(volume_capacity(topo).is_ok());
     let wall = std::time::Instant::now();
     let seed = w.seed.unwrap_or(seed);
+    let mut heap = 0;
+    let mut sim = build(topo, w, seed, &mut heap)?;
+    let span = w.size.unwrap_or(sim.cap);
+    if span > sim.cap {
+        return Err(SimError::SizeTooLarge {
+            size: span,
+            cap: sim.cap,
+        });
+    }
+    if w.max_bs() > span {
+        return Err(SimError::BlockTooLarge {
+            bs: w.max_bs(),
+            cap: span,
+        });
+    }
+    warm_controllers(&mut sim, w, span, seed, heap)?;
+    install_host(&mut sim, topo, w, span, seed, trace);
+    let (start, snapped) = run_events(&mut sim, w);
+    let mut result = report(&sim, topo, w, seed, &start, snapped);
+    result.sim.wall_s = wall.elapsed().as_secs_f64();
+    let trace = match &mut sim.comps[HOST as usize] {
+        Comp::Host(h) => h.trace.take().unwrap_or_default(),
+        _ => unreachable!("the host is at HOST"),
+    };
+    Ok((result, trace))
+}
+
+/// Build every component of `topo`, counting their heap into `heap`.
+fn build(topo: &Topology, w: &Workload, seed: u64, heap: &mut u64) -> Result<Sim, SimError> {
     let mut b = Builder {
         ctx: Ctx::new(topo.host.cores),
         comps: vec![Comp::Empty],
         reports: Vec::new(),
         state: w.state,
-        // Workload-dependent preconditioning (SNIA PTS): random writes run on
-        // drives in random-write steady state, everything else on drives
-        // written once sequentially.
-        default_state: if w.percentage_random > 0 && !matches!(w.rw, Rw::Read | Rw::RandRead) {
-            SsdState::Steady
-        } else {
-            SsdState::Fill
-        },
+        default_state: w.default_ssd_state(),
         seed,
         host: &topo.host,
         devices: 0,
@@ -466,20 +517,30 @@ fn simulate_inner(
         Some(cap),
         "capacity without building agrees"
     );
-    let span = w.size.unwrap_or(cap);
-    if span > cap {
-        return Err(SimError::SizeTooLarge { size: span, cap });
-    }
-    if w.max_bs() > span {
-        return Err(SimError::BlockTooLarge {
-            bs: w.max_bs(),
-            cap: span,
-        });
-    }
-    // Controller caches start in the workload's steady state (see CtrlVol::warm).
+    *heap = b.heap;
+    Ok(Sim {
+        ctx: b.ctx,
+        comps: b.comps,
+        reports: b.reports,
+        parity_threads: b.parity_threads,
+        root,
+        cap,
+    })
+}
+
+/// Bring controller caches to the workload's steady state (see
+/// `CtrlVol::warm`), once their heap is known to fit the bound.
+fn warm_controllers(
+    sim: &mut Sim,
+    w: &Workload,
+    span: u64,
+    seed: u64,
+    heap: u64,
+) -> Result<(), SimError> {
     let reads = !matches!(w.rw, Rw::Write | Rw::RandWrite);
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
     let random = w.percentage_random > 0;
+    let (root, cap) = (sim.root, sim.cap);
     let vspan = |i: usize, v: &CtrlVol| {
         if i as CompId == root {
             span
@@ -488,13 +549,18 @@ fn simulate_inner(
         }
     };
     let mut warm_bytes = 0;
-    for (i, c) in b.comps.iter().enumerate() {
+    for (i, c) in sim.comps.iter().enumerate() {
         if let Comp::Ctrl(v) = c {
             warm_bytes += v.warm_bytes(vspan(i, v), random && reads, random && writes, w.max_bs());
         }
     }
-    b.charge(warm_bytes, "controller caches")?;
-    for (i, c) in b.comps.iter_mut().enumerate() {
+    if heap + warm_bytes > MAX_SIM_BYTES {
+        return Err(SimError::TooLarge {
+            need: heap + warm_bytes,
+            what: "controller caches",
+        });
+    }
+    for (i, c) in sim.comps.iter_mut().enumerate() {
         if let Comp::Ctrl(v) = c {
             let vspan = vspan(i, v);
             v.warm(
@@ -506,45 +572,56 @@ fn simulate_inner(
             );
         }
     }
+    Ok(())
+}
+
+/// Put the host, with the workload's jobs over `span` bytes, at `HOST`.
+fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u64, trace: bool) {
     let streams = raidlab_core::workload::job_streams(w, span, seed);
     let block_ns = (us(topo.host.block_layer_us) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
-    let mut host = Host::new(HOST, root, block_ns, w.thinktime, w.iodepth, streams);
+    let mut host = Host::new(HOST, sim.root, block_ns, w.thinktime, w.iodepth, streams);
     host.window_start = w.ramp_time;
     if trace {
         host.trace = Some(vec![Vec::new(); w.numjobs as usize]);
     }
     host.window_end = w.runtime.map(|r| w.ramp_time + r);
-    let window_end = host.window_end;
-    let mut ctx = b.ctx;
-    let mut comps = b.comps;
-    let reports = b.reports;
-    let parity_threads = b.parity_threads;
-    comps[HOST as usize] = Comp::Host(Box::new(host));
+    sim.comps[HOST as usize] = Comp::Host(Box::new(host));
+}
 
-    let mut snap = busy(&comps, &reports, &ctx);
-    let mut wa0 = wa_counters(&comps, &reports);
+/// Run events until the host's jobs finish or the window ends. Returns the
+/// counters at the start of the measurement window, and whether they were
+/// taken there (a run that ends before `ramp_time` never reaches it).
+fn run_events(sim: &mut Sim, w: &Workload) -> (Snapshot, bool) {
+    let window_end = w.runtime.map(|r| w.ramp_time + r);
+    let mut start = Snapshot::take(sim);
     let mut snapped = w.ramp_time == 0;
-    if let Comp::Host(h) = &mut comps[0] {
-        h.start(&mut ctx);
+    let Sim {
+        ctx,
+        comps,
+        reports,
+        ..
+    } = sim;
+    if let Comp::Host(h) = &mut comps[HOST as usize] {
+        h.start(ctx);
     }
     while let Some(next) = ctx.next_step() {
         match next {
             Next::Call(Call::Submit(c, r)) => match &mut comps[c as usize] {
-                Comp::Ssd(s) => s.submit(&mut ctx, r),
-                Comp::Hdd(h) => h.submit(&mut ctx, r),
-                Comp::Array(a) => a.submit(&mut ctx, r),
-                Comp::Ctrl(v) => v.submit(&mut ctx, r),
+                Comp::Ssd(s) => s.submit(ctx, r),
+                Comp::Hdd(h) => h.submit(ctx, r),
+                Comp::Array(a) => a.submit(ctx, r),
+                Comp::Ctrl(v) => v.submit(ctx, r),
                 Comp::Host(_) | Comp::Empty => unreachable!("nothing submits to the host"),
             },
             Next::Call(Call::ChildDone(c, parent, child)) => match &mut comps[c as usize] {
                 Comp::Host(h) => {
-                    h.done(&mut ctx, child);
+                    h.done(ctx, child);
                     if h.finished() {
                         break;
                     }
                 }
-                Comp::Array(a) => a.child_done(&mut ctx, parent, child),
-                Comp::Ctrl(v) => v.child_done(&mut ctx, parent, child),
+                Comp::Array(a) => a.child_done(ctx, parent, child),
+                Comp::Ctrl(v) => v.child_done(ctx, parent, child),
                 Comp::Ssd(_) | Comp::Hdd(_) | Comp::Empty => {
                     unreachable!("devices have no children")
                 }
@@ -559,36 +636,84 @@ fn simulate_inner(
                     break;
                 }
                 if !snapped && ctx.now >= w.ramp_time {
-                    snap = busy(&comps, &reports, &ctx);
-                    wa0 = wa_counters(&comps, &reports);
+                    start = Snapshot {
+                        busy: busy(comps, reports, ctx),
+                        wa: wa_counters(comps, reports),
+                    };
                     snapped = true;
                 }
                 match &mut comps[c as usize] {
-                    Comp::Ssd(s) => s.event(&mut ctx, r, k),
-                    Comp::Hdd(h) => h.event(&mut ctx, r, k),
-                    Comp::Array(a) => a.event(&mut ctx, r, k),
-                    Comp::Ctrl(v) => v.event(&mut ctx, r, k),
-                    Comp::Host(h) => h.event(&mut ctx, r, k),
+                    Comp::Ssd(s) => s.event(ctx, r, k),
+                    Comp::Hdd(h) => h.event(ctx, r, k),
+                    Comp::Array(a) => a.event(ctx, r, k),
+                    Comp::Ctrl(v) => v.event(ctx, r, k),
+                    Comp::Host(h) => h.event(ctx, r, k),
                     Comp::Empty => {}
                 }
             }
         }
     }
-    let Comp::Host(host) = &comps[0] else {
-        unreachable!()
+    (start, snapped)
+}
+
+/// The result of a finished run: the host's figures over the measurement
+/// window and every component's load since `start`.
+fn report(
+    sim: &Sim,
+    topo: &Topology,
+    w: &Workload,
+    seed: u64,
+    start: &Snapshot,
+    snapped: bool,
+) -> RunResult {
+    let Comp::Host(host) = &sim.comps[HOST as usize] else {
+        unreachable!("the host is at HOST")
     };
-    let end = match window_end {
+    let end = match host.window_end {
         Some(e) => e,
         None => host.last_completion.max(w.ramp_time),
     };
     let window = end.saturating_sub(w.ramp_time);
     let secs = window as f64 / 1e9;
-    let summary = host.metrics.summary(secs);
+    let cpu_util = host_cpu(sim, window, snapped);
+    let mut components = device_loads(sim, start, window);
+    components.push(Component {
+        name: "host".into(),
+        kind: "host".into(),
+        utilization: round3(cpu_util),
+        resource: Some("cpu".into()),
+        bottleneck: false,
+        write_amplification: None,
+    });
+    mark_bottleneck(&mut components);
+    RunResult {
+        raidlab: VERSION.into(),
+        engine: "sim".into(),
+        topology: topo.expr.trim().to_string(),
+        workload: w.to_json(seed),
+        seed,
+        summary: host.metrics.summary(secs),
+        host: HostStats {
+            cpu_util_pct: round3(cpu_util * 100.0),
+        },
+        components,
+        sim: SimStats {
+            simulated_s: secs,
+            wall_s: 0.0,
+            events: sim.ctx.events,
+            host_ios: host.completed,
+        },
+        real: None,
+        latency: Some(host.metrics.detail(window)),
+    }
+}
 
-    // Utilisation per component over the window.
-    let now_busy = busy(&comps, &reports, &ctx);
-    let mut util: Vec<(f64, &'static str)> = vec![(0.0, ""); reports.len()];
-    for (a, b) in snap.iter().zip(now_busy.iter()) {
+/// Each reported device's and controller's busiest resource over the
+/// window, and SSD write amplification.
+fn device_loads(sim: &Sim, start: &Snapshot, window: Ns) -> Vec<Component> {
+    let end = Snapshot::take(sim);
+    let mut util: Vec<(f64, &'static str)> = vec![(0.0, ""); sim.reports.len()];
+    for (a, b) in start.busy.iter().zip(end.busy.iter()) {
         let u = if window > 0 {
             (b.2 - a.2) as f64 / (window as f64 * b.3 as f64)
         } else {
@@ -599,38 +724,47 @@ fn simulate_inner(
             util[a.0] = (u, a.1);
         }
     }
-    let wa1 = wa_counters(&comps, &reports);
-    let mut components = Vec::new();
-    for (i, r) in reports.iter().enumerate() {
-        let (name, kind) = match r {
-            Report::Ssd(id) => match &comps[*id as usize] {
-                Comp::Ssd(s) => (s.label.clone(), "ssd"),
-                _ => unreachable!(),
-            },
-            Report::Hdd(id) => match &comps[*id as usize] {
-                Comp::Hdd(h) => (h.label.clone(), "hdd"),
-                _ => unreachable!(),
-            },
-            Report::Controller { label, .. } => (label.clone(), "controller"),
-        };
-        let host_units = wa1[i].0 - wa0[i].0;
-        let gc_units = wa1[i].1 - wa0[i].1;
-        let wa = (kind == "ssd" && host_units > 0)
-            .then(|| round3((host_units + gc_units) as f64 / host_units as f64));
-        components.push(Component {
-            name,
-            kind: kind.into(),
-            utilization: round3(util[i].0),
-            resource: Some(util[i].1.to_string()),
-            bottleneck: false,
-            write_amplification: wa,
-        });
-    }
-    let cpu = &ctx.pools[HOST_CPU as usize];
+    let comps = &sim.comps;
+    sim.reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (name, kind) = match r {
+                Report::Ssd(id) => match &comps[*id as usize] {
+                    Comp::Ssd(s) => (s.label.clone(), "ssd"),
+                    _ => unreachable!("an SSD report names an SSD"),
+                },
+                Report::Hdd(id) => match &comps[*id as usize] {
+                    Comp::Hdd(h) => (h.label.clone(), "hdd"),
+                    _ => unreachable!("an HDD report names an HDD"),
+                },
+                Report::Controller { label, .. } => (label.clone(), "controller"),
+            };
+            let host_units = end.wa[i].0 - start.wa[i].0;
+            let gc_units = end.wa[i].1 - start.wa[i].1;
+            let wa = (kind == "ssd" && host_units > 0)
+                .then(|| round3((host_units + gc_units) as f64 / host_units as f64));
+            Component {
+                name,
+                kind: kind.into(),
+                utilization: round3(util[i].0),
+                resource: Some(util[i].1.to_string()),
+                bottleneck: false,
+                write_amplification: wa,
+            }
+        })
+        .collect()
+}
+
+/// The host CPU's busy share over the window (block layer and parity
+/// threads); 0 when the run ended before the window began.
+fn host_cpu(sim: &Sim, window: Ns, snapped: bool) -> f64 {
+    let cpu = &sim.ctx.pools[HOST_CPU as usize];
     let cpu_busy = cpu.busy
-        + parity_threads
+        + sim
+            .parity_threads
             .iter()
-            .map(|p| ctx.pools[*p as usize].busy)
+            .map(|p| sim.ctx.pools[*p as usize].busy)
             .sum::<Ns>();
     let cpu_util = if window > 0 {
         (cpu_busy as f64 / (window as f64 * cpu.servers() as f64)).min(1.0)
@@ -638,16 +772,16 @@ fn simulate_inner(
         0.0
     };
     // Host CPU since the window start: approximate with the whole run when there is no ramp.
-    let cpu_util = if snapped { cpu_util } else { 0.0 };
-    components.push(Component {
-        name: "host".into(),
-        kind: "host".into(),
-        utilization: round3(cpu_util),
-        resource: Some("cpu".into()),
-        bottleneck: false,
-        write_amplification: None,
-    });
-    // The saturated component: the busiest one, if it is busy enough to limit.
+    if snapped {
+        cpu_util
+    } else {
+        0.0
+    }
+}
+
+/// Mark the saturated component: the busiest one, if it is busy enough to
+/// limit the run.
+fn mark_bottleneck(components: &mut [Component]) {
     if let Some((i, c)) = components.iter().enumerate().max_by(|a, b| {
         a.1.utilization
             .total_cmp(&b.1.utilization)
@@ -657,35 +791,6 @@ fn simulate_inner(
             components[i].bottleneck = true;
         }
     }
-    let workload = w.to_json(seed);
-    let trace = match &mut comps[0] {
-        Comp::Host(h) => h.trace.take().unwrap_or_default(),
-        _ => unreachable!(),
-    };
-    let Comp::Host(host) = &comps[0] else {
-        unreachable!()
-    };
-    let result = RunResult {
-        raidlab: VERSION.into(),
-        engine: "sim".into(),
-        topology: topo.expr.trim().to_string(),
-        workload,
-        seed,
-        summary,
-        components,
-        host: HostStats {
-            cpu_util_pct: round3(cpu_util * 100.0),
-        },
-        sim: SimStats {
-            simulated_s: secs,
-            wall_s: wall.elapsed().as_secs_f64(),
-            events: ctx.events,
-            host_ios: host.completed,
-        },
-        real: None,
-        latency: Some(host.metrics.detail(window)),
-    };
-    Ok((result, trace))
 }
 
 /// Bytes the topology's volume exposes, computed from the presets and the
