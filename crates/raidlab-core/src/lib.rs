@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod analytic;
+mod canonical;
 pub mod error;
 pub mod metrics;
 pub mod par;

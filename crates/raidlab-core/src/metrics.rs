@@ -52,10 +52,15 @@ impl DirMetrics {
         if self.count == 0 || secs <= 0.0 {
             return DirStats::default();
         }
+        let ms = |ns: u64| ns as f64 / 1e6;
         DirStats {
             iops: self.count as f64 / secs,
             mbps: self.bytes as f64 / secs / 1e6,
             lat_avg_ms: self.lat_sum as f64 / self.count as f64 / 1e6,
+            lat_max_ms: ms(self.hist.max()),
+            lat_p50_ms: ms(self.hist.value_at_quantile(0.5)),
+            lat_p99_ms: ms(self.hist.value_at_quantile(0.99)),
+            lat_p999_ms: ms(self.hist.value_at_quantile(0.999)),
         }
     }
 }

@@ -14,6 +14,14 @@ pub struct DirStats {
     pub mbps: f64,
     /// Mean latency, ms.
     pub lat_avg_ms: f64,
+    /// Maximum latency, ms.
+    pub lat_max_ms: f64,
+    /// Median latency, ms.
+    pub lat_p50_ms: f64,
+    /// 99th percentile latency, ms.
+    pub lat_p99_ms: f64,
+    /// 99.9th percentile latency, ms.
+    pub lat_p999_ms: f64,
 }
 
 /// Summary over all I/Os of the measurement window.
@@ -73,6 +81,59 @@ pub struct Component {
     /// SSD write amplification (NAND writes / host writes) in the window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_amplification: Option<f64>,
+    /// Commands a device completed in the window (devices only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoCounts>,
+}
+
+/// Commands and bytes a device served in the measurement window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct IoCounts {
+    /// Reads completed.
+    pub reads: u64,
+    /// Writes completed.
+    pub writes: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+}
+
+impl IoCounts {
+    /// Count one command of `bytes`.
+    #[inline]
+    pub fn add(&mut self, write: bool, bytes: u64) {
+        if write {
+            self.writes += 1;
+            self.write_bytes += bytes;
+        } else {
+            self.reads += 1;
+            self.read_bytes += bytes;
+        }
+    }
+}
+
+impl std::ops::Sub for IoCounts {
+    type Output = IoCounts;
+    fn sub(self, o: IoCounts) -> IoCounts {
+        IoCounts {
+            reads: self.reads - o.reads,
+            writes: self.writes - o.writes,
+            read_bytes: self.read_bytes - o.read_bytes,
+            write_bytes: self.write_bytes - o.write_bytes,
+        }
+    }
+}
+
+/// The configuration as it was run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resolved {
+    /// The expression with every default made explicit (stripe units,
+    /// layouts, cache policies, drive states, the host); it resolves to the
+    /// same configuration.
+    pub topology: String,
+    /// Bytes the volume exposes.
+    pub capacity_bytes: u64,
 }
 
 /// Host CPU use.
@@ -119,6 +180,9 @@ pub struct RunResult {
     /// What only a real run has: engine, totals, members, verify.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub real: Option<RealStats>,
+    /// The configuration with its defaults applied (simulations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<Resolved>,
     /// Latency distribution per direction, for fio-compatible output
     /// (not part of the JSON result document).
     #[serde(skip)]

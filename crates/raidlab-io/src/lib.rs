@@ -4,28 +4,34 @@
 //!
 //! * [`topo`]: expressions whose leaves are paths;
 //! * [`safety`]: what is refused without `--force`;
-//! * [`exec`]: the RAID executor (reads, writes, degraded operation);
+//! * `exec`: the RAID executor (reads, writes, degraded operation);
 //! * [`parity`]: XOR and P+Q kernels (AVX2 with a portable fallback);
 //! * [`backend`]: io_uring and psync member I/O;
-//! * [`worker`]: the per-thread executor;
-//! * [`verify`]: self-describing blocks for `--verify`.
+//! * `worker`: the per-thread executor;
+//! * `verify`: self-describing blocks for `--verify`.
+//!
+//! The member I/O futures (`backend::Leaf`) borrow the caller's buffer
+//! while the kernel may write into it, which is sound only if no future is
+//! forgotten while in flight (`mem::forget` is safe). So they are private to
+//! this crate, whose executor always awaits or drops them; the public API
+//! is [`run`] and what it needs.
 
 #![warn(missing_docs)]
 
 pub mod backend;
-pub mod buf;
-pub mod exec;
+mod buf;
+mod exec;
 pub mod parity;
 pub mod safety;
 pub mod topo;
-pub mod verify;
-pub mod worker;
+mod verify;
+mod worker;
 
 use backend::{EngineKind, MemberCounters, Members};
 use raidlab_core::metrics::Metrics;
 use raidlab_core::result::{
-    Component, HostStats, IoTotals, MemberStats, RealStats, RunResult, SimStats, VerifyStats,
-    VERSION,
+    Component, HostStats, IoCounts, IoTotals, MemberStats, RealStats, RunResult, SimStats,
+    VerifyStats, VERSION,
 };
 use raidlab_core::workload::{job_streams, Io, Rw, Workload};
 use raidlab_layout::Level;
@@ -234,7 +240,6 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         lock_needed: vol.has_parity || opts.verify,
         nonce,
         seq: AtomicU64::new(0),
-        t_start,
         ramp_end,
         end: w
             .runtime
@@ -362,6 +367,12 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             resource: Some("device".into()),
             bottleneck: util >= 0.85,
             write_amplification: None,
+            io: Some(IoCounts {
+                reads: c.reads.load(Relaxed),
+                writes: c.writes.load(Relaxed),
+                read_bytes: c.read_bytes.load(Relaxed),
+                write_bytes: c.write_bytes.load(Relaxed),
+            }),
         });
     }
     let cpu = cpu_seconds().map_or(0.0, |c| {
@@ -369,6 +380,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         (c / (run_ns / 1e9) / cores * 100.0).min(100.0)
     });
     let result = RunResult {
+        resolved: None,
         raidlab: VERSION.into(),
         engine: "real".into(),
         topology: expr.trim().to_string(),

@@ -201,6 +201,7 @@ mod tests {
             host: Default::default(),
             sim: Default::default(),
             real: None,
+            resolved: None,
             latency: Some(detail),
         };
         let j = fio_json(&r, 0);

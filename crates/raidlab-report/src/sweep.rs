@@ -280,7 +280,7 @@ impl Sweep {
 }
 
 /// Summary columns of every row, after the varied names.
-pub const METRIC_COLUMNS: [&str; 14] = [
+pub const METRIC_COLUMNS: [&str; 22] = [
     "iops",
     "mbps",
     "lat_avg_ms",
@@ -291,9 +291,17 @@ pub const METRIC_COLUMNS: [&str; 14] = [
     "read_iops",
     "read_mbps",
     "read_lat_avg_ms",
+    "read_lat_max_ms",
+    "read_lat_p50_ms",
+    "read_lat_p99_ms",
+    "read_lat_p999_ms",
     "write_iops",
     "write_mbps",
     "write_lat_avg_ms",
+    "write_lat_max_ms",
+    "write_lat_p50_ms",
+    "write_lat_p99_ms",
+    "write_lat_p999_ms",
     "cpu_util_pct",
 ];
 
@@ -318,9 +326,17 @@ pub fn row(run: &Run, r: &RunResult) -> Vec<Value> {
             s.read.iops,
             s.read.mbps,
             s.read.lat_avg_ms,
+            s.read.lat_max_ms,
+            s.read.lat_p50_ms,
+            s.read.lat_p99_ms,
+            s.read.lat_p999_ms,
             s.write.iops,
             s.write.mbps,
             s.write.lat_avg_ms,
+            s.write.lat_max_ms,
+            s.write.lat_p50_ms,
+            s.write.lat_p99_ms,
+            s.write.lat_p999_ms,
             r.host.cpu_util_pct,
         ]
         .map(|x| json!(x)),

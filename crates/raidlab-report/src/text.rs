@@ -49,7 +49,16 @@ pub fn sim_table(r: &RunResult) -> String {
         "topology   {}\n",
         r.topology.split_whitespace().collect::<Vec<_>>().join(" ")
     );
-    o += &format!("workload   {} (seed {})\n\n", wl_line(r), r.seed);
+    o += &format!("workload   {} (seed {})\n", wl_line(r), r.seed);
+    if let Some(res) = &r.resolved {
+        o += &format!("as run     {}\n", res.topology);
+        o += &format!(
+            "capacity   {:.1} GB ({} bytes)\n",
+            res.capacity_bytes as f64 / 1e9,
+            res.capacity_bytes
+        );
+    }
+    o.push('\n');
     o += &format!(
         "{:<7} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
         "", "IOPS", "MB/s", "avg ms", "p50 ms", "p99 ms", "p99.9 ms", "max ms"
@@ -68,8 +77,15 @@ pub fn sim_table(r: &RunResult) -> String {
     for (name, d) in [("read", &s.read), ("write", &s.write)] {
         if d.iops > 0.0 {
             o += &format!(
-                "{:<7} {:>12.1} {:>10.1} {:>9.3}\n",
-                name, d.iops, d.mbps, d.lat_avg_ms
+                "{:<7} {:>12.1} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
+                name,
+                d.iops,
+                d.mbps,
+                d.lat_avg_ms,
+                d.lat_p50_ms,
+                d.lat_p99_ms,
+                d.lat_p999_ms,
+                d.lat_max_ms
             );
         }
     }
@@ -114,12 +130,13 @@ pub fn sim_table(r: &RunResult) -> String {
         return o;
     }
     o += &format!(
-        "\n{:<18} {:<11} {:>6}  {:<9} {:>6}\n",
-        "component", "kind", "util", "resource", "WA"
+        "\n{:<18} {:<11} {:>6}  {:<9} {:>6} {:>10} {:>10}\n",
+        "component", "kind", "util", "resource", "WA", "reads", "writes"
     );
+    let count = |n: Option<u64>| n.map_or_else(|| "-".to_string(), |n| n.to_string());
     for c in &r.components {
         o += &format!(
-            "{:<18} {:<11} {:>5.0}%  {:<9} {:>6}{}\n",
+            "{:<18} {:<11} {:>5.0}%  {:<9} {:>6} {:>10} {:>10}{}\n",
             c.name,
             c.kind,
             c.utilization * 100.0,
@@ -127,6 +144,8 @@ pub fn sim_table(r: &RunResult) -> String {
             c.write_amplification
                 .map(|w| format!("{w:.2}"))
                 .unwrap_or_else(|| "-".into()),
+            count(c.io.map(|x| x.reads)),
+            count(c.io.map(|x| x.writes)),
             if c.bottleneck { "  <- bottleneck" } else { "" }
         );
     }

@@ -8,6 +8,7 @@
 
 use crate::engine::{us, xfer_ns, CompId, Ctx, Op, Req, ReqId, NONE};
 use raidlab_core::preset::HddParams;
+use raidlab_core::result::IoCounts;
 use raidlab_core::units::Ns;
 use std::collections::VecDeque;
 
@@ -21,6 +22,8 @@ const BACKGROUND: u8 = 1;
 pub struct Hdd {
     /// Label.
     pub label: String,
+    /// Commands completed.
+    io: IoCounts,
     id: CompId,
     host: CompId,
     capacity: u64,
@@ -61,6 +64,7 @@ impl Hdd {
         // E[sqrt(d)] = 8/15 for the distance d between two uniform points.
         let seek_k = ((p.seek_avg_ms - p.seek_track_ms) * 1e6 / (8.0 / 15.0)).max(0.0);
         Hdd {
+            io: IoCounts::default(),
             label,
             id,
             host,
@@ -91,6 +95,11 @@ impl Hdd {
     /// Bytes addressable.
     pub fn capacity(&self) -> u64 {
         self.capacity
+    }
+
+    /// Commands completed so far.
+    pub fn io(&self) -> IoCounts {
+        self.io
     }
 
     fn positioning(&self, now: Ns, r: &Req) -> f64 {
@@ -175,6 +184,8 @@ impl Hdd {
 
     fn finish_host(&mut self, ctx: &mut Ctx, id: ReqId) {
         self.outstanding -= 1;
+        let r = &ctx.reqs[id];
+        self.io.add(r.op == Op::Write, r.len as u64);
         ctx.complete(id, self.host);
         if let Some(n) = self.waitq.pop_front() {
             self.outstanding += 1;

@@ -25,7 +25,9 @@ use engine::{us, Call, CompId, Ctx, Next, PoolId, HOST_CPU};
 use hdd::Hdd;
 use host::Host;
 use raidlab_core::preset::HostParams;
-use raidlab_core::result::{Component, HostStats, RunResult, SimStats, VERSION};
+use raidlab_core::result::{
+    Component, HostStats, IoCounts, Resolved, RunResult, SimStats, VERSION,
+};
 use raidlab_core::rng::mix;
 use raidlab_core::topology::{DeviceModel, Mode, Node, ReadAhead, SsdState, Topology};
 use raidlab_core::units::Ns;
@@ -449,15 +451,37 @@ struct Snapshot {
     busy: Vec<(usize, &'static str, Ns, u64)>,
     /// (host units, GC units) written per SSD.
     wa: Vec<(u64, u64)>,
+    /// Commands completed per device (`None`: a controller).
+    io: Vec<Option<IoCounts>>,
 }
 
 impl Snapshot {
     fn take(s: &Sim) -> Self {
+        Self::of(&s.comps, &s.reports, &s.ctx)
+    }
+
+    fn of(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Self {
         Snapshot {
-            busy: busy(&s.comps, &s.reports, &s.ctx),
-            wa: wa_counters(&s.comps, &s.reports),
+            busy: busy(comps, reports, ctx),
+            wa: wa_counters(comps, reports),
+            io: io_counters(comps, reports),
         }
     }
+}
+
+/// Commands each reported device has completed (`None` for controllers).
+fn io_counters(comps: &[Comp], reports: &[Report]) -> Vec<Option<IoCounts>> {
+    reports
+        .iter()
+        .map(|r| match r {
+            Report::Ssd(id) | Report::Hdd(id) => match &comps[*id as usize] {
+                Comp::Ssd(s) => Some(s.io()),
+                Comp::Hdd(h) => Some(h.io()),
+                _ => unreachable!("a device report names a device"),
+            },
+            Report::Controller { .. } => None,
+        })
+        .collect()
 }
 
 fn simulate_inner(
@@ -636,10 +660,7 @@ fn run_events(sim: &mut Sim, w: &Workload) -> (Snapshot, bool) {
                     break;
                 }
                 if !snapped && ctx.now >= w.ramp_time {
-                    start = Snapshot {
-                        busy: busy(comps, reports, ctx),
-                        wa: wa_counters(comps, reports),
-                    };
+                    start = Snapshot::of(comps, reports, ctx);
                     snapped = true;
                 }
                 match &mut comps[c as usize] {
@@ -684,6 +705,7 @@ fn report(
         resource: Some("cpu".into()),
         bottleneck: false,
         write_amplification: None,
+        io: None,
     });
     mark_bottleneck(&mut components);
     RunResult {
@@ -704,6 +726,10 @@ fn report(
             host_ios: host.completed,
         },
         real: None,
+        resolved: Some(Resolved {
+            topology: topo.canonical(|d| w.state.or(d.state).unwrap_or(w.default_ssd_state())),
+            capacity_bytes: sim.cap,
+        }),
         latency: Some(host.metrics.detail(window)),
     }
 }
@@ -751,6 +777,7 @@ fn device_loads(sim: &Sim, start: &Snapshot, window: Ns) -> Vec<Component> {
                 resource: Some(util[i].1.to_string()),
                 bottleneck: false,
                 write_amplification: wa,
+                io: end.io[i].zip(start.io[i]).map(|(e, s)| e - s),
             }
         })
         .collect()

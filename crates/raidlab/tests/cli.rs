@@ -515,3 +515,52 @@ fn usage_mistakes_get_hints_and_the_subcommands_help() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_input_error(&["sim", "-t", "x25e", "-w", "rw=read direct=2"], "direct");
 }
+
+#[test]
+fn results_echo_the_configuration_as_run_and_it_reproduces_them() {
+    let sim = |t: &str, w: &str| -> serde_json::Value {
+        let o = raidlab(&["sim", "-t", t, "-w", w, "--format", "json"]);
+        assert!(o.status.success(), "{t}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    for (t, w) in [
+        (
+            "adaptec5085(raid5(5*x25e))",
+            "preset=heavy rw=randwrite bs=8k runtime=0.2",
+        ),
+        (
+            "raid0(adaptec5085[mode=volume](2*x25e), areca1680[mode=jbod](2*s3500-80[op=20%]))",
+            "rw=randrw bs=4k iodepth=16 runtime=0.2",
+        ),
+        ("raid6(6*hdd-sas15k)", "rw=read bs=1m iodepth=4 runtime=0.2"),
+    ] {
+        let a = sim(t, w);
+        let resolved = a["resolved"]["topology"].as_str().unwrap();
+        for (default, applies) in [
+            ("stripe=", true),
+            ("host[cores=", true),
+            ("cache=", t.contains("adaptec")),
+            ("state=", !t.contains("hdd")),
+        ] {
+            assert_eq!(resolved.contains(default), applies, "{resolved}: {default}");
+        }
+        let b = sim(resolved, w);
+        assert_eq!(a["summary"], b["summary"], "{t} and {resolved}");
+        assert_eq!(a["resolved"], b["resolved"]);
+        assert!(a["resolved"]["capacity_bytes"].as_u64().unwrap() > 0);
+        // Every device reports the commands it served; reads and writes
+        // add up to what the host's I/Os ask of them at least.
+        let devices: Vec<_> = a["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == "ssd" || c["kind"] == "hdd")
+            .collect();
+        assert!(!devices.is_empty());
+        let served: u64 = devices
+            .iter()
+            .map(|c| c["io"]["reads"].as_u64().unwrap() + c["io"]["writes"].as_u64().unwrap())
+            .sum();
+        assert!(served > 0, "{t}");
+    }
+}

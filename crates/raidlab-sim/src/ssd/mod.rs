@@ -19,6 +19,7 @@ use cache::WriteBuffer;
 use ftl::{Ftl, INVALID};
 use nand::Nand;
 use raidlab_core::preset::SsdParams;
+use raidlab_core::result::IoCounts;
 use raidlab_core::topology::SsdState;
 use raidlab_core::units::Ns;
 use std::collections::VecDeque;
@@ -116,6 +117,8 @@ impl WarmCache {
 pub struct Ssd {
     /// Label, `x25e#0`.
     pub label: String,
+    /// Commands completed.
+    io: IoCounts,
     id: CompId,
     host: CompId,
     link: Server,
@@ -188,6 +191,7 @@ impl Ssd {
         }
         ftl.reset_counters();
         Ssd {
+            io: IoCounts::default(),
             label,
             id,
             host,
@@ -480,6 +484,8 @@ impl Ssd {
             }
             _ => {
                 self.outstanding -= 1;
+                let r = &ctx.reqs[id];
+                self.io.add(r.op == Op::Write, r.len as u64);
                 ctx.complete(id, self.host);
                 if let Some(n) = self.waitq.pop_front() {
                     self.outstanding += 1;
@@ -487,6 +493,11 @@ impl Ssd {
                 }
             }
         }
+    }
+
+    /// Commands completed so far.
+    pub fn io(&self) -> IoCounts {
+        self.io
     }
 
     /// Counters for utilisation and write amplification.

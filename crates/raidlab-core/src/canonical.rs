@@ -1,0 +1,183 @@
+//! A resolved topology written back as an expression with every default
+//! made explicit: the configuration as it was run, which resolves to the
+//! same topology again.
+
+use crate::topology::{
+    Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
+};
+use crate::units::format_size;
+use raidlab_layout::{Level, ParityLayout};
+
+impl Topology {
+    /// The expression with every option the run used written out: stripe
+    /// units and layouts, controller modes and cache policies, drive write
+    /// caches, over-provisioning and the state each SSD starts in, the host.
+    /// `state` is the starting state a device ends up with (the workload's,
+    /// its own, or the rule's).
+    pub fn canonical(&self, state: impl Fn(&Device) -> SsdState + Copy) -> String {
+        format!(
+            "host[cores={},ghz={}]({})",
+            self.host.cores,
+            self.host.ghz,
+            node(&self.root, state)
+        )
+    }
+}
+
+fn node(n: &Node, state: impl Fn(&Device) -> SsdState + Copy) -> String {
+    match n {
+        Node::Device(d) => device(d, state),
+        Node::Controller(c) => controller(c, state),
+        Node::Array(a) => array(a, state),
+    }
+}
+
+/// Children, with runs of identical devices written `N*name[...]`.
+fn children(nodes: &[Node], state: impl Fn(&Device) -> SsdState + Copy) -> String {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for n in nodes {
+        let text = node(n, state);
+        match out.last_mut() {
+            Some((count, last)) if *last == text && matches!(n, Node::Device(_)) => *count += 1,
+            _ => out.push((1, text)),
+        }
+    }
+    out.into_iter()
+        .map(|(count, text)| match count {
+            1 => text,
+            n => format!("{n}*{text}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn device(d: &Device, state: impl Fn(&Device) -> SsdState) -> String {
+    let wc = if d.wc { "on" } else { "off" };
+    match d.model {
+        DeviceModel::Ssd(_) => format!(
+            "{}[wc={wc},op={}%,state={}]",
+            d.preset,
+            percent(d.op),
+            state(d).word()
+        ),
+        DeviceModel::Hdd(_) => format!("{}[wc={wc}]", d.preset),
+    }
+}
+
+fn controller(c: &Controller, state: impl Fn(&Device) -> SsdState + Copy) -> String {
+    let mode = match c.mode {
+        Mode::Raid => "raid",
+        Mode::Volume => "volume",
+        Mode::Jbod => "jbod",
+    };
+    let readahead = match c.readahead {
+        ReadAhead::On => "on",
+        ReadAhead::Off => "off",
+        ReadAhead::Adaptive => "adaptive",
+    };
+    let p = &c.params;
+    format!(
+        "{}[mode={mode},cache={},readahead={readahead},cache_mb={},pcie={}x{}]({})",
+        c.preset,
+        if c.write_back { "wb" } else { "wt" },
+        p.cache_mb,
+        p.pcie_gen,
+        p.pcie_lanes,
+        children(&c.children, state)
+    )
+}
+
+fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
+    let mut opts = vec![format!("stripe={}", format_size(a.stripe))];
+    if matches!(a.level, Level::Raid5 | Level::Raid6) {
+        opts.push(format!("layout={}", layout_word(a.layout)));
+    }
+    if a.spares > 0 {
+        opts.push(format!("spares={}", a.spares));
+    }
+    if let Some(imp) = &a.imp {
+        opts.push(format!("impl={imp}"));
+    }
+    format!(
+        "{}[{}]({})",
+        a.level.word(),
+        opts.join(","),
+        children(&a.members, state)
+    )
+}
+
+fn layout_word(l: ParityLayout) -> &'static str {
+    match l {
+        ParityLayout::LeftSymmetric => "left-symmetric",
+        ParityLayout::LeftAsymmetric => "left-asymmetric",
+        ParityLayout::RightSymmetric => "right-symmetric",
+        ParityLayout::RightAsymmetric => "right-asymmetric",
+    }
+}
+
+/// A share as a percentage with no more digits than it needs.
+fn percent(share: f64) -> String {
+    let p = (share * 100.0 * 1e6).round() / 1e6;
+    format!("{p}")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::preset::PresetDb;
+    use crate::topology::{resolve, SsdState};
+
+    /// The canonical expression resolves to the same topology (apart from
+    /// its text), and writing it again gives the same text.
+    #[test]
+    fn canonical_expressions_resolve_to_the_same_topology() {
+        let db = PresetDb::builtin();
+        for e in [
+            "x25e",
+            "adaptec5085(raid5[stripe=64k](5*x25e))",
+            "raid0(adaptec5085[mode=volume](4*x25e), adaptec5085[mode=volume](4*x25e))",
+            "megaraid9361[cache=wt,readahead=off](raid10(8*s3500-800[op=20%]))",
+            "host[cores=2,ghz=3.0](raid6[layout=ra,spares=1](7*hdd-sas15k))",
+            "raid0[impl=lvm](areca1680[mode=jbod](2*x25e[wc=off]), 2*s3500-80[state=fob])",
+            "raid1(raid0(2*x25e), raid0(x25e, s3500-80))",
+        ] {
+            let t = resolve(e, &db).unwrap();
+            let state = |d: &crate::topology::Device| d.state.unwrap_or(SsdState::Fill);
+            let c = t.canonical(state);
+            let back = resolve(&c, &db).unwrap_or_else(|err| panic!("{c}: {err}"));
+            assert_eq!(back.canonical(state), c, "{e}");
+            assert_eq!(back.host, t.host, "{e}");
+            // An SSD without a state now names the one it started in, and
+            // columns differ between the two texts; nothing else may.
+            let mut expected = t.root.clone();
+            name_states(&mut expected);
+            let (mut a, mut b) = (format!("{expected:?}"), format!("{:?}", back.root));
+            for s in [&mut a, &mut b] {
+                *s = strip_cols(s);
+            }
+            assert_eq!(a, b, "{e} -> {c}");
+        }
+    }
+
+    fn name_states(n: &mut crate::topology::Node) {
+        use crate::topology::{DeviceModel, Node};
+        match n {
+            Node::Device(d) => {
+                if matches!(d.model, DeviceModel::Ssd(_)) {
+                    d.state = Some(d.state.unwrap_or(SsdState::Fill));
+                }
+            }
+            Node::Controller(c) => c.children.iter_mut().for_each(name_states),
+            Node::Array(a) => a.members.iter_mut().for_each(name_states),
+        }
+    }
+
+    fn strip_cols(s: &str) -> String {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(i) = rest.find("col: ") {
+            out += &rest[..i];
+            rest = rest[i + 5..].trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        out + rest
+    }
+}
