@@ -62,7 +62,7 @@ struct Busy {
 
 /// Counters of one member, shared by all workers.
 #[derive(Default)]
-pub struct MemberCounters {
+pub(crate) struct MemberCounters {
     /// Reads completed.
     pub reads: AtomicU64,
     /// Writes completed.
@@ -109,7 +109,7 @@ impl MemberCounters {
 }
 
 /// The open member files of a run.
-pub struct Members {
+pub(crate) struct Members {
     /// Open files (None: a `missing` member has no file).
     pub files: Vec<File>,
     /// Paths, for messages.
@@ -120,7 +120,7 @@ pub struct Members {
 
 /// Cooperative scheduling state of one worker's executor.
 #[derive(Default)]
-pub struct Sched {
+pub(crate) struct Sched {
     /// The task being polled.
     pub current: Cell<usize>,
     /// Tasks to poll again.
@@ -142,7 +142,7 @@ struct Uring {
 }
 
 /// One worker's back end.
-pub struct Backend<'m> {
+pub(crate) struct Backend<'m> {
     members: &'m Members,
     /// The worker's scheduler.
     pub sched: Sched,
@@ -298,7 +298,7 @@ impl<'m> Backend<'m> {
 }
 
 /// A member read or write in progress.
-pub struct Leaf<'a, 'm> {
+pub(crate) struct Leaf<'a, 'm> {
     be: &'a Backend<'m>,
     m: usize,
     off: u64,
@@ -371,9 +371,11 @@ impl Leaf<'_, '_> {
         .user_data(slot as u64);
         let mut ring = u.ring.borrow_mut();
         loop {
-            // SAFETY: the entry points at a buffer this Leaf borrows for 'a;
-            // a Leaf is never forgotten while in flight, and its Drop waits
-            // for the completion, so the buffer outlives the operation.
+            // SAFETY: the entry points at a buffer this Leaf borrows for 'a,
+            // and its Drop waits for the completion. A Leaf is crate-private
+            // and the crate's only user of it (the worker's executor)
+            // awaits or drops every Leaf it makes, never forgets one, so the
+            // buffer outlives the operation.
             if unsafe { ring.submission().push(&e) }.is_ok() {
                 break;
             }

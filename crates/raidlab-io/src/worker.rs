@@ -32,8 +32,6 @@ pub struct Shared<'a> {
     pub nonce: u64,
     /// Write sequence (low bits of generations).
     pub seq: AtomicU64,
-    /// Run start.
-    pub t_start: Instant,
     /// End of the ramp: I/Os completing later are measured.
     pub ramp_end: Instant,
     /// End of the run (`runtime`), if timed.

@@ -336,6 +336,10 @@ impl Drop for Loop {
 }
 
 #[test]
+#[cfg_attr(
+    raidlab_no_loop,
+    ignore = "no loop devices here (needs root and /dev/loop-control)"
+)]
 fn block_devices_with_signatures_or_mounts_are_refused() {
     let d = TempDir::new("loop");
     let img = d.0.join("disk.img");
@@ -345,13 +349,7 @@ fn block_devices_with_signatures_or_mounts_are_refused() {
     bytes[510] = 0x55;
     bytes[511] = 0xAA;
     std::fs::write(&img, &bytes).unwrap();
-    let lo = match Loop::attach(&img) {
-        Ok(l) => l,
-        Err(why) => {
-            eprintln!("SKIPPED block_devices_with_signatures_or_mounts_are_refused: no loop device ({why})");
-            return;
-        }
-    };
+    let lo = Loop::attach(&img).unwrap_or_else(|why| panic!("attach a loop device: {why}"));
     let w = Workload::parse("rw=randwrite bs=4k size=1m").unwrap();
     let e = run(&lo.0, &w, 1, &RunOptions::default())
         .err()
@@ -370,18 +368,28 @@ fn block_devices_with_signatures_or_mounts_are_refused() {
     };
     let out = run(&lo.0, &w, 1, &forced).unwrap();
     assert_eq!(out.result.real.as_ref().unwrap().members[0].kind, "block");
+}
 
-    // A mounted file system, where this machine lets us make and mount one.
-    drop(lo);
+#[test]
+#[cfg_attr(
+    raidlab_no_loop,
+    ignore = "no loop devices here (needs root and /dev/loop-control)"
+)]
+fn block_devices_with_a_mounted_file_system_are_refused() {
+    let d = TempDir::new("mount");
+    let img = d.0.join("disk.img");
     std::fs::write(&img, vec![0u8; 8 << 20]).unwrap();
+    let w = Workload::parse("rw=randwrite bs=4k size=1m").unwrap();
     let mkfs = std::process::Command::new("mkfs.ext4")
         .args(["-q", "-F"])
         .arg(&img)
-        .output();
-    if !mkfs.is_ok_and(|o| o.status.success()) {
-        eprintln!("SKIPPED mount part: mkfs.ext4 unavailable");
-        return;
-    }
+        .output()
+        .expect("mkfs.ext4 runs (apt-get install e2fsprogs)");
+    assert!(
+        mkfs.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mkfs.stderr)
+    );
     let lo = Loop::attach(&img).unwrap();
     let e = run(&lo.0, &w, 1, &RunOptions::default())
         .err()
@@ -395,13 +403,11 @@ fn block_devices_with_signatures_or_mounts_are_refused() {
         .arg(&mnt)
         .output()
         .unwrap();
-    if !m.status.success() {
-        eprintln!(
-            "SKIPPED mount part: mount failed ({})",
-            String::from_utf8_lossy(&m.stderr).trim()
-        );
-        return;
-    }
+    assert!(
+        m.status.success(),
+        "mount: {}",
+        String::from_utf8_lossy(&m.stderr)
+    );
     let e = run(&lo.0, &w, 1, &RunOptions::default())
         .err()
         .unwrap()
