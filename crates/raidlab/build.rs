@@ -26,6 +26,12 @@ fn lacks(name: &str, cmds: &[&str], require: &str) {
 fn main() {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-changed=build.rs");
+    // Installing a tool changes the directory it lands in: look again then.
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path).filter(|d| d.is_dir()) {
+            println!("cargo::rerun-if-changed={}", dir.display());
+        }
+    }
     lacks("raidlab_no_fio", &["fio"], "RAIDLAB_REQUIRE_FIO");
     lacks(
         "raidlab_no_chromium",

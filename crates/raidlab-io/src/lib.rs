@@ -114,6 +114,54 @@ fn needed_leaf_size(n: &RealNode, span: u64, out: &mut Vec<(usize, u64)>) {
     }
 }
 
+/// Check that real runs made one after another on the same paths can all
+/// run: a member file that does not exist is created by the first run that
+/// names it, at the size that run needs, so a later run that needs more (or
+/// an existing file smaller than a run needs) would fail midway. Returns
+/// the index of the first run that would fail, and why.
+pub fn check_sequence(runs: &[(&str, &Workload)]) -> Result<(), (usize, Error)> {
+    use std::collections::HashMap;
+    // Path -> (bytes it will hold, run that decided it or None if it exists).
+    let mut held: HashMap<std::path::PathBuf, (u64, Option<usize>)> = HashMap::new();
+    for (i, (expr, w)) in runs.iter().enumerate() {
+        let topo = topo::parse_real(expr).map_err(|e| (i, e))?;
+        let mut needed = Vec::new();
+        if let Some(span) = w.size {
+            needed_leaf_size(&topo.root, span, &mut needed);
+        }
+        for (j, m) in topo.members.iter().enumerate() {
+            let need = m
+                .size
+                .or_else(|| needed.iter().find(|(k, _)| *k == j).map(|(_, s)| *s));
+            let existing = std::fs::metadata(&m.path).ok();
+            if existing.as_ref().is_some_and(|md| !md.is_file()) {
+                continue; // a block device: its size is checked when it runs
+            }
+            let Some(need) = need else { continue };
+            let (bytes, by) = *held
+                .entry(m.path.clone())
+                .or_insert_with(|| match existing {
+                    Some(md) => (md.len(), None),
+                    None => (need, Some(i)),
+                });
+            if need > bytes {
+                let origin = match by {
+                    Some(r) => format!("is created by run {r} at {bytes} bytes"),
+                    None => format!("holds {bytes} bytes"),
+                };
+                return Err((
+                    i,
+                    Error::Input(format!(
+                        "{} {origin} but this run needs {need}: order the runs largest size= first, or create the files at the largest size",
+                        m.path.display()
+                    )),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn device_size(f: &File) -> std::io::Result<u64> {
     use std::io::{Seek, SeekFrom};
     let mut f = f;

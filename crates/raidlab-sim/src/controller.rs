@@ -274,6 +274,35 @@ impl CtrlVol {
         }
     }
 
+    /// Assert the cache's invariants: the dirty byte count is the dirty
+    /// granules of its lines plus the data of destages in flight, and
+    /// within the write-back cache; no member has more destages outstanding
+    /// than its limit.
+    pub fn check(&self) {
+        let counted: u64 = self
+            .lines
+            .values()
+            .map(|l| l.bits.count_ones() as u64 * self.gran)
+            .sum::<u64>()
+            + self.destages.iter().flatten().map(|d| d.bytes).sum::<u64>();
+        assert_eq!(self.dirty, counted, "{}: dirty bytes", self.cfg.label);
+        assert!(
+            self.dirty <= self.cfg.wb_bytes.max(self.line_bytes),
+            "{}: {} dirty bytes in a {}-byte write-back cache",
+            self.cfg.label,
+            self.dirty,
+            self.cfg.wb_bytes
+        );
+        for (m, &out) in self.destage_out.iter().enumerate() {
+            assert!(
+                out <= self.cfg.destage_per_member,
+                "{}: member {m} has {out} destages outstanding, limit {}",
+                self.cfg.label,
+                self.cfg.destage_per_member
+            );
+        }
+    }
+
     /// Heap bytes [`CtrlVol::warm`] with the same arguments will fill: the
     /// read cache's LRU entries and the write-back cache's line table, for
     /// the simulator's memory bound. An upper estimate: a hash map entry and

@@ -66,6 +66,11 @@ impl Host {
         }
     }
 
+    /// Host I/Os issued and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.total_inflight as usize
+    }
+
     /// Every job has issued its last I/O and all have completed.
     pub fn finished(&self) -> bool {
         self.exhausted == self.streams.len() && self.total_inflight == 0

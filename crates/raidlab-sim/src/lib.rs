@@ -510,6 +510,9 @@ fn simulate_inner(
     warm_controllers(&mut sim, w, span, seed, heap)?;
     install_host(&mut sim, topo, w, span, seed, trace);
     let (start, snapped) = run_events(&mut sim, w);
+    if cfg!(debug_assertions) {
+        check_invariants(&sim);
+    }
     let mut result = report(&sim, topo, w, seed, &start, snapped);
     result.sim.wall_s = wall.elapsed().as_secs_f64();
     let trace = match &mut sim.comps[HOST as usize] {
@@ -517,6 +520,25 @@ fn simulate_inner(
         _ => unreachable!("the host is at HOST"),
     };
     Ok((result, trace))
+}
+
+/// Assert every component's invariants at the end of a run (debug builds,
+/// so every test checks them), and that the host's I/Os still in flight are
+/// all held in the request slab.
+fn check_invariants(sim: &Sim) {
+    for c in &sim.comps {
+        match c {
+            Comp::Ssd(s) => s.check(),
+            Comp::Ctrl(v) => v.check(),
+            Comp::Host(h) => assert!(
+                sim.ctx.reqs.live() >= h.in_flight(),
+                "{} live requests, {} host I/Os in flight",
+                sim.ctx.reqs.live(),
+                h.in_flight()
+            ),
+            Comp::Hdd(_) | Comp::Array(_) | Comp::Empty => {}
+        }
+    }
 }
 
 /// Build every component of `topo`, counting their heap into `heap`.

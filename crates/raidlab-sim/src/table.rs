@@ -156,6 +156,12 @@ impl<V: Copy + Default> LineTable<V> {
         self.len
     }
 
+    /// Every live value, in slot order (for checks that do not depend on
+    /// the order, such as sums).
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.slots.iter().filter(|s| s.key < TOMB).map(|s| &s.val)
+    }
+
     /// Start loading the slot `key` would be found in first.
     #[inline]
     pub(crate) fn prefetch(&self, key: u64) {

@@ -202,6 +202,29 @@ fn sweep_runs_real_arrays_from_a_template_of_paths() {
         let x: f64 = fields[wi].parse().unwrap();
         assert!(x > 0.0, "{l}");
     }
+    // Files the first run creates are too small for a later run: refused
+    // before anything runs (and nothing is created), not at run 1.
+    let grow = format!(
+        "raid0({},{})",
+        dir.join("g0").display(),
+        dir.join("g1").display()
+    );
+    let o = raidlab(&[
+        "sweep",
+        "--engine",
+        "real",
+        "-t",
+        &grow,
+        "-w",
+        "rw=randwrite bs=4k size={s} runtime=0.1",
+        "--vary",
+        "s=1m,2m",
+        "--buffered",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("run 1 (s=2m)"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    assert!(!dir.join("g0").exists(), "nothing ran");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -140,7 +140,8 @@ pub struct Ssd {
     ftl: Ftl,
     buf: WriteBuffer,
     wc: bool,
-    qd: u32,
+    /// Native command queue depth (NCQ).
+    queue_depth: u32,
     outstanding: u32,
     waitq: VecDeque<ReqId>,
     ra_units: u64,
@@ -209,7 +210,7 @@ impl Ssd {
             ftl,
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
             wc,
-            qd: p.queue_depth,
+            queue_depth: p.queue_depth,
             outstanding: 0,
             waitq: VecDeque::new(),
             ra_units: p.readahead_kb as u64 / 4,
@@ -238,7 +239,7 @@ impl Ssd {
         if ctx.arrives_later(self.id, id, EV_ARRIVE) {
             return;
         }
-        if self.outstanding >= self.qd {
+        if self.outstanding >= self.queue_depth {
             self.waitq.push_back(id);
             return;
         }
@@ -498,6 +499,19 @@ impl Ssd {
     /// Commands completed so far.
     pub fn io(&self) -> IoCounts {
         self.io
+    }
+
+    /// Assert the drive's invariants: its FTL's maps agree, and it never
+    /// holds more commands than its queue admits.
+    pub fn check(&self) {
+        self.ftl.check();
+        assert!(
+            self.outstanding <= self.queue_depth,
+            "{}: {} commands outstanding, queue depth {}",
+            self.label,
+            self.outstanding,
+            self.queue_depth
+        );
     }
 
     /// Counters for utilisation and write amplification.

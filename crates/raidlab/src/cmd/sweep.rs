@@ -132,7 +132,8 @@ fn check_runs(
     db: &PresetDb,
     engine: Engine,
 ) -> Result<Vec<(Option<Topology>, Workload)>, Failure> {
-    runs.iter()
+    let inputs = runs
+        .iter()
         .map(|r| {
             let at = |e: Failure| e.context(label(sweep, r));
             let w = Workload::parse(&r.workload).map_err(|e| at(e.into()))?;
@@ -145,7 +146,17 @@ fn check_runs(
             };
             Ok((t, w))
         })
-        .collect()
+        .collect::<Result<Vec<_>, Failure>>()?;
+    if engine == Engine::Real {
+        let seq: Vec<(&str, &Workload)> = runs
+            .iter()
+            .zip(&inputs)
+            .map(|(r, (_, w))| (r.topology.as_str(), w))
+            .collect();
+        raidlab_io::check_sequence(&seq)
+            .map_err(|(i, e)| Failure::from(e).context(label(sweep, &runs[i])))?;
+    }
+    Ok(inputs)
 }
 
 /// Run every checked input: simulations in parallel, real runs in turn.
