@@ -5,6 +5,16 @@ use serde::Serialize;
 /// Version string written into every result.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Utilisation at which a resource counts as saturated, in both engines:
+/// FIFO queues in front of a resource this busy grow without bound (M/M/1:
+/// waiting time ∝ ρ/(1−ρ)).
+pub const BOTTLENECK_UTIL: f64 = 0.85;
+
+/// A utilisation or ratio as results print it: three decimals.
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
 /// Per-direction figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DirStats {

@@ -30,8 +30,8 @@ mod worker;
 use backend::{EngineKind, MemberCounters, Members};
 use raidlab_core::metrics::Metrics;
 use raidlab_core::result::{
-    Component, HostStats, IoCounts, IoTotals, MemberStats, RealStats, RunResult, SimStats,
-    VerifyStats, VERSION,
+    round3, Component, HostStats, IoCounts, IoTotals, MemberStats, RealStats, RunResult, SimStats,
+    VerifyStats, BOTTLENECK_UTIL, VERSION,
 };
 use raidlab_core::workload::{job_streams, Io, Rw, Workload};
 use raidlab_layout::Level;
@@ -413,7 +413,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             kind: kind.into(),
             utilization: round3(util),
             resource: Some("device".into()),
-            bottleneck: util >= 0.85,
+            bottleneck: util >= BOTTLENECK_UTIL,
             write_amplification: None,
             io: Some(IoCounts {
                 reads: c.reads.load(Relaxed),
@@ -464,10 +464,6 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         latency: Some(metrics.detail((secs * 1e9) as u64)),
     };
     Ok(RunOutput { result, trace })
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// CPU time (user + system) this process has used, seconds.

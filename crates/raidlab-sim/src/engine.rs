@@ -89,6 +89,68 @@ impl Slab {
     }
 }
 
+/// A device's command queue (SATA NCQ, SAS TCQ): at most `depth` commands
+/// in the device; more wait in arrival order until one completes.
+#[derive(Debug, Clone)]
+pub struct CmdQueue {
+    depth: u32,
+    outstanding: u32,
+    waiting: std::collections::VecDeque<ReqId>,
+}
+
+impl CmdQueue {
+    /// An empty queue admitting `depth` commands (at least one).
+    pub fn new(depth: u32) -> Self {
+        CmdQueue {
+            depth: depth.max(1),
+            outstanding: 0,
+            waiting: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Command `id` arrives: `true` if the device takes it now, `false` if
+    /// it waits for a slot.
+    #[inline]
+    pub fn admit(&mut self, id: ReqId) -> bool {
+        if self.outstanding >= self.depth {
+            self.waiting.push_back(id);
+            return false;
+        }
+        self.outstanding += 1;
+        true
+    }
+
+    /// A command completed: the waiting command that takes its slot, if any.
+    #[inline]
+    pub fn complete(&mut self) -> Option<ReqId> {
+        debug_assert!(self.outstanding > 0, "a completion without a command");
+        self.outstanding -= 1;
+        let next = self.waiting.pop_front()?;
+        self.outstanding += 1;
+        Some(next)
+    }
+
+    /// Commands in the device.
+    pub fn outstanding(&self) -> u32 {
+        self.outstanding
+    }
+
+    /// Assert the queue's invariant: never more commands than its depth,
+    /// and none waiting while a slot is free.
+    pub fn check(&self, who: &str) {
+        assert!(
+            self.outstanding <= self.depth,
+            "{who}: {} commands in a queue of {}",
+            self.outstanding,
+            self.depth
+        );
+        assert!(
+            self.waiting.is_empty() || self.outstanding == self.depth,
+            "{who}: commands wait while a slot is free"
+        );
+    }
+}
+
 impl std::ops::Index<ReqId> for Slab {
     type Output = Req;
     #[inline]
@@ -547,6 +609,7 @@ impl Ctx {
 }
 
 /// What [`Ctx::next_step`] returns.
+#[derive(Debug)]
 pub enum Next {
     /// A zero-delay call.
     Call(Call),
@@ -579,6 +642,22 @@ pub fn us(x: f64) -> Ns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_queue_admits_its_depth_and_then_serves_in_arrival_order() {
+        let mut q = CmdQueue::new(2);
+        assert!(q.admit(10) && q.admit(11));
+        assert!(!q.admit(12) && !q.admit(13), "full: they wait");
+        q.check("q");
+        assert_eq!(q.complete(), Some(12), "the first to wait takes the slot");
+        assert_eq!(q.complete(), Some(13));
+        assert_eq!(q.outstanding(), 2);
+        assert_eq!(q.complete(), None);
+        assert_eq!(q.complete(), None);
+        assert_eq!(q.outstanding(), 0);
+        q.check("q");
+        assert!(CmdQueue::new(0).admit(1), "a queue admits at least one");
+    }
 
     #[test]
     fn pool_is_fifo_per_server_and_picks_earliest() {

@@ -6,11 +6,10 @@
 //! `o` sits at angle `o / bytes_per_track` on its track, so rotational
 //! latency follows from the clock instead of a random draw.
 
-use crate::engine::{us, xfer_ns, CompId, Ctx, Op, Req, ReqId, NONE};
+use crate::engine::{us, xfer_ns, CmdQueue, CompId, Ctx, Op, Req, ReqId, NONE};
 use raidlab_core::preset::HddParams;
 use raidlab_core::result::IoCounts;
 use raidlab_core::units::Ns;
-use std::collections::VecDeque;
 
 const EV_DONE: u8 = 0;
 const EV_ACK: u8 = 1;
@@ -36,13 +35,12 @@ pub struct Hdd {
     link_mbps: f64,
     link_cmd: Ns,
     cmd: Ns,
-    qd: usize,
     wc: bool,
     cache_bytes: u64,
     dirty: u64,
     queue: Vec<ReqId>,
-    waitq: VecDeque<ReqId>,
-    outstanding: usize,
+    /// Tagged command queue: admission up to its depth.
+    cmdq: CmdQueue,
     busy: bool,
     head: f64,
     last_end: u64,
@@ -78,13 +76,11 @@ impl Hdd {
             link_mbps,
             link_cmd: us(p.link_cmd_us),
             cmd: us(p.cmd_us),
-            qd: p.queue_depth as usize,
             wc,
             cache_bytes: (p.cache_mb as u64) << 20,
             dirty: 0,
             queue: Vec::new(),
-            waitq: VecDeque::new(),
-            outstanding: 0,
+            cmdq: CmdQueue::new(p.queue_depth),
             busy: false,
             head: 0.0,
             last_end: u64::MAX,
@@ -100,6 +96,12 @@ impl Hdd {
     /// Commands completed so far.
     pub fn io(&self) -> IoCounts {
         self.io
+    }
+
+    /// Assert the disk's invariants: its command queue holds no more than
+    /// its depth.
+    pub fn check(&self) {
+        self.cmdq.check(&self.label);
     }
 
     fn positioning(&self, now: Ns, r: &Req) -> f64 {
@@ -128,12 +130,9 @@ impl Hdd {
         if ctx.arrives_later(self.id, id, EV_ARRIVE) {
             return;
         }
-        if self.outstanding >= self.qd {
-            self.waitq.push_back(id);
-            return;
+        if self.cmdq.admit(id) {
+            self.accept(ctx, id);
         }
-        self.outstanding += 1;
-        self.accept(ctx, id);
     }
 
     fn accept(&mut self, ctx: &mut Ctx, id: ReqId) {
@@ -183,12 +182,10 @@ impl Hdd {
     }
 
     fn finish_host(&mut self, ctx: &mut Ctx, id: ReqId) {
-        self.outstanding -= 1;
         let r = &ctx.reqs[id];
         self.io.add(r.op == Op::Write, r.len as u64);
         ctx.complete(id, self.host);
-        if let Some(n) = self.waitq.pop_front() {
-            self.outstanding += 1;
+        if let Some(n) = self.cmdq.complete() {
             self.accept(ctx, n);
         }
     }

@@ -536,7 +536,8 @@ fn check_invariants(sim: &Sim) {
                 sim.ctx.reqs.live(),
                 h.in_flight()
             ),
-            Comp::Hdd(_) | Comp::Array(_) | Comp::Empty => {}
+            Comp::Hdd(h) => h.check(),
+            Comp::Array(_) | Comp::Empty => {}
         }
     }
 }
@@ -875,10 +876,5 @@ pub fn volume_capacity(topo: &Topology) -> Result<u64, SimError> {
     Ok(vols(&topo.root)?.first().copied().unwrap_or(0))
 }
 
-/// Utilisation at which a resource counts as saturated: FIFO queues in front
-/// of a resource this busy grow without bound (M/M/1: waiting time ∝ ρ/(1−ρ)).
-pub const BOTTLENECK_UTIL: f64 = 0.85;
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
+use raidlab_core::result::round3;
+pub use raidlab_core::result::BOTTLENECK_UTIL;
