@@ -7,12 +7,19 @@
 //! its slowest member does, which is where RAID's request synchronisation
 //! costs latency.
 
+use crate::engine::events;
 use crate::engine::{ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
 use raidlab_core::units::Ns;
 use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
 
-const EV_GO: u8 = 0;
-const EV_WRITES: u8 = 1;
+events! {
+    /// An array's events: a planned request starts; its writes go out.
+    Ev {
+        Go,
+        Writes,
+    }
+}
+
 const PHASE_READS: u8 = 0;
 const PHASE_WRITES: u8 = 1;
 
@@ -219,7 +226,7 @@ impl ArrayComp {
             r.cost_pool
         };
         let t = ctx.reserve(pool, ctx.now.max(r.t0), cost);
-        ctx.schedule(t, self.id, id, EV_GO);
+        ctx.schedule(t, self.id, id, Ev::Go);
     }
 
     #[inline]
@@ -264,7 +271,7 @@ impl ArrayComp {
         if bytes > 0 {
             let cost = ns(bytes as f64 / 1024.0 * self.costs.parity_ns_per_kb);
             let t = ctx.reserve(self.costs.parity, ctx.now, cost);
-            ctx.schedule(t, self.id, id, EV_WRITES);
+            ctx.schedule(t, self.id, id, Ev::Writes);
         } else {
             self.issue(ctx, id, Op::Write);
         }
@@ -273,15 +280,15 @@ impl ArrayComp {
     /// A timed event of this array.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         let p = ctx.reqs[id].slot as usize;
-        match kind {
-            EV_GO => {
+        match Ev::from_code(kind) {
+            Ev::Go => {
                 if !self.plans[p].reads.is_empty() {
                     self.issue(ctx, id, Op::Read);
                 } else {
                     self.after_reads(ctx, id);
                 }
             }
-            _ => self.issue(ctx, id, Op::Write),
+            Ev::Writes => self.issue(ctx, id, Op::Write),
         }
     }
 

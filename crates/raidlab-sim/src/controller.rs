@@ -21,6 +21,7 @@
 //!   destages cannot start faster than that task turns them over.
 //!   A full cache makes new writes wait for destage.
 
+use crate::engine::events;
 use crate::engine::{ns, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
 use crate::table::{LineTable, Lookahead, LOOKAHEAD};
 use raidlab_core::rng::GOLDEN_GAMMA;
@@ -30,11 +31,17 @@ use raidlab_layout::{Geometry, Level};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-const EV_ISSUE: u8 = 0;
-const EV_DONE: u8 = 1;
-const EV_KICK: u8 = 2;
-const EV_ACCEPT: u8 = 3;
-const EV_DESTAGED: u8 = 4;
+events! {
+    /// A controller volume's events.
+    Ev {
+        Issue,
+        Done,
+        Kick,
+        Accept,
+        Destaged,
+    }
+}
+
 /// Phase of a destage root request.
 const DESTAGE: u8 = 9;
 const RA_ENTRIES: usize = 32;
@@ -414,7 +421,7 @@ impl CtrlVol {
             // RoC's work where the command's cost ends (one event fewer).
             self.issue(ctx, id, t);
         } else {
-            ctx.schedule(t, self.id, id, EV_ISSUE);
+            ctx.schedule(t, self.id, id, Ev::Issue);
         }
     }
 
@@ -425,7 +432,7 @@ impl CtrlVol {
         if r.op == Op::Read {
             self.issue_read(ctx, id, at);
         } else if self.cfg.wb_bytes > 0 {
-            self.event(ctx, id, EV_ACCEPT);
+            self.event(ctx, id, Ev::Accept.into());
         } else {
             let (a, b) = (r.offset, r.offset + r.len as u64);
             self.ra.retain(|e| !e.ready || e.end <= a || e.start >= b);
@@ -476,7 +483,7 @@ impl CtrlVol {
         if self.cfg.wb_bytes > 0 || self.cfg.readahead != ReadAhead::Off {
             t = t.max(ctx.reserve(p.dma, at, xfer_ns(len, self.cfg.dma_mbps)));
         }
-        ctx.schedule(t + self.cfg.fw_latency, self.id, id, EV_DONE);
+        ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
     }
 
     fn sequential(&mut self, offset: u64, end: u64) -> bool {
@@ -701,7 +708,7 @@ impl CtrlVol {
         if let Some(at) = wake {
             if self.kick_at.is_none_or(|k| k > at || k < now) {
                 self.kick_at = Some(at);
-                ctx.schedule(at, self.id, NONE, EV_KICK);
+                ctx.schedule(at, self.id, NONE, Ev::Kick);
             }
         }
     }
@@ -834,31 +841,31 @@ impl CtrlVol {
                 break;
             }
             self.wait_space.pop_front();
-            ctx.schedule(now + self.cfg.fw_latency, self.id, w, EV_DONE);
+            ctx.schedule(now + self.cfg.fw_latency, self.id, w, Ev::Done);
         }
         self.kick(ctx);
     }
 
     /// A timed event.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
-        match kind {
-            EV_ISSUE => self.issue(ctx, id, ctx.now),
-            EV_ACCEPT => {
+        match Ev::from_code(kind) {
+            Ev::Issue => self.issue(ctx, id, ctx.now),
+            Ev::Accept => {
                 if self.wait_space.is_empty() && self.cache_insert(ctx, id) {
-                    ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE);
+                    ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, Ev::Done);
                 } else {
                     self.wait_space.push_back(id);
                 }
                 self.kick(ctx);
             }
-            EV_DESTAGED => self.destage_done(ctx, id),
-            EV_KICK => {
+            Ev::Destaged => self.destage_done(ctx, id),
+            Ev::Kick => {
                 if self.kick_at == Some(ctx.now) {
                     self.kick_at = None;
                 }
                 self.kick(ctx);
             }
-            _ => ctx.complete(id, self.host),
+            Ev::Done => ctx.complete(id, self.host),
         }
     }
 
@@ -883,7 +890,7 @@ impl CtrlVol {
             if let Some(&w) = self.wait_space.front() {
                 self.prefetch_lines(ctx, w);
             }
-            ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DESTAGED);
+            ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, Ev::Destaged);
             return;
         }
         match c.op {
@@ -902,7 +909,7 @@ impl CtrlVol {
             }
             Op::Write => {
                 self.read_cache.insert(c.offset, c.offset + c.len as u64);
-                ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, EV_DONE)
+                ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, Ev::Done)
             }
         }
     }

@@ -59,6 +59,39 @@ pub struct Req {
     pub phase: u8,
 }
 
+/// Declare a component's timed events: an enum whose variants travel
+/// through the event queue as one byte, and `from_code` to get the variant
+/// back. An unknown code is a bug of the simulator and panics (index out of
+/// bounds) instead of falling into some other arm.
+macro_rules! events {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub(crate) enum $name {
+            $($(#[$vm])* $v),+
+        }
+
+        impl $name {
+            const ALL: &'static [$name] = &[$($name::$v),+];
+
+            /// The event a queue entry's code stands for.
+            #[inline]
+            pub(crate) fn from_code(code: u8) -> Self {
+                Self::ALL[code as usize]
+            }
+        }
+
+        impl From<$name> for u8 {
+            #[inline]
+            fn from(e: $name) -> u8 {
+                e as u8
+            }
+        }
+    };
+}
+pub(crate) use events;
+
 /// Request slab with a free list; ids are reused, so runs stay compact.
 #[derive(Default)]
 pub struct Slab {
@@ -536,7 +569,8 @@ impl Ctx {
 
     /// Schedule event `kind` for `comp` about `req` at time `at` (≥ now).
     #[inline]
-    pub fn schedule(&mut self, at: Ns, comp: CompId, req: ReqId, kind: u8) {
+    pub fn schedule(&mut self, at: Ns, comp: CompId, req: ReqId, kind: impl Into<u8>) {
+        let kind = kind.into();
         debug_assert!(at >= self.now);
         self.seq += 1;
         // Low 8 bits of the key carry the kind; the sequence number above them
@@ -550,7 +584,7 @@ impl Ctx {
     /// `req`'s not-before time is still ahead, schedule event `kind` for
     /// `comp` at that time and return true.
     #[inline]
-    pub fn arrives_later(&mut self, comp: CompId, req: ReqId, kind: u8) -> bool {
+    pub fn arrives_later(&mut self, comp: CompId, req: ReqId, kind: impl Into<u8>) -> bool {
         let t0 = self.reqs[req].t0;
         if t0 > self.now {
             self.schedule(t0, comp, req, kind);

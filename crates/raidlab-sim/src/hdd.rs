@@ -6,14 +6,21 @@
 //! `o` sits at angle `o / bytes_per_track` on its track, so rotational
 //! latency follows from the clock instead of a random draw.
 
+use crate::engine::events;
 use crate::engine::{us, xfer_ns, CmdQueue, CompId, Ctx, Op, Req, ReqId, NONE};
 use raidlab_core::preset::HddParams;
 use raidlab_core::result::IoCounts;
 use raidlab_core::units::Ns;
 
-const EV_DONE: u8 = 0;
-const EV_ACK: u8 = 1;
-const EV_ARRIVE: u8 = 2;
+events! {
+    /// A disk's events: a media operation done, a cached write acknowledged, a late arrival.
+    Ev {
+        Done,
+        Ack,
+        Arrive,
+    }
+}
+
 /// Phase marking a background destage of the drive's write cache.
 const BACKGROUND: u8 = 1;
 
@@ -127,7 +134,7 @@ impl Hdd {
 
     /// A request arrives.
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
-        if ctx.arrives_later(self.id, id, EV_ARRIVE) {
+        if ctx.arrives_later(self.id, id, Ev::Arrive) {
             return;
         }
         if self.cmdq.admit(id) {
@@ -149,7 +156,7 @@ impl Hdd {
             });
             self.queue.push(bg);
             let t = ctx.now + self.link_cmd + xfer_ns(r.len as u64, self.link_mbps);
-            ctx.schedule(t, self.id, id, EV_ACK);
+            ctx.schedule(t, self.id, id, Ev::Ack);
         } else {
             self.queue.push(id);
         }
@@ -178,7 +185,7 @@ impl Hdd {
         let end = r.offset + r.len as u64;
         self.head = end as f64 / self.capacity as f64;
         self.last_end = end;
-        ctx.schedule(now + service, self.id, id, EV_DONE);
+        ctx.schedule(now + service, self.id, id, Ev::Done);
     }
 
     fn finish_host(&mut self, ctx: &mut Ctx, id: ReqId) {
@@ -192,13 +199,10 @@ impl Hdd {
 
     /// A timed event of this disk.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
-        if kind == EV_ARRIVE {
-            self.submit(ctx, id);
-            return;
-        }
-        if kind == EV_ACK {
-            self.finish_host(ctx, id);
-            return;
+        match Ev::from_code(kind) {
+            Ev::Arrive => return self.submit(ctx, id),
+            Ev::Ack => return self.finish_host(ctx, id),
+            Ev::Done => {}
         }
         self.busy = false;
         if ctx.reqs[id].phase == BACKGROUND {

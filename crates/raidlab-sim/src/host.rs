@@ -1,13 +1,19 @@
 //! The host: jobs that keep `iodepth` I/Os outstanding each (fio's model),
 //! the block layer's CPU cost per I/O, think time, and the measurement window.
 
+use crate::engine::events;
 use crate::engine::{CompId, Ctx, Op, Req, ReqId, HOST_CPU, NONE};
 use crate::metrics::Metrics;
 use raidlab_core::units::Ns;
 use raidlab_core::workload::JobStream;
 
-const EV_SUBMIT: u8 = 0;
-const EV_THINK: u8 = 1;
+events! {
+    /// The host's events: an I/O leaves the block layer; a job's think time ends.
+    Ev {
+        Submit,
+        Think,
+    }
+}
 
 /// The host component.
 pub struct Host {
@@ -115,14 +121,14 @@ impl Host {
         self.inflight[job] += 1;
         self.total_inflight += 1;
         let t = ctx.reserve(HOST_CPU, ctx.now, self.block_ns);
-        ctx.schedule(t, self.id, id, EV_SUBMIT);
+        ctx.schedule(t, self.id, id, Ev::Submit);
     }
 
     /// A timed event.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
-        match kind {
-            EV_SUBMIT => ctx.submit(self.root, id),
-            _ => self.issue(ctx, id as usize),
+        match Ev::from_code(kind) {
+            Ev::Submit => ctx.submit(self.root, id),
+            Ev::Think => self.issue(ctx, id as usize),
         }
     }
 
@@ -140,7 +146,7 @@ impl Host {
         self.inflight[job] -= 1;
         self.total_inflight -= 1;
         if self.think > 0 {
-            ctx.schedule(now + self.think, self.id, job as ReqId, EV_THINK);
+            ctx.schedule(now + self.think, self.id, job as ReqId, Ev::Think);
         } else {
             self.issue(ctx, job);
         }

@@ -14,6 +14,7 @@ pub mod cache;
 pub mod ftl;
 pub mod nand;
 
+use crate::engine::events;
 use crate::engine::{ns, us, xfer_ns, CmdQueue, CompId, Ctx, Op, Pool, ReqId, Server};
 use cache::WriteBuffer;
 use ftl::{Ftl, INVALID};
@@ -23,9 +24,15 @@ use raidlab_core::result::IoCounts;
 use raidlab_core::topology::SsdState;
 use raidlab_core::units::Ns;
 
-const EV_XFER: u8 = 0;
-const EV_DONE: u8 = 1;
-const EV_ARRIVE: u8 = 2;
+events! {
+    /// An SSD's events: data off the link, a command done, a late arrival.
+    Ev {
+        Xfer,
+        Done,
+        Arrive,
+    }
+}
+
 const UNIT: u64 = 4096;
 
 /// The later-ending of two prefetch windows.
@@ -231,7 +238,7 @@ impl Ssd {
     /// A request arrives.
     #[inline]
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
-        if ctx.arrives_later(self.id, id, EV_ARRIVE) {
+        if ctx.arrives_later(self.id, id, Ev::Arrive) {
             return;
         }
         if self.queue.admit(id) {
@@ -400,7 +407,7 @@ impl Ssd {
                 // starts with the first page and ends no sooner than one data
                 // frame after the last.
                 ctx.reqs[id].slot = (data_last - data_first).min(u32::MAX as Ns) as u32;
-                ctx.schedule(data_first, self.id, id, EV_XFER);
+                ctx.schedule(data_first, self.id, id, Ev::Xfer);
             }
             Op::Write => {
                 let xfer = xfer_ns(r.len as u64, self.link_mbps);
@@ -437,7 +444,7 @@ impl Ssd {
                         }
                         u += k;
                     }
-                    ctx.schedule(t.max(ta), self.id, id, EV_DONE);
+                    ctx.schedule(t.max(ta), self.id, id, Ev::Done);
                 } else {
                     // With its volatile cache off the drive commits one write
                     // before it starts the next (Intel: 170 MB/s sequential
@@ -458,7 +465,7 @@ impl Ssd {
                         u += upp as u64;
                     }
                     self.write_committed = done;
-                    ctx.schedule(done, self.id, id, EV_DONE);
+                    ctx.schedule(done, self.id, id, Ev::Done);
                 }
             }
         }
@@ -466,16 +473,16 @@ impl Ssd {
 
     /// A timed event of this drive.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
-        match kind {
-            EV_ARRIVE => self.submit(ctx, id),
-            EV_XFER => {
+        match Ev::from_code(kind) {
+            Ev::Arrive => self.submit(ctx, id),
+            Ev::Xfer => {
                 let len = ctx.reqs[id].len as u64;
                 let last = ctx.now + ctx.reqs[id].slot as Ns;
                 let t = self.link.reserve(ctx.now, xfer_ns(len, self.link_mbps));
                 let t = t.max(last + xfer_ns(len.min(FRAME), self.link_mbps));
-                ctx.schedule(t, self.id, id, EV_DONE);
+                ctx.schedule(t, self.id, id, Ev::Done);
             }
-            _ => {
+            Ev::Done => {
                 let r = &ctx.reqs[id];
                 self.io.add(r.op == Op::Write, r.len as u64);
                 ctx.complete(id, self.host);
