@@ -419,7 +419,19 @@ fn wa_counters(comps: &[Comp], reports: &[Report]) -> Vec<(u64, u64)> {
 
 /// Simulate `w` on `topo` with `seed` (the workload's own `seed=` wins).
 pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, SimError> {
-    simulate_inner(topo, w, seed, false).map(|r| r.0)
+    simulate_inner(topo, w, seed, false, None).map(|r| r.0)
+}
+
+/// [`simulate`], telling `progress` now and then (every 2^20 events) how
+/// far the run has come, 0 to 1: simulated time against the end of the
+/// window, or for one pass the share of its bytes moved.
+pub fn simulate_with_progress(
+    topo: &Topology,
+    w: &Workload,
+    seed: u64,
+    progress: &dyn Fn(f64),
+) -> Result<RunResult, SimError> {
+    simulate_inner(topo, w, seed, false, Some(progress)).map(|r| r.0)
 }
 
 /// [`simulate`], also returning each job's I/Os in the order the host issued
@@ -429,7 +441,7 @@ pub fn simulate_traced(
     w: &Workload,
     seed: u64,
 ) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
-    simulate_inner(topo, w, seed, true)
+    simulate_inner(topo, w, seed, true, None)
 }
 
 /// A built simulation: the engine, the components (the host at `HOST`),
@@ -489,6 +501,7 @@ fn simulate_inner(
     w: &Workload,
     seed: u64,
     trace: bool,
+    progress: Option<&dyn Fn(f64)>,
 ) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
     let wall = std::time::Instant::now();
     let seed = w.seed.unwrap_or(seed);
@@ -509,7 +522,7 @@ fn simulate_inner(
     }
     warm_controllers(&mut sim, w, span, seed, heap)?;
     install_host(&mut sim, topo, w, span, seed, trace);
-    let (start, snapped) = run_events(&mut sim, w);
+    let (start, snapped) = run_events(&mut sim, w, span, progress);
     if cfg!(debug_assertions) {
         check_invariants(&sim);
     }
@@ -638,8 +651,16 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
 /// Run events until the host's jobs finish or the window ends. Returns the
 /// counters at the start of the measurement window, and whether they were
 /// taken there (a run that ends before `ramp_time` never reaches it).
-fn run_events(sim: &mut Sim, w: &Workload) -> (Snapshot, bool) {
+fn run_events(
+    sim: &mut Sim,
+    w: &Workload,
+    span: u64,
+    progress: Option<&dyn Fn(f64)>,
+) -> (Snapshot, bool) {
+    /// Events between two progress reports.
+    const PROGRESS_EVERY: u64 = 1 << 20;
     let window_end = w.runtime.map(|r| w.ramp_time + r);
+    let pass_bytes = (span as f64 * w.numjobs as f64).max(1.0);
     let mut start = Snapshot::take(sim);
     let mut snapped = w.ramp_time == 0;
     let Sim {
@@ -685,6 +706,13 @@ fn run_events(sim: &mut Sim, w: &Workload) -> (Snapshot, bool) {
                 if !snapped && ctx.now >= w.ramp_time {
                     start = Snapshot::of(comps, reports, ctx);
                     snapped = true;
+                }
+                if let Some(report) = progress.filter(|_| ctx.events % PROGRESS_EVERY == 0) {
+                    report(match (window_end, &comps[HOST as usize]) {
+                        (Some(e), _) => ctx.now as f64 / e.max(1) as f64,
+                        (None, Comp::Host(h)) => h.completed as f64 * w.bs as f64 / pass_bytes,
+                        (None, _) => 0.0,
+                    });
                 }
                 match &mut comps[c as usize] {
                     Comp::Ssd(s) => s.event(ctx, r, k),

@@ -139,3 +139,34 @@ pub fn progress_bar(what: &'static str) -> impl Fn(usize, usize) + Sync {
         }
     }
 }
+
+/// A percentage bar on stderr for one long run (`sim`), drawn only when
+/// stderr is a terminal; it clears itself when dropped.
+pub struct RunProgress(indicatif::ProgressBar);
+
+impl RunProgress {
+    /// A bar labelled `what`.
+    pub fn new(what: &'static str) -> Self {
+        use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+        let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{msg} [{bar:30}] {percent}%, {elapsed} (~{eta} left)")
+                .expect("the template is valid")
+                .progress_chars("#>."),
+        );
+        bar.set_message(what);
+        RunProgress(bar)
+    }
+
+    /// The run has come `fraction` (0 to 1) of the way.
+    pub fn set(&self, fraction: f64) {
+        self.0
+            .set_position((fraction.clamp(0.0, 1.0) * 1000.0) as u64);
+    }
+}
+
+impl Drop for RunProgress {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}

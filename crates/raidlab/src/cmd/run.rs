@@ -37,10 +37,43 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let out = raidlab_io::run(&expr, &w, args.job.seed, &opts)?;
+    let out = with_progress(w.runtime.map(|r| r + w.ramp_time), || {
+        raidlab_io::run(&expr, &w, args.job.seed, &opts)
+    })?;
     args.job.emit_result(&out.result, started, "")?;
     match verify_failure(&out.result) {
         Some(f) => Err(f),
         None => Ok(()),
     }
+}
+
+/// Run `f` with a progress bar of wall-clock time against `total_ns` (the
+/// run's ramp and runtime) on stderr, when it is a terminal and the run has
+/// a runtime.
+fn with_progress<T>(total_ns: Option<u64>, f: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some(total) = total_ns else {
+        return f();
+    };
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let bar = crate::common::RunProgress::new("run");
+            let start = std::time::Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                bar.set(start.elapsed().as_nanos() as f64 / total.max(1) as f64);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        // Stops the bar however `f` ends (a panic included), so the scope
+        // can join its thread.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let _stop = Stop(&done);
+        f()
+    })
 }

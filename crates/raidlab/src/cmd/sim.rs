@@ -1,6 +1,7 @@
 //! `raidlab sim`: simulate a topology under a workload.
 
 use crate::args::{JobArgs, PresetFiles, RunFormat};
+use crate::common::RunProgress;
 use crate::failure::Failure;
 use raidlab_core::topology::{self, Topology};
 use raidlab_core::workload::Workload;
@@ -25,7 +26,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let topo = topology::resolve(&args.job.expr()?, &db)?;
     let w = args.job.workload()?;
     note_long_pass(&topo, &w);
-    let result = raidlab_sim::simulate(&topo, &w, args.job.seed)?;
+    let result = {
+        let bar = RunProgress::new("sim");
+        raidlab_sim::simulate_with_progress(&topo, &w, args.job.seed, &|f| bar.set(f))?
+    };
     let mut extra = String::new();
     if args.job.format == RunFormat::Table {
         if let Some(Ok(e)) = raidlab_sim::analytic::expect(&topo, &w, args.job.seed) {
