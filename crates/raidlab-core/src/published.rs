@@ -36,44 +36,6 @@ pub struct Row {
     pub line: usize,
 }
 
-/// The fields of one CSV record (RFC 4180 quoting; `lno` names the line in
-/// errors).
-pub fn split_record(line: &str, lno: usize) -> Result<Vec<String>> {
-    let mut fields = Vec::new();
-    let mut cur = String::new();
-    let mut chars = line.chars().peekable();
-    let mut quoted = false;
-    let mut at_start = true;
-    while let Some(c) = chars.next() {
-        if quoted {
-            if c == '"' {
-                if chars.peek() == Some(&'"') {
-                    cur.push('"');
-                    chars.next();
-                } else {
-                    quoted = false;
-                }
-            } else {
-                cur.push(c);
-            }
-        } else if c == '"' && at_start {
-            quoted = true;
-            at_start = false;
-        } else if c == ',' {
-            fields.push(std::mem::take(&mut cur));
-            at_start = true;
-        } else {
-            cur.push(c);
-            at_start = false;
-        }
-    }
-    if quoted {
-        return Err(Error::Csv(format!("line {lno}: unterminated quoted field")));
-    }
-    fields.push(cur);
-    Ok(fields)
-}
-
 /// One CSV field, quoted when it holds a comma, a quote or a line break.
 pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -106,39 +68,85 @@ pub struct Records<'a> {
 }
 
 /// Split a CSV document into header and records; `None` when it has no
-/// header (empty or blank).
+/// header (empty or blank). The `csv` crate reads it (RFC 4180 quoting,
+/// quoted fields over several lines); a byte-order mark and blank lines
+/// are dropped; each record keeps the text it was written as.
 pub fn records(text: &str) -> Result<Option<Records<'_>>> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let Some((h0, head)) = lines.next() else {
-        return Ok(None);
-    };
-    let head = head.trim_start_matches('\u{feff}');
-    let header = split_record(head, h0 + 1)?;
-    let mut rows = Vec::new();
-    for (i, l) in lines {
-        let fields = split_record(l, i + 1)?;
-        if fields.len() != header.len() {
-            return Err(Error::Csv(format!(
-                "line {}: {} fields, expected {} as in the header",
-                i + 1,
-                fields.len(),
-                header.len()
-            )));
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    // (line, first byte, fields) of every record that is not blank.
+    let mut found = Vec::new();
+    // Lines counted up to a byte, carried from record to record so that
+    // numbering the lines stays linear in the text.
+    let (mut counted_to, mut lines_before) = (0, 0);
+    for r in reader.records() {
+        let r = r.map_err(|e| Error::Csv(e.to_string()))?;
+        if r.len() == 1 && r[0].trim().is_empty() {
+            continue;
         }
-        rows.push(Record {
-            line: i + 1,
-            text: l,
+        let pos = r.position().expect("records read from text have positions");
+        // The position may lie before blank lines the reader skipped: the
+        // record starts at the first line after them that holds text.
+        let mut start = pos.byte() as usize;
+        while let Some(n) = text[start..].find('\n') {
+            if !text[start..start + n].trim().is_empty() {
+                break;
+            }
+            start += n + 1;
+        }
+        lines_before += text[counted_to..start].matches('\n').count();
+        counted_to = start;
+        let line = lines_before + 1;
+        let fields: Vec<String> = r.iter().map(String::from).collect();
+        found.push((line, start, fields));
+    }
+    let ends: Vec<usize> = found
+        .iter()
+        .skip(1)
+        .map(|f| f.1)
+        .chain([text.len()])
+        .collect();
+    let mut all = found
+        .into_iter()
+        .zip(ends)
+        .map(|((line, start, fields), end)| Record {
+            line,
+            text: written(&text[start..end]),
             fields,
         });
+    let Some(head) = all.next() else {
+        return Ok(None);
+    };
+    let rows: Vec<Record<'_>> = all.collect();
+    if let Some(r) = rows.iter().find(|r| r.fields.len() != head.fields.len()) {
+        return Err(Error::Csv(format!(
+            "line {}: {} fields, expected {} as in the header",
+            r.line,
+            r.fields.len(),
+            head.fields.len()
+        )));
     }
     Ok(Some(Records {
-        header_text: head,
-        header,
+        header_text: head.text,
+        header: head.fields,
         rows,
     }))
+}
+
+/// A record's text as written: without its line break and the blank lines
+/// after it.
+fn written(raw: &str) -> &str {
+    let mut t = raw.trim_end_matches(['\r', '\n']);
+    while let Some(i) = t.rfind('\n') {
+        if !t[i + 1..].trim().is_empty() {
+            break;
+        }
+        t = t[..i].trim_end_matches('\r');
+    }
+    t
 }
 
 /// Parse a whole CSV document (header required).
@@ -220,6 +228,25 @@ mod tests {
         ] {
             assert!(parse_csv(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn byte_order_marks_blank_lines_and_fields_over_lines_are_read() {
+        let t = "\u{feff}id,source,ref,topology,workload,metric,value,note\r\n\r\na,s,T1,x25e,rw=read,iops,100,\"two\nlines\"\r\n\n  \nb,s,T1,x25e,rw=read,iops,5,\n";
+        let r = parse_csv(t).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].note, "two\nlines");
+        assert_eq!((r[0].line, r[1].line), (3, 7), "lines as in the file");
+        let doc = records(t).unwrap().unwrap();
+        assert_eq!(
+            doc.header_text,
+            "id,source,ref,topology,workload,metric,value,note"
+        );
+        assert_eq!(
+            doc.rows[0].text,
+            "a,s,T1,x25e,rw=read,iops,100,\"two\nlines\""
+        );
+        assert_eq!(doc.rows[1].text, "b,s,T1,x25e,rw=read,iops,5,");
     }
 
     #[test]
