@@ -298,160 +298,160 @@ fn typed(name: &str, table: &toml::Table) -> Result<Preset> {
     })
 }
 
+/// Check a preset's values: what a model needs to run (positive rates, at
+/// least one of each resource) and bounds that keep memory and time finite.
 fn check(name: &str, p: &Preset) -> Result<()> {
-    let bad = |what: &str| Err(Error::Preset(format!("'{name}': {what}")));
-    match p {
-        Preset::Ssd(s) => {
-            if !positive(s.capacity_gb) || !positive(s.link_mbps) || !positive(s.channel_mbps) {
-                return bad("capacity_gb, link_mbps and channel_mbps must be positive");
-            }
-            if s.channels == 0
-                || s.dies_per_channel == 0
-                || s.page_kb < 4
-                || !s.page_kb.is_power_of_two()
-            {
-                return bad(
-                    "channels and dies_per_channel must be ≥ 1 and page_kb a power of two ≥ 4",
-                );
-            }
-            if s.pages_per_block < 2
-                || s.queue_depth == 0
-                || s.fw_cores == 0
-                || s.gc_free_blocks == 0
-            {
-                return bad("pages_per_block ≥ 2, queue_depth, fw_cores and gc_free_blocks ≥ 1");
-            }
-            if !(1.0..=1000.0).contains(&s.spare_pct) {
-                return bad("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)");
-            }
-            if s.capacity_gb > 1e6
-                || s.channels > 256
-                || s.dies_per_channel > 256
-                || s.page_kb > 64
-                || s.pages_per_block > 2048
-            {
-                return bad("out of range: capacity_gb ≤ 1e6, channels and dies_per_channel ≤ 256, page_kb ≤ 64, pages_per_block ≤ 2048");
-            }
-            if s.queue_depth > 65536
-                || s.fw_cores > 256
-                || s.write_buffer_kb > 1 << 24
-                || s.gc_free_blocks > 64
-                || s.readahead_kb > 1 << 20
-            {
-                return bad("out of range: queue_depth ≤ 65536, fw_cores ≤ 256, write_buffer_kb ≤ 16 GiB, gc_free_blocks ≤ 64, readahead_kb ≤ 1 GiB");
-            }
-            let times = [
-                s.link_cmd_us,
-                s.fw_read_us,
-                s.fw_write_us,
-                s.fw_us_per_kb,
-                s.read_us,
-                s.program_us,
-                s.erase_us,
-            ];
-            if times.iter().any(|t| !(0.0..=1e7).contains(t))
-                || s.link_mbps > 1e6
-                || s.channel_mbps > 1e6
-            {
-                return bad("times must be from 0 to 1e7 us and rates at most 1e6 MB/s");
-            }
-        }
-        Preset::Hdd(h) => {
-            if ![h.capacity_gb, h.rpm, h.media_mbps, h.link_mbps]
-                .into_iter()
-                .all(positive)
-                || h.queue_depth == 0
-            {
-                return bad(
-                    "capacity_gb, rpm, media_mbps, link_mbps and queue_depth must be positive",
-                );
-            }
-            let times = [
-                h.seek_track_ms,
-                h.seek_avg_ms,
-                h.seek_full_ms,
-                h.link_cmd_us / 1000.0,
-                h.cmd_us / 1000.0,
-            ];
-            if times.iter().any(|t| !(0.0..=1e4).contains(t))
-                || h.capacity_gb > 1e6
-                || h.rpm > 1e6
-                || h.queue_depth > 65536
-                || h.cache_mb > 1 << 20
-            {
-                return bad("out of range: times 0..1e4 ms, capacity_gb ≤ 1e6, rpm ≤ 1e6, queue_depth ≤ 65536, cache_mb ≤ 1 TiB");
-            }
-        }
-        Preset::Controller(c) => {
-            if c.pcie_lanes == 0
-                || !(1..=5).contains(&c.pcie_gen)
-                || c.roc_cores == 0
-                || c.ports == 0
-            {
-                return bad("pcie_gen 1..5, pcie_lanes, roc_cores and ports must be ≥ 1");
-            }
-            if ![c.dma_mbps, c.port_mbps, c.xor_mbps]
-                .into_iter()
-                .all(positive)
-                || c.queue_depth == 0
-            {
-                return bad("dma_mbps, port_mbps, xor_mbps and queue_depth must be positive");
-            }
-            if !matches!(c.cache.as_str(), "wb" | "wt") {
-                return bad("cache must be wb or wt");
-            }
-            if !matches!(c.readahead.as_str(), "on" | "off" | "adaptive") {
-                return bad("readahead must be on, off or adaptive");
-            }
-            if c.destage_per_member == 0
-                || c.default_stripe_kb < 4
-                || !c.default_stripe_kb.is_power_of_two()
-                || c.default_stripe_kb > 1 << 20
-            {
-                return bad(
-                    "destage_per_member ≥ 1 and default_stripe_kb a power of two from 4 to 1048576",
-                );
-            }
-            let times = [
-                c.roc_cmd_us,
-                c.roc_member_cmd_us,
-                c.fw_latency_us,
-                c.destage_task_us,
-                c.destage_delay_ms * 1000.0,
-            ];
-            if times.iter().any(|t| !(0.0..=1e7).contains(t))
-                || c.roc_cores > 256
-                || c.ports > 4096
-                || c.pcie_lanes > 32
-                || !(0.0..=1e7).contains(&c.slot_limit_mbps)
-            {
-                return bad("out of range: times 0..1e7 us, roc_cores ≤ 256, ports ≤ 4096, pcie_lanes ≤ 32, slot_limit_mbps ≥ 0");
-            }
-        }
-        Preset::Host(h) => {
-            if h.cores == 0 || !positive(h.ghz) || !positive(h.ref_ghz) {
-                return bad("cores, ghz and ref_ghz must be positive");
-            }
-            if h.cores > 4096 || !(0.0..=1e6).contains(&h.block_layer_us) {
-                return bad("out of range: cores ≤ 4096, block_layer_us 0..1e6");
-            }
-            if h.impls.values().any(|i| {
-                !positive(i.xor_mbps)
-                    || !positive(i.pq_mbps)
-                    || !(0.0..=1e6).contains(&i.req_us)
-                    || !(0.0..=1e6).contains(&i.member_us)
-                    || !(4..=1 << 20).contains(&i.default_stripe_kb)
-                    || !i.default_stripe_kb.is_power_of_two()
-            }) {
-                return bad(
-                    "impl profiles need positive xor_mbps and pq_mbps, non-negative costs and a default_stripe_kb that is a power of two from 4 to 1048576",
-                );
-            }
-            for k in ["md", "lvm", "windows"] {
-                if !h.impls.contains_key(k) {
-                    return bad(&format!("impls.{k} is missing"));
-                }
-            }
+    let why = match p {
+        Preset::Ssd(s) => check_ssd(s),
+        Preset::Hdd(h) => check_hdd(h),
+        Preset::Controller(c) => check_controller(c),
+        Preset::Host(h) => check_host(h),
+    };
+    why.map_err(|w| Error::Preset(format!("'{name}': {w}")))
+}
+
+/// Why an SSD preset cannot be simulated, if it cannot.
+fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
+    if !positive(s.capacity_gb) || !positive(s.link_mbps) || !positive(s.channel_mbps) {
+        return Err("capacity_gb, link_mbps and channel_mbps must be positive".into());
+    }
+    if s.channels == 0 || s.dies_per_channel == 0 || s.page_kb < 4 || !s.page_kb.is_power_of_two() {
+        return Err(
+            "channels and dies_per_channel must be ≥ 1 and page_kb a power of two ≥ 4".into(),
+        );
+    }
+    if s.pages_per_block < 2 || s.queue_depth == 0 || s.fw_cores == 0 || s.gc_free_blocks == 0 {
+        return Err("pages_per_block ≥ 2, queue_depth, fw_cores and gc_free_blocks ≥ 1".into());
+    }
+    if !(1.0..=1000.0).contains(&s.spare_pct) {
+        return Err("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)".into());
+    }
+    if s.capacity_gb > 1e6
+        || s.channels > 256
+        || s.dies_per_channel > 256
+        || s.page_kb > 64
+        || s.pages_per_block > 2048
+    {
+        return Err("out of range: capacity_gb ≤ 1e6, channels and dies_per_channel ≤ 256, page_kb ≤ 64, pages_per_block ≤ 2048".into());
+    }
+    if s.queue_depth > 65536
+        || s.fw_cores > 256
+        || s.write_buffer_kb > 1 << 24
+        || s.gc_free_blocks > 64
+        || s.readahead_kb > 1 << 20
+    {
+        return Err("out of range: queue_depth ≤ 65536, fw_cores ≤ 256, write_buffer_kb ≤ 16 GiB, gc_free_blocks ≤ 64, readahead_kb ≤ 1 GiB".into());
+    }
+    let times = [
+        s.link_cmd_us,
+        s.fw_read_us,
+        s.fw_write_us,
+        s.fw_us_per_kb,
+        s.read_us,
+        s.program_us,
+        s.erase_us,
+    ];
+    if times.iter().any(|t| !(0.0..=1e7).contains(t)) || s.link_mbps > 1e6 || s.channel_mbps > 1e6 {
+        return Err("times must be from 0 to 1e7 us and rates at most 1e6 MB/s".into());
+    }
+    Ok(())
+}
+
+/// Why a disk preset cannot be simulated, if it cannot.
+fn check_hdd(h: &HddParams) -> std::result::Result<(), String> {
+    if ![h.capacity_gb, h.rpm, h.media_mbps, h.link_mbps]
+        .into_iter()
+        .all(positive)
+        || h.queue_depth == 0
+    {
+        return Err(
+            "capacity_gb, rpm, media_mbps, link_mbps and queue_depth must be positive".into(),
+        );
+    }
+    let times = [
+        h.seek_track_ms,
+        h.seek_avg_ms,
+        h.seek_full_ms,
+        h.link_cmd_us / 1000.0,
+        h.cmd_us / 1000.0,
+    ];
+    if times.iter().any(|t| !(0.0..=1e4).contains(t))
+        || h.capacity_gb > 1e6
+        || h.rpm > 1e6
+        || h.queue_depth > 65536
+        || h.cache_mb > 1 << 20
+    {
+        return Err("out of range: times 0..1e4 ms, capacity_gb ≤ 1e6, rpm ≤ 1e6, queue_depth ≤ 65536, cache_mb ≤ 1 TiB".into());
+    }
+    Ok(())
+}
+
+/// Why a controller preset cannot be simulated, if it cannot.
+fn check_controller(c: &ControllerParams) -> std::result::Result<(), String> {
+    if c.pcie_lanes == 0 || !(1..=5).contains(&c.pcie_gen) || c.roc_cores == 0 || c.ports == 0 {
+        return Err("pcie_gen 1..5, pcie_lanes, roc_cores and ports must be ≥ 1".into());
+    }
+    if ![c.dma_mbps, c.port_mbps, c.xor_mbps]
+        .into_iter()
+        .all(positive)
+        || c.queue_depth == 0
+    {
+        return Err("dma_mbps, port_mbps, xor_mbps and queue_depth must be positive".into());
+    }
+    if !matches!(c.cache.as_str(), "wb" | "wt") {
+        return Err("cache must be wb or wt".into());
+    }
+    if !matches!(c.readahead.as_str(), "on" | "off" | "adaptive") {
+        return Err("readahead must be on, off or adaptive".into());
+    }
+    if c.destage_per_member == 0
+        || c.default_stripe_kb < 4
+        || !c.default_stripe_kb.is_power_of_two()
+        || c.default_stripe_kb > 1 << 20
+    {
+        return Err(
+            "destage_per_member ≥ 1 and default_stripe_kb a power of two from 4 to 1048576".into(),
+        );
+    }
+    let times = [
+        c.roc_cmd_us,
+        c.roc_member_cmd_us,
+        c.fw_latency_us,
+        c.destage_task_us,
+        c.destage_delay_ms * 1000.0,
+    ];
+    if times.iter().any(|t| !(0.0..=1e7).contains(t))
+        || c.roc_cores > 256
+        || c.ports > 4096
+        || c.pcie_lanes > 32
+        || !(0.0..=1e7).contains(&c.slot_limit_mbps)
+    {
+        return Err("out of range: times 0..1e7 us, roc_cores ≤ 256, ports ≤ 4096, pcie_lanes ≤ 32, slot_limit_mbps ≥ 0".into());
+    }
+    Ok(())
+}
+
+/// Why a host preset cannot be simulated, if it cannot.
+fn check_host(h: &HostParams) -> std::result::Result<(), String> {
+    if h.cores == 0 || !positive(h.ghz) || !positive(h.ref_ghz) {
+        return Err("cores, ghz and ref_ghz must be positive".into());
+    }
+    if h.cores > 4096 || !(0.0..=1e6).contains(&h.block_layer_us) {
+        return Err("out of range: cores ≤ 4096, block_layer_us 0..1e6".into());
+    }
+    if h.impls.values().any(|i| {
+        !positive(i.xor_mbps)
+            || !positive(i.pq_mbps)
+            || !(0.0..=1e6).contains(&i.req_us)
+            || !(0.0..=1e6).contains(&i.member_us)
+            || !(4..=1 << 20).contains(&i.default_stripe_kb)
+            || !i.default_stripe_kb.is_power_of_two()
+    }) {
+        return Err("impl profiles need positive xor_mbps and pq_mbps, non-negative costs and a default_stripe_kb that is a power of two from 4 to 1048576".into());
+    }
+    for k in ["md", "lvm", "windows"] {
+        if !h.impls.contains_key(k) {
+            return Err(format!("impls.{k} is missing"));
         }
     }
     Ok(())

@@ -194,84 +194,11 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let seed = w.seed.unwrap_or(seed);
     let topo: RealTopology = topo::parse_real(expr)?;
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
-
-    // Members: check, size, create, open.
-    let mut kinds = Vec::new();
-    for m in &topo.members {
-        kinds.push(safety::check(&m.path, writes, opts.force).map_err(Error::Input)?);
-    }
-    let mut needed = Vec::new();
-    if let Some(span) = w.size {
-        needed_leaf_size(&topo.root, span, &mut needed);
-    }
-    for (i, m) in topo.members.iter().enumerate() {
-        if kinds[i].is_some() {
-            continue;
-        }
-        let size = m
-            .size
-            .or_else(|| needed.iter().find(|(j, _)| *j == i).map(|(_, s)| *s))
-            .ok_or_else(|| {
-                Error::Input(format!(
-                    "{} does not exist: give the workload a size= (or the member [size=...]) so raidlab can create it",
-                    m.path.display()
-                ))
-            })?;
-        File::create_new(&m.path)
-            .and_then(|f| f.set_len(size))
-            .map_err(|e| Error::Runtime(format!("creating {}: {e}", m.path.display())))?;
-        kinds[i] = Some(safety::Kind::File);
-    }
-    let mut files = Vec::new();
-    let mut sizes = Vec::new();
-    let mut all_direct = true;
-    for m in &topo.members {
-        let (f, d) = open_member(&m.path, writes, opts.direct)
-            .map_err(|e| Error::Runtime(format!("opening {}: {e}", m.path.display())))?;
-        all_direct &= d;
-        sizes.push(
-            device_size(&f)
-                .map_err(|e| Error::Runtime(format!("size of {}: {e}", m.path.display())))?,
-        );
-        files.push(f);
-    }
+    let kinds = prepare_members(&topo, w, writes, opts.force)?;
+    let (members, sizes, all_direct) = open_members(&topo, writes, opts.direct)?;
     let vol = exec::Vol::build(&topo.root, &sizes).map_err(Error::Input)?;
-    let cap = vol.capacity;
-    let span = w.size.unwrap_or(cap);
-    if span > cap {
-        return Err(Error::Input(format!(
-            "size={span} is larger than the volume ({cap} bytes)"
-        )));
-    }
-    if w.max_bs() > span || span == 0 {
-        return Err(Error::Input(format!(
-            "block size {} is larger than the span ({span} bytes)",
-            w.max_bs()
-        )));
-    }
-    let engine = match opts.engine {
-        Some(EngineKind::IoUring) if !EngineKind::io_uring_available() => {
-            return Err(Error::Runtime(
-                "io_uring is not available here (kernel or seccomp); use --engine psync".into(),
-            ))
-        }
-        Some(e) => e,
-        None if EngineKind::io_uring_available() => EngineKind::IoUring,
-        None => EngineKind::Psync,
-    };
-    let members = Members {
-        files,
-        paths: topo
-            .members
-            .iter()
-            .map(|m| m.path.display().to_string())
-            .collect(),
-        counters: topo
-            .members
-            .iter()
-            .map(|_| MemberCounters::default())
-            .collect(),
-    };
+    let span = check_span(w, vol.capacity)?;
+    let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
     let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time);
     let nonce = (std::time::SystemTime::now()
@@ -296,137 +223,29 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         max_bs: w.max_bs() as usize,
         seed,
     };
-    let streams = job_streams(w, span, seed);
-    let depth = w.iodepth as usize;
-    let outs: Vec<(usize, worker::WorkerOut)> = match engine {
-        EngineKind::IoUring => std::thread::scope(|s| {
-            let hs: Vec<_> = streams
-                .into_iter()
-                .enumerate()
-                .map(|(j, st)| {
-                    let sh = &shared;
-                    let src = worker::Source::Own(st, opts.trace.then(Vec::new));
-                    (
-                        j,
-                        s.spawn(move || worker::run_worker(sh, engine, depth, src)),
-                    )
-                })
-                .collect();
-            hs.into_iter()
-                .map(|(j, h)| (j, h.join().expect("worker thread")))
-                .collect()
-        }),
-        EngineKind::Psync => {
-            let shared_streams: Vec<Mutex<_>> = streams
-                .into_iter()
-                .map(|st| Mutex::new((st, opts.trace.then(Vec::new))))
-                .collect();
-            let outs = std::thread::scope(|s| {
-                let mut hs = Vec::new();
-                for (j, m) in shared_streams.iter().enumerate() {
-                    for _ in 0..depth {
-                        let sh = &shared;
-                        hs.push((
-                            j,
-                            s.spawn(move || {
-                                worker::run_worker(sh, engine, 1, worker::Source::Shared(m))
-                            }),
-                        ));
-                    }
-                }
-                hs.into_iter()
-                    .map(|(j, h)| (j, h.join().expect("worker thread")))
-                    .collect::<Vec<_>>()
-            });
-            let mut outs = outs;
-            for (j, m) in shared_streams.into_iter().enumerate() {
-                let t = m.into_inner().unwrap_or_else(|e| e.into_inner()).1;
-                if let Some(o) = outs.iter_mut().find(|(k, _)| *k == j) {
-                    o.1.trace = t;
-                }
-            }
-            outs
-        }
-    };
+    let outs = run_workers(
+        &shared,
+        job_streams(w, span, seed),
+        engine,
+        w.iodepth as usize,
+        opts.trace,
+    );
     let wall_end = Instant::now();
-
-    // Merge.
-    let mut metrics = Metrics::default();
-    let mut totals = [(0u64, 0u64); 2];
-    let mut vstats = VerifyStats::default();
-    let mut last = None::<Instant>;
-    let mut trace = vec![Vec::new(); w.numjobs as usize];
-    let mut registered = engine == EngineKind::IoUring;
-    for (j, o) in outs {
-        if let Some(e) = o.error {
-            return Err(Error::Runtime(e.to_string()));
-        }
-        metrics.merge(&o.metrics);
-        for (t, o) in totals.iter_mut().zip(o.totals) {
-            t.0 += o.0;
-            t.1 += o.1;
-        }
-        vstats.checked_units += o.checked;
-        vstats.mismatches += o.mismatches;
-        for b in o.first_bad {
-            if vstats.first.len() < 10 {
-                vstats.first.push(b);
-            }
-        }
-        last = last.max(o.last_done);
-        if let Some(t) = o.trace {
-            trace[j] = t;
-        }
-        registered &= o.registered;
-    }
-    let window_start = ramp_end;
+    let merged = merge(outs, w.numjobs as usize, engine == EngineKind::IoUring)?;
     let window_end = match shared.end {
         Some(e) => e.min(wall_end),
-        None => last.unwrap_or(wall_end),
+        None => merged.last.unwrap_or(wall_end),
     };
     let secs = window_end
-        .checked_duration_since(window_start)
+        .checked_duration_since(ramp_end)
         .map_or(0.0, |d| d.as_secs_f64());
-    let summary = metrics.summary(secs);
     let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
-    let mut mstats = Vec::new();
-    let mut components = Vec::new();
-    for (i, m) in topo.members.iter().enumerate() {
-        let c = &members.counters[i];
-        let util = (c.busy_ns() as f64 / run_ns).min(1.0);
-        let kind = match kinds[i] {
-            Some(safety::Kind::BlockDevice) => "block",
-            _ => "file",
-        };
-        use std::sync::atomic::Ordering::Relaxed;
-        mstats.push(MemberStats {
-            path: m.path.display().to_string(),
-            kind: kind.into(),
-            reads: c.reads.load(Relaxed),
-            writes: c.writes.load(Relaxed),
-            read_bytes: c.read_bytes.load(Relaxed),
-            write_bytes: c.write_bytes.load(Relaxed),
-            utilization: round3(util),
-        });
-        components.push(Component {
-            name: m.path.display().to_string(),
-            kind: kind.into(),
-            utilization: round3(util),
-            resource: Some("device".into()),
-            bottleneck: util >= BOTTLENECK_UTIL,
-            write_amplification: None,
-            io: Some(IoCounts {
-                reads: c.reads.load(Relaxed),
-                writes: c.writes.load(Relaxed),
-                read_bytes: c.read_bytes.load(Relaxed),
-                write_bytes: c.write_bytes.load(Relaxed),
-            }),
-        });
-    }
+    let (mstats, components) = member_reports(&topo, &members, &kinds, run_ns);
     let cpu = cpu_seconds().map_or(0.0, |c| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         (c / (run_ns / 1e9) / cores * 100.0).min(100.0)
     });
+    let totals = merged.totals;
     let result = RunResult {
         resolved: None,
         raidlab: VERSION.into(),
@@ -434,7 +253,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         topology: expr.trim().to_string(),
         workload: w.to_json(seed),
         seed,
-        summary,
+        summary: merged.metrics.summary(secs),
         components,
         host: HostStats {
             cpu_util_pct: round3(cpu),
@@ -448,7 +267,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         real: Some(RealStats {
             engine: engine.word().into(),
             direct: all_direct,
-            registered_buffers: registered,
+            registered_buffers: merged.registered,
             parity_kernel: parity::kernel().into(),
             read: IoTotals {
                 ios: totals[0].0,
@@ -459,11 +278,269 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
                 bytes: totals[1].1,
             },
             members: mstats,
-            verify: opts.verify.then_some(vstats),
+            verify: opts.verify.then_some(merged.verify),
         }),
-        latency: Some(metrics.detail((secs * 1e9) as u64)),
+        latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
     };
-    Ok(RunOutput { result, trace })
+    Ok(RunOutput {
+        result,
+        trace: merged.trace,
+    })
+}
+
+/// Check every member against the safety rules and create the member files
+/// that do not exist, at the size the workload needs. Returns each member's
+/// kind.
+fn prepare_members(
+    topo: &RealTopology,
+    w: &Workload,
+    writes: bool,
+    force: bool,
+) -> Result<Vec<Option<safety::Kind>>, Error> {
+    let mut kinds = Vec::new();
+    for m in &topo.members {
+        kinds.push(safety::check(&m.path, writes, force).map_err(Error::Input)?);
+    }
+    let mut needed = Vec::new();
+    if let Some(span) = w.size {
+        needed_leaf_size(&topo.root, span, &mut needed);
+    }
+    for (i, m) in topo.members.iter().enumerate() {
+        if kinds[i].is_some() {
+            continue;
+        }
+        let size = m
+            .size
+            .or_else(|| needed.iter().find(|(j, _)| *j == i).map(|(_, s)| *s))
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "{} does not exist: give the workload a size= (or the member [size=...]) so raidlab can create it",
+                    m.path.display()
+                ))
+            })?;
+        File::create_new(&m.path)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| Error::Runtime(format!("creating {}: {e}", m.path.display())))?;
+        kinds[i] = Some(safety::Kind::File);
+    }
+    Ok(kinds)
+}
+
+/// Open every member (O_DIRECT when asked and the file system allows it):
+/// the members, their sizes, and whether all of them are direct.
+fn open_members(
+    topo: &RealTopology,
+    writes: bool,
+    direct: bool,
+) -> Result<(Members, Vec<u64>, bool), Error> {
+    let mut files = Vec::new();
+    let mut sizes = Vec::new();
+    let mut all_direct = true;
+    for m in &topo.members {
+        let (f, d) = open_member(&m.path, writes, direct)
+            .map_err(|e| Error::Runtime(format!("opening {}: {e}", m.path.display())))?;
+        all_direct &= d;
+        sizes.push(
+            device_size(&f)
+                .map_err(|e| Error::Runtime(format!("size of {}: {e}", m.path.display())))?,
+        );
+        files.push(f);
+    }
+    let members = Members {
+        files,
+        paths: topo
+            .members
+            .iter()
+            .map(|m| m.path.display().to_string())
+            .collect(),
+        counters: topo
+            .members
+            .iter()
+            .map(|_| MemberCounters::default())
+            .collect(),
+    };
+    Ok((members, sizes, all_direct))
+}
+
+/// The span the workload addresses on a volume of `cap` bytes, checked.
+fn check_span(w: &Workload, cap: u64) -> Result<u64, Error> {
+    let span = w.size.unwrap_or(cap);
+    if span > cap {
+        return Err(Error::Input(format!(
+            "size={span} is larger than the volume ({cap} bytes)"
+        )));
+    }
+    if w.max_bs() > span || span == 0 {
+        return Err(Error::Input(format!(
+            "block size {} is larger than the span ({span} bytes)",
+            w.max_bs()
+        )));
+    }
+    Ok(span)
+}
+
+/// The back end asked for, or io_uring where the kernel has it.
+fn choose_engine(asked: Option<EngineKind>) -> Result<EngineKind, Error> {
+    match asked {
+        Some(EngineKind::IoUring) if !EngineKind::io_uring_available() => Err(Error::Runtime(
+            "io_uring is not available here (kernel or seccomp); use --engine psync".into(),
+        )),
+        Some(e) => Ok(e),
+        None if EngineKind::io_uring_available() => Ok(EngineKind::IoUring),
+        None => Ok(EngineKind::Psync),
+    }
+}
+
+/// Run the jobs: on io_uring one thread per job keeps `depth` I/Os in
+/// flight; on psync `depth` threads per job share its stream. Returns each
+/// worker's output with its job.
+fn run_workers(
+    shared: &worker::Shared<'_>,
+    streams: Vec<raidlab_core::workload::JobStream>,
+    engine: EngineKind,
+    depth: usize,
+    trace: bool,
+) -> Vec<(usize, worker::WorkerOut)> {
+    match engine {
+        EngineKind::IoUring => std::thread::scope(|s| {
+            let hs: Vec<_> = streams
+                .into_iter()
+                .enumerate()
+                .map(|(j, st)| {
+                    let src = worker::Source::Own(st, trace.then(Vec::new));
+                    (
+                        j,
+                        s.spawn(move || worker::run_worker(shared, engine, depth, src)),
+                    )
+                })
+                .collect();
+            hs.into_iter()
+                .map(|(j, h)| (j, h.join().expect("worker thread")))
+                .collect()
+        }),
+        EngineKind::Psync => {
+            let shared_streams: Vec<Mutex<_>> = streams
+                .into_iter()
+                .map(|st| Mutex::new((st, trace.then(Vec::new))))
+                .collect();
+            let mut outs = std::thread::scope(|s| {
+                let mut hs = Vec::new();
+                for (j, m) in shared_streams.iter().enumerate() {
+                    for _ in 0..depth {
+                        hs.push((
+                            j,
+                            s.spawn(move || {
+                                worker::run_worker(shared, engine, 1, worker::Source::Shared(m))
+                            }),
+                        ));
+                    }
+                }
+                hs.into_iter()
+                    .map(|(j, h)| (j, h.join().expect("worker thread")))
+                    .collect::<Vec<_>>()
+            });
+            for (j, m) in shared_streams.into_iter().enumerate() {
+                let t = m.into_inner().unwrap_or_else(|e| e.into_inner()).1;
+                if let Some(o) = outs.iter_mut().find(|(k, _)| *k == j) {
+                    o.1.trace = t;
+                }
+            }
+            outs
+        }
+    }
+}
+
+/// The workers' outputs joined.
+struct Merged {
+    metrics: Metrics,
+    /// (I/Os, bytes) of reads and of writes, whole run.
+    totals: [(u64, u64); 2],
+    verify: VerifyStats,
+    /// The last completion of any worker.
+    last: Option<Instant>,
+    trace: Vec<Vec<Io>>,
+    registered: bool,
+}
+
+/// Join the workers' outputs; the first worker error fails the run.
+fn merge(outs: Vec<(usize, worker::WorkerOut)>, jobs: usize, uring: bool) -> Result<Merged, Error> {
+    let mut m = Merged {
+        metrics: Metrics::default(),
+        totals: [(0, 0); 2],
+        verify: VerifyStats::default(),
+        last: None,
+        trace: vec![Vec::new(); jobs],
+        registered: uring,
+    };
+    for (j, o) in outs {
+        if let Some(e) = o.error {
+            return Err(Error::Runtime(e.to_string()));
+        }
+        m.metrics.merge(&o.metrics);
+        for (t, o) in m.totals.iter_mut().zip(o.totals) {
+            t.0 += o.0;
+            t.1 += o.1;
+        }
+        m.verify.checked_units += o.checked;
+        m.verify.mismatches += o.mismatches;
+        for b in o.first_bad {
+            if m.verify.first.len() < 10 {
+                m.verify.first.push(b);
+            }
+        }
+        m.last = m.last.max(o.last_done);
+        if let Some(t) = o.trace {
+            m.trace[j] = t;
+        }
+        m.registered &= o.registered;
+    }
+    Ok(m)
+}
+
+/// Each member's counts and utilisation over a run of `run_ns`, as the
+/// real block and as a component of the result.
+fn member_reports(
+    topo: &RealTopology,
+    members: &Members,
+    kinds: &[Option<safety::Kind>],
+    run_ns: f64,
+) -> (Vec<MemberStats>, Vec<Component>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut mstats = Vec::new();
+    let mut components = Vec::new();
+    for (i, m) in topo.members.iter().enumerate() {
+        let c = &members.counters[i];
+        let util = (c.busy_ns() as f64 / run_ns).min(1.0);
+        let kind = match kinds[i] {
+            Some(safety::Kind::BlockDevice) => "block",
+            _ => "file",
+        };
+        let io = IoCounts {
+            reads: c.reads.load(Relaxed),
+            writes: c.writes.load(Relaxed),
+            read_bytes: c.read_bytes.load(Relaxed),
+            write_bytes: c.write_bytes.load(Relaxed),
+        };
+        mstats.push(MemberStats {
+            path: m.path.display().to_string(),
+            kind: kind.into(),
+            reads: io.reads,
+            writes: io.writes,
+            read_bytes: io.read_bytes,
+            write_bytes: io.write_bytes,
+            utilization: round3(util),
+        });
+        components.push(Component {
+            name: m.path.display().to_string(),
+            kind: kind.into(),
+            utilization: round3(util),
+            resource: Some("device".into()),
+            bottleneck: util >= BOTTLENECK_UTIL,
+            write_amplification: None,
+            io: Some(io),
+        });
+    }
+    (mstats, components)
 }
 
 /// CPU time (user + system) this process has used, seconds.

@@ -196,52 +196,14 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
     register_font();
     root.fill(&WHITE).map_err(draw_err)?;
     let (plot_area, legend_area) = root.split_vertically(c.height);
-    let ys: Vec<f64> = c
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .collect();
-    if ys.is_empty() {
-        return input("nothing to plot: no points");
-    }
-    if c.log_y && ys.iter().any(|&y| y <= 0.0) {
-        return input("--log-y needs values above 0");
-    }
+    let Ranges {
+        x_lo,
+        x_hi,
+        y_lo,
+        y_hi,
+    } = ranges(c)?;
     let tx = |x: f64| if c.log_x { x.log10() } else { x };
     let ty = |y: f64| if c.log_y { y.log10() } else { y };
-    let (x_lo, x_hi) = match &c.x {
-        XAxis::Categories(cats) => (-0.5, cats.len() as f64 - 0.5),
-        XAxis::Numeric => {
-            let xs: Vec<f64> = c
-                .series
-                .iter()
-                .flat_map(|s| s.points.iter().map(|p| p.0))
-                .collect();
-            if c.log_x && xs.iter().any(|&x| x <= 0.0) {
-                return input("--log-x needs x values above 0");
-            }
-            let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let (lo, hi) = (tx(lo), tx(hi));
-            let pad = if hi > lo { (hi - lo) * 0.04 } else { 0.5 };
-            (lo - pad, hi + pad)
-        }
-    };
-    let y_min = ys.iter().copied().fold(f64::INFINITY, f64::min);
-    let y_max = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (y_lo, y_hi) = if c.log_y {
-        let (a, b) = (y_min.log10(), y_max.log10());
-        let pad = ((b - a) * 0.06).max(0.05);
-        (a - pad, b + pad)
-    } else {
-        // Bars and throughput read from zero, as the documents draw them.
-        let lo = if y_min >= 0.0 { 0.0 } else { y_min * 1.08 };
-        let hi = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
-        (lo, hi.max(lo + 1e-9))
-    };
-    if ![x_lo, x_hi, y_lo, y_hi].iter().all(|v| v.is_finite()) || x_hi <= x_lo || y_hi <= y_lo {
-        return input("values too large or too close together to plot");
-    }
     let mut chart = ChartBuilder::on(&plot_area)
         .caption(&c.title, (FAMILY, 20))
         .margin(12)
@@ -279,21 +241,7 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
             .map_err(draw_err)?;
     }
     // X ticks.
-    let x_ticks: Vec<(f64, String)> = match &c.x {
-        XAxis::Categories(cats) => cats
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (i as f64, s.clone()))
-            .collect(),
-        XAxis::Numeric if c.log_x => log_ticks(10f64.powf(x_lo), 10f64.powf(x_hi))
-            .into_iter()
-            .map(|v| (v.log10(), fmt_num(v)))
-            .collect(),
-        XAxis::Numeric => linear_ticks(x_lo, x_hi)
-            .into_iter()
-            .map(|v| (v, fmt_num(v)))
-            .collect(),
-    };
+    let x_ticks = x_ticks(c, x_lo, x_hi);
     // Thin out category labels that would collide.
     let plot_w = chart.plotting_area().dim_in_pixel().0 as f64;
     let widest = x_ticks
@@ -341,25 +289,115 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
             }
         }
     }
-    // Legend: below the plot, laid out by `Chart::legend`.
-    if let Some(lg) = c.legend() {
-        for (k, l) in lg.labels.iter().enumerate() {
-            let color = PALETTE[k % PALETTE.len()];
-            let (row, col) = (k / lg.cols, k % lg.cols);
-            let x = 30 + col as i32 * lg.col_w;
-            let y = 6 + row as i32 * LEGEND_ROW as i32;
-            legend_area
-                .draw(&Rectangle::new(
-                    [(x, y + 3), (x + 18, y + 13)],
-                    color.filled(),
-                ))
-                .map_err(draw_err)?;
-            legend_area
-                .draw_text(l, &label, (x + 26, y))
-                .map_err(draw_err)?;
-        }
-    }
+    draw_legend(c, &legend_area, &label)?;
     root.present().map_err(draw_err)?;
+    Ok(())
+}
+
+/// The plotted span of both axes, in axis units (log10 on a log axis),
+/// padded so no point sits on the frame.
+struct Ranges {
+    x_lo: f64,
+    x_hi: f64,
+    y_lo: f64,
+    y_hi: f64,
+}
+
+/// The axes' spans for the chart's points, or why they cannot be drawn.
+fn ranges(c: &Chart) -> Result<Ranges, PlotError> {
+    let ys: Vec<f64> = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    if ys.is_empty() {
+        return input("nothing to plot: no points");
+    }
+    if c.log_y && ys.iter().any(|&y| y <= 0.0) {
+        return input("--log-y needs values above 0");
+    }
+    let tx = |x: f64| if c.log_x { x.log10() } else { x };
+    let (x_lo, x_hi) = match &c.x {
+        XAxis::Categories(cats) => (-0.5, cats.len() as f64 - 0.5),
+        XAxis::Numeric => {
+            let xs: Vec<f64> = c
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.0))
+                .collect();
+            if c.log_x && xs.iter().any(|&x| x <= 0.0) {
+                return input("--log-x needs x values above 0");
+            }
+            let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let (lo, hi) = (tx(lo), tx(hi));
+            let pad = if hi > lo { (hi - lo) * 0.04 } else { 0.5 };
+            (lo - pad, hi + pad)
+        }
+    };
+    let y_min = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let y_max = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (y_lo, y_hi) = if c.log_y {
+        let (a, b) = (y_min.log10(), y_max.log10());
+        let pad = ((b - a) * 0.06).max(0.05);
+        (a - pad, b + pad)
+    } else {
+        // Bars and throughput read from zero, as the documents draw them.
+        let lo = if y_min >= 0.0 { 0.0 } else { y_min * 1.08 };
+        let hi = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
+        (lo, hi.max(lo + 1e-9))
+    };
+    if ![x_lo, x_hi, y_lo, y_hi].iter().all(|v| v.is_finite()) || x_hi <= x_lo || y_hi <= y_lo {
+        return input("values too large or too close together to plot");
+    }
+    Ok(Ranges {
+        x_lo,
+        x_hi,
+        y_lo,
+        y_hi,
+    })
+}
+
+/// The x axis's ticks: (position in axis units, label).
+fn x_ticks(c: &Chart, x_lo: f64, x_hi: f64) -> Vec<(f64, String)> {
+    match &c.x {
+        XAxis::Categories(cats) => cats
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as f64, s.clone()))
+            .collect(),
+        XAxis::Numeric if c.log_x => log_ticks(10f64.powf(x_lo), 10f64.powf(x_hi))
+            .into_iter()
+            .map(|v| (v.log10(), fmt_num(v)))
+            .collect(),
+        XAxis::Numeric => linear_ticks(x_lo, x_hi)
+            .into_iter()
+            .map(|v| (v, fmt_num(v)))
+            .collect(),
+    }
+}
+
+/// The legend below the plot, laid out by `Chart::legend`.
+fn draw_legend<DB: DrawingBackend>(
+    c: &Chart,
+    area: &DrawingArea<DB, Shift>,
+    label: &TextStyle,
+) -> Result<(), PlotError> {
+    let Some(lg) = c.legend() else {
+        return Ok(());
+    };
+    for (k, l) in lg.labels.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        let (row, col) = (k / lg.cols, k % lg.cols);
+        let x = 30 + col as i32 * lg.col_w;
+        let y = 6 + row as i32 * LEGEND_ROW as i32;
+        area.draw(&Rectangle::new(
+            [(x, y + 3), (x + 18, y + 13)],
+            color.filled(),
+        ))
+        .map_err(draw_err)?;
+        area.draw_text(l, label, (x + 26, y)).map_err(draw_err)?;
+    }
     Ok(())
 }
 

@@ -29,7 +29,9 @@ use raidlab_core::result::{
     Component, HostStats, IoCounts, Resolved, RunResult, SimStats, VERSION,
 };
 use raidlab_core::rng::mix;
-use raidlab_core::topology::{DeviceModel, Mode, Node, ReadAhead, SsdState, Topology};
+use raidlab_core::topology::{
+    Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
+};
 use raidlab_core::units::Ns;
 use raidlab_core::workload::{Rw, Workload};
 use raidlab_layout::{Geometry, LayoutError, Level};
@@ -173,181 +175,195 @@ impl Builder<'_> {
     /// Build a node; returns the volumes it exposes: (component, capacity).
     fn node(&mut self, n: &Node, ctrl: Option<CtrlCtx>) -> Result<Vec<(CompId, u64)>, SimError> {
         match n {
-            Node::Device(d) => {
-                let id = self.comps.len() as CompId;
-                let seed = mix(self.seed, 0xD15C + self.devices);
-                self.devices += 1;
-                let (comp, cap) = match &d.model {
-                    DeviceModel::Ssd(p) => {
-                        let st = self.state.or(d.state).unwrap_or(self.default_state);
-                        let s = Ssd::new(
-                            d.label.clone(),
-                            id,
-                            HOST,
-                            p,
-                            d.wc,
-                            d.op,
-                            d.link_mbps,
-                            st,
-                            seed,
-                            &mut self.warm,
-                        );
-                        let cap = s.capacity();
-                        self.charge(s.heap_bytes(), "SSD flash translation tables")?;
-                        (Comp::Ssd(Box::new(s)), cap)
-                    }
-                    DeviceModel::Hdd(p) => {
-                        let h = Hdd::new(d.label.clone(), id, HOST, p, d.wc, d.link_mbps);
-                        let cap = h.capacity();
-                        (Comp::Hdd(Box::new(h)), cap)
-                    }
-                };
-                let id = self.push(comp);
-                self.reports
-                    .push(if matches!(d.model, DeviceModel::Ssd(_)) {
-                        Report::Ssd(id)
-                    } else {
-                        Report::Hdd(id)
-                    });
-                Ok(vec![(id, cap)])
-            }
-            Node::Array(a) => {
-                let mut members = Vec::new();
-                for m in a.active() {
-                    members.extend(self.node(m, ctrl)?);
-                }
-                for s in &a.members[a.active().len()..] {
-                    self.node(s, ctrl)?; // hot spares: present, idle
-                }
-                let sizes: Vec<u64> = members.iter().map(|m| m.1).collect();
-                let lvl = a.level;
-                let geo = Geometry::new(lvl, a.stripe, a.layout, &sizes)
-                    .map_err(|err| SimError::Layout { col: a.col, err })?;
-                let pq = lvl == Level::Raid6;
-                // What running the array costs, and whether its parity writes
-                // always read first (a software implementation's trait).
-                let (costs, rmw_only) = match ctrl {
-                    Some(c) => (
-                        Costs {
-                            cpu: c.pools.roc,
-                            req_ns: 0,
-                            member_ns: c.member_ns,
-                            parity: c.pools.xor,
-                            // P+Q takes a second pass (GF multiply) over the data.
-                            parity_ns_per_kb: 1024.0 * 1000.0 / c.xor_mbps
-                                * if pq { 2.0 } else { 1.0 },
-                        },
-                        false,
-                    ),
-                    None => {
-                        let imp = &self.host.impls[a.imp.as_deref().unwrap_or("md")];
-                        let k = self.cpu_scale();
-                        // Parity is computed by one kernel thread per array
-                        // (md's raid5d: stripe handling is single-threaded
-                        // unless group_thread_cnt is raised from its default
-                        // of 0; taken to hold for Windows' RAID-5 volumes too,
-                        // for want of a published figure). Its time is host CPU.
-                        let parity = if matches!(lvl, Level::Raid5 | Level::Raid6) {
-                            let p = self.ctx.add_pool(1);
-                            self.parity_threads.push(p);
-                            p
-                        } else {
-                            HOST_CPU
-                        };
-                        (
-                            Costs {
-                                cpu: HOST_CPU,
-                                req_ns: (us(imp.req_us) as f64 * k) as Ns,
-                                member_ns: (us(imp.member_us) as f64 * k) as Ns,
-                                parity,
-                                parity_ns_per_kb: 1024.0 * 1000.0
-                                    / if pq { imp.pq_mbps } else { imp.xor_mbps }
-                                    * k,
-                            },
-                            imp.rmw_only,
-                        )
-                    }
-                };
-                let cap = geo.capacity();
-                let id = self.comps.len() as CompId;
-                let comp = ArrayComp::new(
+            Node::Device(d) => Ok(vec![self.device(d)?]),
+            Node::Array(a) => Ok(vec![self.array(a, ctrl)?]),
+            Node::Controller(c) => self.controller(c),
+        }
+    }
+
+    /// An SSD or a disk.
+    fn device(&mut self, d: &Device) -> Result<(CompId, u64), SimError> {
+        let id = self.comps.len() as CompId;
+        let seed = mix(self.seed, 0xD15C + self.devices);
+        self.devices += 1;
+        let (comp, report, cap) = match &d.model {
+            DeviceModel::Ssd(p) => {
+                let st = self.state.or(d.state).unwrap_or(self.default_state);
+                let s = Ssd::new(
+                    d.label.clone(),
                     id,
                     HOST,
-                    geo,
-                    members.iter().map(|m| m.0).collect(),
-                    costs,
-                    rmw_only,
+                    p,
+                    d.wc,
+                    d.op,
+                    d.link_mbps,
+                    st,
+                    seed,
+                    &mut self.warm,
                 );
-                self.push(Comp::Array(Box::new(comp)));
-                Ok(vec![(id, cap)])
+                self.charge(s.heap_bytes(), "SSD flash translation tables")?;
+                let cap = s.capacity();
+                (Comp::Ssd(Box::new(s)), Report::Ssd(id), cap)
             }
-            Node::Controller(c) => {
-                let p = &c.params;
-                let mut pcie = pcie_lane_mbps(p.pcie_gen) * p.pcie_lanes as f64;
-                if p.slot_limit_mbps > 0.0 {
-                    pcie = pcie.min(p.slot_limit_mbps);
-                }
-                let pools = CtrlPools {
-                    pcie_in: self.ctx.add_pool(1),
-                    pcie_out: self.ctx.add_pool(1),
-                    roc: self.ctx.add_pool(p.roc_cores),
-                    dma: self.ctx.add_pool(1),
-                    xor: self.ctx.add_pool(1),
-                    flush: self.ctx.add_pool(1),
+            DeviceModel::Hdd(p) => {
+                let h = Hdd::new(d.label.clone(), id, HOST, p, d.wc, d.link_mbps);
+                let cap = h.capacity();
+                (Comp::Hdd(Box::new(h)), Report::Hdd(id), cap)
+            }
+        };
+        self.push(comp);
+        self.reports.push(report);
+        Ok((id, cap))
+    }
+
+    /// An array over its members, run by the controller `ctrl` or by the
+    /// host's software RAID.
+    fn array(&mut self, a: &Array, ctrl: Option<CtrlCtx>) -> Result<(CompId, u64), SimError> {
+        let mut members = Vec::new();
+        for m in a.active() {
+            members.extend(self.node(m, ctrl)?);
+        }
+        for s in &a.members[a.active().len()..] {
+            self.node(s, ctrl)?; // hot spares: present, idle
+        }
+        let sizes: Vec<u64> = members.iter().map(|m| m.1).collect();
+        let geo = Geometry::new(a.level, a.stripe, a.layout, &sizes)
+            .map_err(|err| SimError::Layout { col: a.col, err })?;
+        let (costs, rmw_only) = match ctrl {
+            Some(c) => (hardware_costs(c, a.level), false),
+            None => self.software_costs(a),
+        };
+        let cap = geo.capacity();
+        let id = self.comps.len() as CompId;
+        let comp = ArrayComp::new(
+            id,
+            HOST,
+            geo,
+            members.iter().map(|m| m.0).collect(),
+            costs,
+            rmw_only,
+        );
+        self.push(Comp::Array(Box::new(comp)));
+        Ok((id, cap))
+    }
+
+    /// What running a host software array costs, and whether its parity
+    /// writes always read first (a trait of the implementation).
+    fn software_costs(&mut self, a: &Array) -> (Costs, bool) {
+        let imp = &self.host.impls[a.imp.as_deref().unwrap_or("md")];
+        let k = self.cpu_scale();
+        let pq = a.level == Level::Raid6;
+        // Parity is computed by one kernel thread per array (md's raid5d:
+        // stripe handling is single-threaded unless group_thread_cnt is
+        // raised from its default of 0; taken to hold for Windows' RAID-5
+        // volumes too, for want of a published figure). Its time is host CPU.
+        let parity = if matches!(a.level, Level::Raid5 | Level::Raid6) {
+            let p = self.ctx.add_pool(1);
+            self.parity_threads.push(p);
+            p
+        } else {
+            HOST_CPU
+        };
+        let costs = Costs {
+            cpu: HOST_CPU,
+            req_ns: (us(imp.req_us) as f64 * k) as Ns,
+            member_ns: (us(imp.member_us) as f64 * k) as Ns,
+            parity,
+            parity_ns_per_kb: 1024.0 * 1000.0 / if pq { imp.pq_mbps } else { imp.xor_mbps } * k,
+        };
+        (costs, imp.rmw_only)
+    }
+
+    /// A controller: its shared pools, and one volume (a front end with
+    /// cache) per child it exposes.
+    fn controller(&mut self, c: &Controller) -> Result<Vec<(CompId, u64)>, SimError> {
+        let p = &c.params;
+        let pools = CtrlPools {
+            pcie_in: self.ctx.add_pool(1),
+            pcie_out: self.ctx.add_pool(1),
+            roc: self.ctx.add_pool(p.roc_cores),
+            dma: self.ctx.add_pool(1),
+            xor: self.ctx.add_pool(1),
+            flush: self.ctx.add_pool(1),
+        };
+        let cc = CtrlCtx {
+            pools,
+            member_ns: us(p.roc_member_cmd_us),
+            xor_mbps: p.xor_mbps,
+        };
+        let nvol = c.children.iter().map(Node::volumes).sum::<usize>().max(1) as u64;
+        let mut out = Vec::new();
+        for child in &c.children {
+            let is_dev = matches!(child, Node::Device(_));
+            for (vid, cap) in self.node(child, Some(cc))? {
+                let geo = match &self.comps[vid as usize] {
+                    Comp::Array(a) => Some(a.geometry().clone()),
+                    _ => None,
                 };
-                let cc = CtrlCtx {
-                    pools,
-                    member_ns: us(p.roc_member_cmd_us),
-                    xor_mbps: p.xor_mbps,
-                };
-                let nvol = c.children.iter().map(Node::volumes).sum::<usize>().max(1) as u64;
-                let mut out = Vec::new();
-                for child in &c.children {
-                    let is_dev = matches!(child, Node::Device(_));
-                    for (vid, cap) in self.node(child, Some(cc))? {
-                        let geo = match &self.comps[vid as usize] {
-                            Comp::Array(a) => Some(a.geometry().clone()),
-                            _ => None,
-                        };
-                        let jbod = c.mode == Mode::Jbod;
-                        let cfg = CtrlConfig {
-                            label: c.label.clone(),
-                            pools,
-                            cmd_ns: us(p.roc_cmd_us),
-                            ns_per_kb: p.roc_us_per_kb * 1000.0,
-                            passthrough_member_ns: if is_dev { us(p.roc_member_cmd_us) } else { 0 },
-                            pcie_mbps: pcie,
-                            dma_mbps: p.dma_mbps,
-                            fw_latency: us(p.fw_latency_us),
-                            wb_bytes: if c.write_back && !jbod {
-                                ((p.cache_mb as u64) << 20) / nvol
-                            } else {
-                                0
-                            },
-                            cache_bytes: ((p.cache_mb as u64) << 20) / nvol,
-                            read_cache: !jbod && c.readahead != ReadAhead::Off,
-                            readahead: if jbod { ReadAhead::Off } else { c.readahead },
-                            readahead_bytes: p.readahead_kb as u64 * 1024,
-                            destage_per_member: p.destage_per_member,
-                            destage_task_ns: us(p.destage_task_us),
-                            destage_delay: (p.destage_delay_ms * 1e6) as Ns,
-                            capacity: cap,
-                            geo,
-                        };
-                        let id = self.comps.len() as CompId;
-                        let v = CtrlVol::new(cfg, id, HOST, vid);
-                        self.push(Comp::Ctrl(Box::new(v)));
-                        out.push((id, cap));
-                    }
-                }
-                self.reports.push(Report::Controller {
-                    label: c.label.clone(),
-                    pools,
-                    vols: out.iter().map(|v| v.0).collect(),
-                });
-                Ok(out)
+                let cfg = volume_config(c, pools, nvol, is_dev, cap, geo);
+                let id = self.comps.len() as CompId;
+                self.push(Comp::Ctrl(Box::new(CtrlVol::new(cfg, id, HOST, vid))));
+                out.push((id, cap));
             }
         }
+        self.reports.push(Report::Controller {
+            label: c.label.clone(),
+            pools,
+            vols: out.iter().map(|v| v.0).collect(),
+        });
+        Ok(out)
+    }
+}
+
+/// What running an array costs on a controller's RoC.
+fn hardware_costs(c: CtrlCtx, level: Level) -> Costs {
+    // P+Q takes a second pass (GF multiply) over the data.
+    let passes = if level == Level::Raid6 { 2.0 } else { 1.0 };
+    Costs {
+        cpu: c.pools.roc,
+        req_ns: 0,
+        member_ns: c.member_ns,
+        parity: c.pools.xor,
+        parity_ns_per_kb: 1024.0 * 1000.0 / c.xor_mbps * passes,
+    }
+}
+
+/// One controller volume's configuration: a share `1/nvol` of the cache,
+/// the controller's costs, and its child's capacity and geometry.
+fn volume_config(
+    c: &Controller,
+    pools: CtrlPools,
+    nvol: u64,
+    is_dev: bool,
+    cap: u64,
+    geo: Option<Geometry>,
+) -> CtrlConfig {
+    let p = &c.params;
+    let mut pcie = pcie_lane_mbps(p.pcie_gen) * p.pcie_lanes as f64;
+    if p.slot_limit_mbps > 0.0 {
+        pcie = pcie.min(p.slot_limit_mbps);
+    }
+    let jbod = c.mode == Mode::Jbod;
+    let share = ((p.cache_mb as u64) << 20) / nvol;
+    CtrlConfig {
+        label: c.label.clone(),
+        pools,
+        cmd_ns: us(p.roc_cmd_us),
+        ns_per_kb: p.roc_us_per_kb * 1000.0,
+        passthrough_member_ns: if is_dev { us(p.roc_member_cmd_us) } else { 0 },
+        pcie_mbps: pcie,
+        dma_mbps: p.dma_mbps,
+        fw_latency: us(p.fw_latency_us),
+        wb_bytes: if c.write_back && !jbod { share } else { 0 },
+        cache_bytes: share,
+        read_cache: !jbod && c.readahead != ReadAhead::Off,
+        readahead: if jbod { ReadAhead::Off } else { c.readahead },
+        readahead_bytes: p.readahead_kb as u64 * 1024,
+        destage_per_member: p.destage_per_member,
+        destage_task_ns: us(p.destage_task_us),
+        destage_delay: (p.destage_delay_ms * 1e6) as Ns,
+        capacity: cap,
+        geo,
     }
 }
 
