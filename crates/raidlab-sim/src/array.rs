@@ -8,7 +8,7 @@
 //! costs latency.
 
 use crate::engine::events;
-use crate::engine::{ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
+use crate::engine::{ns, CompId, Ctx, Op, PoolId, Req, ReqId};
 use raidlab_core::units::Ns;
 use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
 
@@ -220,7 +220,7 @@ impl ArrayComp {
         let cost = self.costs.req_ns + self.costs.member_ns * cmds;
         // `t0` may carry a not-before time from a controller front end, and
         // `cost_pool` another payer for the work (its flush task).
-        let pool = if r.cost_pool == NONE {
+        let pool = if r.cost_pool == PoolId::NONE {
             self.costs.cpu
         } else {
             r.cost_pool
@@ -244,10 +244,10 @@ impl ArrayComp {
                 op,
                 parent: id,
                 pending: 0,
-                comp: 0,
+                comp: CompId(0),
                 t0: ctx.now,
                 tag: e.member,
-                cost_pool: NONE,
+                cost_pool: PoolId::NONE,
                 slot: 0,
                 phase: 0,
             });

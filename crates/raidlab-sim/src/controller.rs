@@ -462,10 +462,10 @@ impl CtrlVol {
             op,
             parent: id,
             pending: 0,
-            comp: 0,
+            comp: CompId(0),
             t0: at,
             tag,
-            cost_pool: NONE,
+            cost_pool: PoolId::NONE,
             slot: 0,
             phase: 0,
         });
@@ -769,7 +769,7 @@ impl CtrlVol {
                 comp: self.id,
                 t0: now,
                 tag: 0,
-                cost_pool: NONE,
+                cost_pool: PoolId::NONE,
                 slot: slot as u32,
                 phase: DESTAGE,
             });
@@ -790,9 +790,9 @@ impl CtrlVol {
                 let flush = self.cfg.pools.flush;
                 (ctx.reserve(flush, now, dur), flush)
             } else if member > 0 {
-                (ctx.reserve(self.cfg.pools.roc, now, member), NONE)
+                (ctx.reserve(self.cfg.pools.roc, now, member), PoolId::NONE)
             } else {
-                (now, NONE)
+                (now, PoolId::NONE)
             };
             for &(a, b) in &runs {
                 let a = a.min(self.cfg.capacity);

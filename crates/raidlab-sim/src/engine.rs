@@ -9,14 +9,45 @@
 use raidlab_core::units::Ns;
 use std::hint::select_unpredictable;
 
-/// Index of a request in the slab.
-pub type ReqId = u32;
-/// Index of a component in the arena.
-pub type CompId = u32;
-/// Index of a shared resource pool.
-pub type PoolId = u32;
+/// Declare an id: a `u32` index that only indexes what it names.
+macro_rules! id {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(transparent)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The id as an index into its table.
+            #[inline]
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+id!(
+    /// Index of a request in the slab.
+    ReqId
+);
+id!(
+    /// Index of a component in the arena.
+    CompId
+);
+id!(
+    /// Index of a shared resource pool.
+    PoolId
+);
+
+impl PoolId {
+    /// No pool: a request's command work is paid by the component handling
+    /// it.
+    pub const NONE: PoolId = PoolId(u32::MAX);
+}
+
 /// No request (a host I/O has no parent).
-pub const NONE: ReqId = u32::MAX;
+pub const NONE: ReqId = ReqId(u32::MAX);
 
 /// Direction of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,11 +135,11 @@ impl Slab {
     #[inline]
     pub fn alloc(&mut self, r: Req) -> ReqId {
         if let Some(id) = self.free.pop() {
-            self.reqs[id as usize] = r;
+            self.reqs[id.index()] = r;
             id
         } else {
             self.reqs.push(r);
-            (self.reqs.len() - 1) as ReqId
+            ReqId((self.reqs.len() - 1) as u32)
         }
     }
     /// Release a request id.
@@ -188,13 +219,13 @@ impl std::ops::Index<ReqId> for Slab {
     type Output = Req;
     #[inline]
     fn index(&self, i: ReqId) -> &Req {
-        &self.reqs[i as usize]
+        &self.reqs[i.index()]
     }
 }
 impl std::ops::IndexMut<ReqId> for Slab {
     #[inline]
     fn index_mut(&mut self, i: ReqId) -> &mut Req {
-        &mut self.reqs[i as usize]
+        &mut self.reqs[i.index()]
     }
 }
 
@@ -393,8 +424,8 @@ impl EventQueue {
     fn new() -> Self {
         let empty = Ev {
             key: 0,
-            comp: 0,
-            req: 0,
+            comp: CompId(0),
+            req: ReqId(0),
         };
         EventQueue {
             slots: [[empty; SLOTS]; BUCKETS],
@@ -502,19 +533,21 @@ impl PackedCall {
     #[inline]
     fn new(kind: u64, comp: CompId, body: u64) -> Self {
         PackedCall {
-            head: kind | (comp as u64) << 32,
+            head: kind | (comp.0 as u64) << 32,
             body,
         }
     }
 
     #[inline]
     fn unpack(self) -> Call {
-        let comp = (self.head >> 32) as CompId;
+        let comp = CompId((self.head >> 32) as u32);
         match self.head as u32 as u64 {
-            CALL_SUBMIT => Call::Submit(comp, self.body as ReqId),
-            CALL_CHILD_DONE => {
-                Call::ChildDone(comp, self.body as ReqId, (self.body >> 32) as ReqId)
-            }
+            CALL_SUBMIT => Call::Submit(comp, ReqId(self.body as u32)),
+            CALL_CHILD_DONE => Call::ChildDone(
+                comp,
+                ReqId(self.body as u32),
+                ReqId((self.body >> 32) as u32),
+            ),
             _ => Call::Advise(comp, self.body),
         }
     }
@@ -538,7 +571,7 @@ pub struct Ctx {
 }
 
 /// Pool id of the host CPU.
-pub const HOST_CPU: PoolId = 0;
+pub const HOST_CPU: PoolId = PoolId(0);
 
 impl Ctx {
     /// A fresh context with the host CPU pool.
@@ -558,13 +591,13 @@ impl Ctx {
     /// Add a pool, returning its id.
     pub fn add_pool(&mut self, k: u32) -> PoolId {
         self.pools.push(Pool::new(k));
-        (self.pools.len() - 1) as PoolId
+        PoolId((self.pools.len() - 1) as u32)
     }
 
     /// Reserve `dur` on pool `p` from `at`.
     #[inline]
     pub fn reserve(&mut self, p: PoolId, at: Ns, dur: Ns) -> Ns {
-        self.pools[p as usize].reserve(at, dur)
+        self.pools[p.index()].reserve(at, dur)
     }
 
     /// Schedule event `kind` for `comp` about `req` at time `at` (≥ now).
@@ -599,7 +632,7 @@ impl Ctx {
     pub fn submit(&mut self, comp: CompId, req: ReqId) {
         self.reqs[req].comp = comp;
         self.calls
-            .push(PackedCall::new(CALL_SUBMIT, comp, req as u64));
+            .push(PackedCall::new(CALL_SUBMIT, comp, req.0 as u64));
     }
 
     /// Tell `comp` it will soon be asked for the data at byte `offset` (see
@@ -621,7 +654,7 @@ impl Ctx {
         self.calls.push(PackedCall::new(
             CALL_CHILD_DONE,
             comp,
-            parent as u64 | (req as u64) << 32,
+            parent.0 as u64 | (req.0 as u64) << 32,
         ));
     }
 
@@ -680,17 +713,22 @@ mod tests {
     #[test]
     fn command_queue_admits_its_depth_and_then_serves_in_arrival_order() {
         let mut q = CmdQueue::new(2);
-        assert!(q.admit(10) && q.admit(11));
-        assert!(!q.admit(12) && !q.admit(13), "full: they wait");
+        let r = ReqId;
+        assert!(q.admit(r(10)) && q.admit(r(11)));
+        assert!(!q.admit(r(12)) && !q.admit(r(13)), "full: they wait");
         q.check("q");
-        assert_eq!(q.complete(), Some(12), "the first to wait takes the slot");
-        assert_eq!(q.complete(), Some(13));
+        assert_eq!(
+            q.complete(),
+            Some(r(12)),
+            "the first to wait takes the slot"
+        );
+        assert_eq!(q.complete(), Some(r(13)));
         assert_eq!(q.outstanding(), 2);
         assert_eq!(q.complete(), None);
         assert_eq!(q.complete(), None);
         assert_eq!(q.outstanding(), 0);
         q.check("q");
-        assert!(CmdQueue::new(0).admit(1), "a queue admits at least one");
+        assert!(CmdQueue::new(0).admit(r(1)), "a queue admits at least one");
     }
 
     #[test]
@@ -718,8 +756,8 @@ mod tests {
     fn ev(key: u128) -> Ev {
         Ev {
             key,
-            comp: 0,
-            req: 0,
+            comp: CompId(0),
+            req: ReqId(0),
         }
     }
 
@@ -787,7 +825,7 @@ mod tests {
                 seq += 1;
                 let key = ((now + delay) as u128) << 64 | (seq as u128) << 8;
                 reference.insert(key);
-                q.push(key, 0, 0);
+                q.push(key, CompId(0), ReqId(0));
             }
             if rng.below(2) > 0 {
                 if let Some(k) = pop_checked(&mut || q.pop(), &mut reference) {
@@ -807,21 +845,22 @@ mod tests {
             op: Op::Read,
             parent: NONE,
             pending: 0,
-            comp: 0,
+            comp: CompId(0),
             t0: 0,
             tag: 0,
-            cost_pool: NONE,
+            cost_pool: PoolId::NONE,
             slot: 0,
             phase: 0,
         };
         let parent = c.reqs.alloc(req);
         let child = c.reqs.alloc(Req { parent, ..req });
         // The largest component id, offset and request id (`NONE`).
-        c.submit(u32::MAX, parent);
-        c.advise(7, u64::MAX);
-        c.complete(child, 3);
-        c.submit(0, child);
-        c.complete(parent, 5);
+        let top = CompId(u32::MAX);
+        c.submit(top, parent);
+        c.advise(CompId(7), u64::MAX);
+        c.complete(child, CompId(3));
+        c.submit(CompId(0), child);
+        c.complete(parent, CompId(5));
         let mut got = vec![];
         while let Some(Next::Call(call)) = c.next_step() {
             got.push(format!("{call:?}"));
@@ -829,12 +868,12 @@ mod tests {
         assert_eq!(
             got,
             [
-                format!("Submit({}, {parent})", u32::MAX),
-                format!("Advise(7, {})", u64::MAX),
+                format!("Submit({top:?}, {parent:?})"),
+                format!("Advise(CompId(7), {})", u64::MAX),
                 // The parent was handed to component u32::MAX.
-                format!("ChildDone({}, {parent}, {child})", u32::MAX),
-                format!("Submit(0, {child})"),
-                format!("ChildDone(5, {NONE}, {parent})"),
+                format!("ChildDone({top:?}, {parent:?}, {child:?})"),
+                format!("Submit(CompId(0), {child:?})"),
+                format!("ChildDone(CompId(5), {NONE:?}, {parent:?})"),
             ]
         );
     }
@@ -842,12 +881,12 @@ mod tests {
     #[test]
     fn events_in_time_then_sequence_order() {
         let mut c = Ctx::new(1);
-        c.schedule(5, 0, 1, 0);
-        c.schedule(3, 0, 2, 0);
-        c.schedule(5, 0, 3, 0);
+        c.schedule(5, CompId(0), ReqId(1), 0);
+        c.schedule(3, CompId(0), ReqId(2), 0);
+        c.schedule(5, CompId(0), ReqId(3), 0);
         let mut order = vec![];
         while let Some(Next::Event(_, r, _)) = c.next_step() {
-            order.push((c.now, r));
+            order.push((c.now, r.0));
         }
         assert_eq!(order, vec![(3, 2), (5, 1), (5, 3)]);
     }

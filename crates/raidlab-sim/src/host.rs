@@ -2,7 +2,7 @@
 //! the block layer's CPU cost per I/O, think time, and the measurement window.
 
 use crate::engine::events;
-use crate::engine::{CompId, Ctx, Op, Req, ReqId, HOST_CPU, NONE};
+use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
 use crate::metrics::Metrics;
 use raidlab_core::units::Ns;
 use raidlab_core::workload::JobStream;
@@ -114,7 +114,7 @@ impl Host {
             comp: self.id,
             t0: ctx.now,
             tag: job as u32,
-            cost_pool: NONE,
+            cost_pool: PoolId::NONE,
             slot: 0,
             phase: 0,
         });
@@ -128,7 +128,7 @@ impl Host {
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         match Ev::from_code(kind) {
             Ev::Submit => ctx.submit(self.root, id),
-            Ev::Think => self.issue(ctx, id as usize),
+            Ev::Think => self.issue(ctx, id.index()),
         }
     }
 
@@ -146,7 +146,8 @@ impl Host {
         self.inflight[job] -= 1;
         self.total_inflight -= 1;
         if self.think > 0 {
-            ctx.schedule(now + self.think, self.id, job as ReqId, Ev::Think);
+            // A think-time event names the job, not a request.
+            ctx.schedule(now + self.think, self.id, ReqId(job as u32), Ev::Think);
         } else {
             self.issue(ctx, job);
         }

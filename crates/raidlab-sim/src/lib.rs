@@ -95,7 +95,7 @@ enum Report {
     },
 }
 
-const HOST: CompId = 0;
+const HOST: CompId = CompId(0);
 
 /// PCIe payload rate per lane for a generation, 10^6 B/s: the line rate
 /// after coding (2.5 and 5 GT/s with 8b/10b; 8, 16, 32 GT/s with 128b/130b)
@@ -153,7 +153,7 @@ struct CtrlCtx {
 impl Builder<'_> {
     fn push(&mut self, c: Comp) -> CompId {
         self.comps.push(c);
-        (self.comps.len() - 1) as CompId
+        CompId((self.comps.len() - 1) as u32)
     }
 
     /// Count `bytes` more of model heap; refuse once over `MAX_SIM_BYTES`.
@@ -183,7 +183,7 @@ impl Builder<'_> {
 
     /// An SSD or a disk.
     fn device(&mut self, d: &Device) -> Result<(CompId, u64), SimError> {
-        let id = self.comps.len() as CompId;
+        let id = CompId(self.comps.len() as u32);
         let seed = mix(self.seed, 0xD15C + self.devices);
         self.devices += 1;
         let (comp, report, cap) = match &d.model {
@@ -234,7 +234,7 @@ impl Builder<'_> {
             None => self.software_costs(a),
         };
         let cap = geo.capacity();
-        let id = self.comps.len() as CompId;
+        let id = CompId(self.comps.len() as u32);
         let comp = ArrayComp::new(
             id,
             HOST,
@@ -296,12 +296,12 @@ impl Builder<'_> {
         for child in &c.children {
             let is_dev = matches!(child, Node::Device(_));
             for (vid, cap) in self.node(child, Some(cc))? {
-                let geo = match &self.comps[vid as usize] {
+                let geo = match &self.comps[vid.index()] {
                     Comp::Array(a) => Some(a.geometry().clone()),
                     _ => None,
                 };
                 let cfg = volume_config(c, pools, nvol, is_dev, cap, geo);
-                let id = self.comps.len() as CompId;
+                let id = CompId(self.comps.len() as u32);
                 self.push(Comp::Ctrl(Box::new(CtrlVol::new(cfg, id, HOST, vid))));
                 out.push((id, cap));
             }
@@ -373,7 +373,7 @@ fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static s
     for (i, r) in reports.iter().enumerate() {
         match r {
             Report::Ssd(id) => {
-                if let Comp::Ssd(s) = &comps[*id as usize] {
+                if let Comp::Ssd(s) = &comps[id.index()] {
                     let c = s.counters();
                     v.push((i, "link", c.link_busy, 1));
                     v.push((i, "firmware", c.fw_busy, 1));
@@ -381,12 +381,12 @@ fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static s
                 }
             }
             Report::Hdd(id) => {
-                if let Comp::Hdd(h) = &comps[*id as usize] {
+                if let Comp::Hdd(h) = &comps[id.index()] {
                     v.push((i, "actuator", h.busy_ns, 1));
                 }
             }
             Report::Controller { pools, vols, .. } => {
-                let pool = |p: PoolId| &ctx.pools[p as usize];
+                let pool = |p: PoolId| &ctx.pools[p.index()];
                 v.push((
                     i,
                     "pcie",
@@ -404,7 +404,7 @@ fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static s
                 v.push((i, "flush", pool(pools.flush).busy, 1));
                 let (mut at, mut m) = (0, 0);
                 for vid in vols {
-                    if let Comp::Ctrl(c) = &comps[*vid as usize] {
+                    if let Comp::Ctrl(c) = &comps[vid.index()] {
                         let d = c.destage_stats();
                         at += d.at_limit_ns;
                         m += d.members as u64;
@@ -421,7 +421,7 @@ fn wa_counters(comps: &[Comp], reports: &[Report]) -> Vec<(u64, u64)> {
     reports
         .iter()
         .map(|r| match r {
-            Report::Ssd(id) => match &comps[*id as usize] {
+            Report::Ssd(id) => match &comps[id.index()] {
                 Comp::Ssd(s) => {
                     let c = s.counters();
                     (c.host_units, c.gc_units)
@@ -502,7 +502,7 @@ fn io_counters(comps: &[Comp], reports: &[Report]) -> Vec<Option<IoCounts>> {
     reports
         .iter()
         .map(|r| match r {
-            Report::Ssd(id) | Report::Hdd(id) => match &comps[*id as usize] {
+            Report::Ssd(id) | Report::Hdd(id) => match &comps[id.index()] {
                 Comp::Ssd(s) => Some(s.io()),
                 Comp::Hdd(h) => Some(h.io()),
                 _ => unreachable!("a device report names a device"),
@@ -544,7 +544,7 @@ fn simulate_inner(
     }
     let mut result = report(&sim, topo, w, seed, &start, snapped);
     result.sim.wall_s = wall.elapsed().as_secs_f64();
-    let trace = match &mut sim.comps[HOST as usize] {
+    let trace = match &mut sim.comps[HOST.index()] {
         Comp::Host(h) => h.trace.take().unwrap_or_default(),
         _ => unreachable!("the host is at HOST"),
     };
@@ -618,7 +618,7 @@ fn warm_controllers(
     let random = w.percentage_random > 0;
     let (root, cap) = (sim.root, sim.cap);
     let vspan = |i: usize, v: &CtrlVol| {
-        if i as CompId == root {
+        if CompId(i as u32) == root {
             span
         } else {
             (span as f64 / cap as f64 * v.cfg.capacity as f64) as u64
@@ -661,7 +661,7 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
         host.trace = Some(vec![Vec::new(); w.numjobs as usize]);
     }
     host.window_end = w.runtime.map(|r| w.ramp_time + r);
-    sim.comps[HOST as usize] = Comp::Host(Box::new(host));
+    sim.comps[HOST.index()] = Comp::Host(Box::new(host));
 }
 
 /// Run events until the host's jobs finish or the window ends. Returns the
@@ -685,19 +685,19 @@ fn run_events(
         reports,
         ..
     } = sim;
-    if let Comp::Host(h) = &mut comps[HOST as usize] {
+    if let Comp::Host(h) = &mut comps[HOST.index()] {
         h.start(ctx);
     }
     while let Some(next) = ctx.next_step() {
         match next {
-            Next::Call(Call::Submit(c, r)) => match &mut comps[c as usize] {
+            Next::Call(Call::Submit(c, r)) => match &mut comps[c.index()] {
                 Comp::Ssd(s) => s.submit(ctx, r),
                 Comp::Hdd(h) => h.submit(ctx, r),
                 Comp::Array(a) => a.submit(ctx, r),
                 Comp::Ctrl(v) => v.submit(ctx, r),
                 Comp::Host(_) | Comp::Empty => unreachable!("nothing submits to the host"),
             },
-            Next::Call(Call::ChildDone(c, parent, child)) => match &mut comps[c as usize] {
+            Next::Call(Call::ChildDone(c, parent, child)) => match &mut comps[c.index()] {
                 Comp::Host(h) => {
                     h.done(ctx, child);
                     if h.finished() {
@@ -711,7 +711,7 @@ fn run_events(
                 }
             },
             Next::Call(Call::Advise(c, offset)) => {
-                if let Comp::Ssd(s) = &comps[c as usize] {
+                if let Comp::Ssd(s) = &comps[c.index()] {
                     s.advise(offset);
                 }
             }
@@ -724,13 +724,13 @@ fn run_events(
                     snapped = true;
                 }
                 if let Some(report) = progress.filter(|_| ctx.events % PROGRESS_EVERY == 0) {
-                    report(match (window_end, &comps[HOST as usize]) {
+                    report(match (window_end, &comps[HOST.index()]) {
                         (Some(e), _) => ctx.now as f64 / e.max(1) as f64,
                         (None, Comp::Host(h)) => h.completed as f64 * w.bs as f64 / pass_bytes,
                         (None, _) => 0.0,
                     });
                 }
-                match &mut comps[c as usize] {
+                match &mut comps[c.index()] {
                     Comp::Ssd(s) => s.event(ctx, r, k),
                     Comp::Hdd(h) => h.event(ctx, r, k),
                     Comp::Array(a) => a.event(ctx, r, k),
@@ -754,7 +754,7 @@ fn report(
     start: &Snapshot,
     snapped: bool,
 ) -> RunResult {
-    let Comp::Host(host) = &sim.comps[HOST as usize] else {
+    let Comp::Host(host) = &sim.comps[HOST.index()] else {
         unreachable!("the host is at HOST")
     };
     let end = match host.window_end {
@@ -823,11 +823,11 @@ fn device_loads(sim: &Sim, start: &Snapshot, window: Ns) -> Vec<Component> {
         .enumerate()
         .map(|(i, r)| {
             let (name, kind) = match r {
-                Report::Ssd(id) => match &comps[*id as usize] {
+                Report::Ssd(id) => match &comps[id.index()] {
                     Comp::Ssd(s) => (s.label.clone(), "ssd"),
                     _ => unreachable!("an SSD report names an SSD"),
                 },
-                Report::Hdd(id) => match &comps[*id as usize] {
+                Report::Hdd(id) => match &comps[id.index()] {
                     Comp::Hdd(h) => (h.label.clone(), "hdd"),
                     _ => unreachable!("an HDD report names an HDD"),
                 },
@@ -853,12 +853,12 @@ fn device_loads(sim: &Sim, start: &Snapshot, window: Ns) -> Vec<Component> {
 /// The host CPU's busy share over the window (block layer and parity
 /// threads); 0 when the run ended before the window began.
 fn host_cpu(sim: &Sim, window: Ns, snapped: bool) -> f64 {
-    let cpu = &sim.ctx.pools[HOST_CPU as usize];
+    let cpu = &sim.ctx.pools[HOST_CPU.index()];
     let cpu_busy = cpu.busy
         + sim
             .parity_threads
             .iter()
-            .map(|p| sim.ctx.pools[*p as usize].busy)
+            .map(|p| sim.ctx.pools[p.index()].busy)
             .sum::<Ns>();
     let cpu_util = if window > 0 {
         (cpu_busy as f64 / (window as f64 * cpu.servers() as f64)).min(1.0)

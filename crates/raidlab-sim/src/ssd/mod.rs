@@ -520,7 +520,7 @@ impl Ssd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Call, Next, Req, NONE};
+    use crate::engine::{Call, Next, PoolId, Req, NONE};
     use raidlab_core::preset::{Preset, PresetDb};
 
     /// The x25e preset's parameters.
@@ -536,8 +536,8 @@ mod tests {
         let mut warm = WarmCache::default();
         let s = Ssd::new(
             "d#0".into(),
-            1,
-            0,
+            CompId(1),
+            CompId(0),
             p,
             true,
             0.0,
@@ -556,10 +556,10 @@ mod tests {
             op,
             parent: NONE,
             pending: 0,
-            comp: 1,
+            comp: CompId(1),
             t0: ctx.now,
             tag: 0,
-            cost_pool: NONE,
+            cost_pool: PoolId::NONE,
             slot: 0,
             phase: 0,
         })
@@ -571,9 +571,9 @@ mod tests {
         let mut done = Vec::new();
         while let Some(next) = ctx.next_step() {
             match next {
-                Next::Event(1, r, k) => s.event(ctx, r, k),
-                Next::Call(Call::ChildDone(0, NONE, child)) => done.push((child, ctx.now)),
-                Next::Call(Call::Submit(1, r)) => s.submit(ctx, r),
+                Next::Event(CompId(1), r, k) => s.event(ctx, r, k),
+                Next::Call(Call::ChildDone(CompId(0), NONE, child)) => done.push((child, ctx.now)),
+                Next::Call(Call::Submit(CompId(1), r)) => s.submit(ctx, r),
                 Next::Call(Call::Advise(..)) => {}
                 other => panic!("the drive alone made {other:?}"),
             }
