@@ -311,3 +311,140 @@ impl ArrayComp {
         ctx.complete(id, self.host);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Call, Next, NONE};
+    use raidlab_layout::ParityLayout;
+
+    /// The array is component 1, its host 0, its members 2, 3, ...; they
+    /// are instant: every member command completes as it arrives.
+    struct Bench {
+        ctx: Ctx,
+        array: ArrayComp,
+        /// Member commands seen: (member index, op, member offset, length).
+        seen: Vec<(usize, Op, u64, u32)>,
+    }
+
+    const CHUNK: u64 = 64 << 10;
+
+    impl Bench {
+        fn new(level: Level, members: usize) -> Self {
+            let mut ctx = Ctx::new(2);
+            let geo = Geometry::new(
+                level,
+                CHUNK,
+                ParityLayout::LeftSymmetric,
+                &vec![1 << 30; members],
+            )
+            .unwrap();
+            let costs = Costs {
+                cpu: crate::engine::HOST_CPU,
+                req_ns: 0,
+                member_ns: 0,
+                parity: ctx.add_pool(1),
+                parity_ns_per_kb: 0.0,
+            };
+            let ids = (0..members).map(|m| CompId(2 + m as u32)).collect();
+            let array = ArrayComp::new(CompId(1), CompId(0), geo, ids, costs, false);
+            Bench {
+                ctx,
+                array,
+                seen: Vec::new(),
+            }
+        }
+
+        /// Submit a host request and run until it completes; returns
+        /// whether it did.
+        fn io(&mut self, op: Op, offset: u64, len: u32) -> bool {
+            let id = self.ctx.reqs.alloc(Req {
+                offset,
+                len,
+                op,
+                parent: NONE,
+                pending: 0,
+                comp: CompId(1),
+                t0: self.ctx.now,
+                tag: 0,
+                cost_pool: PoolId::NONE,
+                slot: 0,
+                phase: 0,
+            });
+            self.array.submit(&mut self.ctx, id);
+            let mut done = false;
+            while let Some(next) = self.ctx.next_step() {
+                match next {
+                    Next::Event(CompId(1), r, k) => self.array.event(&mut self.ctx, r, k),
+                    Next::Call(Call::Submit(CompId(m), r)) => {
+                        let q = self.ctx.reqs[r];
+                        self.seen.push((m as usize - 2, q.op, q.offset, q.len));
+                        self.ctx.complete(r, CompId(0));
+                    }
+                    Next::Call(Call::ChildDone(CompId(1), parent, child)) => {
+                        self.array.child_done(&mut self.ctx, parent, child)
+                    }
+                    Next::Call(Call::ChildDone(CompId(0), NONE, r)) => {
+                        assert_eq!(r, id);
+                        self.ctx.reqs.release(r);
+                        done = true;
+                    }
+                    Next::Call(Call::Advise(..)) => {}
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            done
+        }
+    }
+
+    #[test]
+    fn raid0_maps_a_request_onto_the_member_holding_it() {
+        let mut b = Bench::new(Level::Raid0, 4);
+        assert!(b.io(Op::Read, 5 * CHUNK + 4096, 4096));
+        // Chunk 5 of a 4-member stripe: member 1, its second chunk.
+        assert_eq!(b.seen, [(1, Op::Read, CHUNK + 4096, 4096)]);
+        assert_eq!(b.ctx.reqs.live(), 0, "every request released");
+    }
+
+    #[test]
+    fn raid5_small_write_reads_then_writes_data_and_parity() {
+        let mut b = Bench::new(Level::Raid5, 5);
+        assert!(b.io(Op::Write, 4096, 4096));
+        let reads: Vec<_> = b.seen.iter().filter(|s| s.1 == Op::Read).collect();
+        let writes: Vec<_> = b.seen.iter().filter(|s| s.1 == Op::Write).collect();
+        // Read-modify-write: old data and old parity, then both written.
+        assert_eq!(reads.len(), 2, "{:?}", b.seen);
+        assert_eq!(writes.len(), 2, "{:?}", b.seen);
+        let last_read = b.seen.iter().rposition(|s| s.1 == Op::Read).unwrap();
+        let first_write = b.seen.iter().position(|s| s.1 == Op::Write).unwrap();
+        assert!(
+            last_read < first_write,
+            "pre-reads come first: {:?}",
+            b.seen
+        );
+        let mut members: Vec<usize> = writes.iter().map(|w| w.0).collect();
+        members.sort();
+        let mut read_members: Vec<usize> = reads.iter().map(|r| r.0).collect();
+        read_members.sort();
+        assert_eq!(members, read_members, "the same data and parity members");
+        assert_eq!(b.ctx.reqs.live(), 0, "every request released");
+    }
+
+    #[test]
+    fn raid5_full_stripe_write_reads_nothing() {
+        let mut b = Bench::new(Level::Raid5, 5);
+        assert!(b.io(Op::Write, 0, (4 * CHUNK) as u32));
+        assert!(b.seen.iter().all(|s| s.1 == Op::Write), "{:?}", b.seen);
+        assert_eq!(b.seen.len(), 5, "four data chunks and the parity");
+    }
+
+    #[test]
+    fn raid10_writes_both_copies_and_reads_one() {
+        let mut b = Bench::new(Level::Raid10, 4);
+        assert!(b.io(Op::Write, 0, 4096));
+        assert_eq!(b.seen.len(), 2, "{:?}", b.seen);
+        b.seen.clear();
+        assert!(b.io(Op::Read, 0, 4096));
+        assert_eq!(b.seen.len(), 1, "{:?}", b.seen);
+    }
+}
