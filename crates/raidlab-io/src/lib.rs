@@ -42,15 +42,54 @@ use std::sync::Mutex;
 use std::time::Instant;
 use topo::{RealNode, RealTopology};
 
-/// Errors of a real run.
+/// What kind of thing went wrong in a real run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The expression cannot be run for real: its syntax, an impossible
+    /// array, or a construct only the simulator has.
+    Expression,
+    /// A member the safety rules refuse (a signature, a mount, a holder,
+    /// neither a file nor a block device).
+    Refused,
+    /// The workload does not fit: a span or block beyond the volume, or a
+    /// member that cannot be created at a size or would be too small.
+    Size,
+    /// The I/O engine asked for is not available here.
+    Engine,
+    /// An operation on a member failed (create, open, read, write).
+    Io,
+}
+
+/// An error of a real run: its kind and a message naming what and where.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Bad input: expression, workload or a refused member (exit status 2).
-    #[error("{0}")]
-    Input(String),
-    /// The run failed (exit status 1).
-    #[error("{0}")]
-    Runtime(String),
+#[error("{msg}")]
+pub struct Error {
+    kind: ErrorKind,
+    msg: String,
+}
+
+impl Error {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind, msg: impl Into<String>) -> Self {
+        Error {
+            kind,
+            msg: msg.into(),
+        }
+    }
+
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether the input was at fault (expression, member, workload) rather
+    /// than the run itself.
+    pub fn is_input(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::Expression | ErrorKind::Refused | ErrorKind::Size
+        )
+    }
 }
 
 /// How to run.
@@ -151,7 +190,7 @@ pub fn check_sequence(runs: &[(&str, &Workload)]) -> Result<(), (usize, Error)> 
                 };
                 return Err((
                     i,
-                    Error::Input(format!(
+                    Error::new(ErrorKind::Size, format!(
                         "{} {origin} but this run needs {need}: order the runs largest size= first, or create the files at the largest size",
                         m.path.display()
                     )),
@@ -196,7 +235,8 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
     let kinds = prepare_members(&topo, w, writes, opts.force)?;
     let (members, sizes, all_direct) = open_members(&topo, writes, opts.direct)?;
-    let vol = exec::Vol::build(&topo.root, &sizes).map_err(Error::Input)?;
+    let vol =
+        exec::Vol::build(&topo.root, &sizes).map_err(|m| Error::new(ErrorKind::Expression, m))?;
     let span = check_span(w, vol.capacity)?;
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
@@ -299,7 +339,9 @@ fn prepare_members(
 ) -> Result<Vec<Option<safety::Kind>>, Error> {
     let mut kinds = Vec::new();
     for m in &topo.members {
-        kinds.push(safety::check(&m.path, writes, force).map_err(Error::Input)?);
+        kinds.push(
+            safety::check(&m.path, writes, force).map_err(|m| Error::new(ErrorKind::Refused, m))?,
+        );
     }
     let mut needed = Vec::new();
     if let Some(span) = w.size {
@@ -313,14 +355,16 @@ fn prepare_members(
             .size
             .or_else(|| needed.iter().find(|(j, _)| *j == i).map(|(_, s)| *s))
             .ok_or_else(|| {
-                Error::Input(format!(
+                Error::new(ErrorKind::Size, format!(
                     "{} does not exist: give the workload a size= (or the member [size=...]) so raidlab can create it",
                     m.path.display()
                 ))
             })?;
         File::create_new(&m.path)
             .and_then(|f| f.set_len(size))
-            .map_err(|e| Error::Runtime(format!("creating {}: {e}", m.path.display())))?;
+            .map_err(|e| {
+                Error::new(ErrorKind::Io, format!("creating {}: {e}", m.path.display()))
+            })?;
         kinds[i] = Some(safety::Kind::File);
     }
     Ok(kinds)
@@ -338,12 +382,11 @@ fn open_members(
     let mut all_direct = true;
     for m in &topo.members {
         let (f, d) = open_member(&m.path, writes, direct)
-            .map_err(|e| Error::Runtime(format!("opening {}: {e}", m.path.display())))?;
+            .map_err(|e| Error::new(ErrorKind::Io, format!("opening {}: {e}", m.path.display())))?;
         all_direct &= d;
-        sizes.push(
-            device_size(&f)
-                .map_err(|e| Error::Runtime(format!("size of {}: {e}", m.path.display())))?,
-        );
+        sizes.push(device_size(&f).map_err(|e| {
+            Error::new(ErrorKind::Io, format!("size of {}: {e}", m.path.display()))
+        })?);
         files.push(f);
     }
     let members = Members {
@@ -366,15 +409,19 @@ fn open_members(
 fn check_span(w: &Workload, cap: u64) -> Result<u64, Error> {
     let span = w.size.unwrap_or(cap);
     if span > cap {
-        return Err(Error::Input(format!(
-            "size={span} is larger than the volume ({cap} bytes)"
-        )));
+        return Err(Error::new(
+            ErrorKind::Size,
+            format!("size={span} is larger than the volume ({cap} bytes)"),
+        ));
     }
     if w.max_bs() > span || span == 0 {
-        return Err(Error::Input(format!(
-            "block size {} is larger than the span ({span} bytes)",
-            w.max_bs()
-        )));
+        return Err(Error::new(
+            ErrorKind::Size,
+            format!(
+                "block size {} is larger than the span ({span} bytes)",
+                w.max_bs()
+            ),
+        ));
     }
     Ok(span)
 }
@@ -382,8 +429,9 @@ fn check_span(w: &Workload, cap: u64) -> Result<u64, Error> {
 /// The back end asked for, or io_uring where the kernel has it.
 fn choose_engine(asked: Option<EngineKind>) -> Result<EngineKind, Error> {
     match asked {
-        Some(EngineKind::IoUring) if !EngineKind::io_uring_available() => Err(Error::Runtime(
-            "io_uring is not available here (kernel or seccomp); use --engine psync".into(),
+        Some(EngineKind::IoUring) if !EngineKind::io_uring_available() => Err(Error::new(
+            ErrorKind::Engine,
+            "io_uring is not available here (kernel or seccomp); use --engine psync",
         )),
         Some(e) => Ok(e),
         None if EngineKind::io_uring_available() => Ok(EngineKind::IoUring),
@@ -474,7 +522,7 @@ fn merge(outs: Vec<(usize, worker::WorkerOut)>, jobs: usize, uring: bool) -> Res
     };
     for (j, o) in outs {
         if let Some(e) = o.error {
-            return Err(Error::Runtime(e.to_string()));
+            return Err(Error::new(ErrorKind::Io, e.to_string()));
         }
         m.metrics.merge(&o.metrics);
         for (t, o) in m.totals.iter_mut().zip(o.totals) {

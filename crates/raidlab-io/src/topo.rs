@@ -5,7 +5,7 @@
 //! and nested arrays are executed by raidlab's own software RAID; a
 //! `host(...)` wrapper is accepted; controllers are simulator-only.
 
-use crate::Error;
+use crate::{Error, ErrorKind};
 use raidlab_core::topology::{array_options, parse, Ast};
 use raidlab_core::units::parse_size;
 use raidlab_layout::{Level, ParityLayout};
@@ -80,11 +80,14 @@ impl RealNode {
                 }
             };
             if !ok {
-                return Err(Error::Input(format!(
-                    "{} at column {col} has {} missing member(s): more than it can lose",
-                    level.word(),
-                    missing.len()
-                )));
+                return Err(Error::new(
+                    ErrorKind::Expression,
+                    format!(
+                        "{} at column {col} has {} missing member(s): more than it can lose",
+                        level.word(),
+                        missing.len()
+                    ),
+                ));
             }
         }
         Ok(())
@@ -106,17 +109,20 @@ fn looks_like_path(name: &str) -> bool {
 
 /// Parse an expression whose leaves are paths.
 pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
-    let ast = parse(expr).map_err(|e| Error::Input(e.to_string()))?;
+    let ast = parse(expr).map_err(|e| Error::new(ErrorKind::Expression, e.to_string()))?;
     let mut members = Vec::new();
     let root = node(&ast, &mut members)?;
     for (i, a) in members.iter().enumerate() {
         if let Some(b) = members[..i].iter().find(|b| b.path == a.path) {
-            return Err(Error::Input(format!(
-                "'{}' appears twice (columns {} and {}): a file can be only one member",
-                a.path.display(),
-                b.col,
-                a.col
-            )));
+            return Err(Error::new(
+                ErrorKind::Expression,
+                format!(
+                    "'{}' appears twice (columns {} and {}): a file can be only one member",
+                    a.path.display(),
+                    b.col,
+                    a.col
+                ),
+            ));
         }
     }
     root.check_redundancy()?;
@@ -133,27 +139,32 @@ fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
         } => {
             if name == "missing" {
                 if let Some(o) = opts.first() {
-                    return Err(Error::Input(format!(
-                        "option '{}' at column {}: 'missing' takes no options",
-                        o.key, o.col
-                    )));
+                    return Err(Error::new(
+                        ErrorKind::Expression,
+                        format!(
+                            "option '{}' at column {}: 'missing' takes no options",
+                            o.key, o.col
+                        ),
+                    ));
                 }
                 if *count != 1 {
-                    return Err(Error::Input(format!(
-                        "column {col}: write 'missing' once per failed member"
-                    )));
+                    return Err(Error::new(
+                        ErrorKind::Expression,
+                        format!("column {col}: write 'missing' once per failed member"),
+                    ));
                 }
                 return Ok(RealNode::Missing);
             }
             if !looks_like_path(name) {
-                return Err(Error::Input(format!(
+                return Err(Error::new(ErrorKind::Expression, format!(
                     "'{name}' at column {col} is not a path: real runs need files or block devices (./m0.img, /dev/sdb); presets are for 'raidlab sim'"
                 )));
             }
             if *count != 1 {
-                return Err(Error::Input(format!(
-                    "column {col}: '{count}*{name}' would use one file {count} times"
-                )));
+                return Err(Error::new(
+                    ErrorKind::Expression,
+                    format!("column {col}: '{count}*{name}' would use one file {count} times"),
+                ));
             }
             let mut size = None;
             for o in opts {
@@ -163,7 +174,7 @@ fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
                             .ok()
                             .filter(|s| *s >= 4096 && s % 512 == 0)
                             .ok_or_else(|| {
-                                Error::Input(format!(
+                                Error::new(ErrorKind::Expression, format!(
                                     "size={} at column {}: expected a size of at least 4k, in whole sectors",
                                     o.value, o.col
                                 ))
@@ -171,10 +182,13 @@ fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
                         size = Some(s);
                     }
                     k => {
-                        return Err(Error::Input(format!(
-                            "unknown option '{k}' at column {} for a member path (known: size)",
-                            o.col
-                        )))
+                        return Err(Error::new(
+                            ErrorKind::Expression,
+                            format!(
+                                "unknown option '{k}' at column {} for a member path (known: size)",
+                                o.col
+                            ),
+                        ))
                     }
                 }
             }
@@ -193,31 +207,34 @@ fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
         } => {
             if name == "host" {
                 if let Some(o) = opts.first() {
-                    return Err(Error::Input(format!(
+                    return Err(Error::new(ErrorKind::Expression, format!(
                         "host option '{}' at column {} is simulator-only: a real run uses this machine's CPU",
                         o.key, o.col
                     )));
                 }
                 if children.len() != 1 {
-                    return Err(Error::Input(format!(
-                        "host at column {col} takes exactly one node"
-                    )));
+                    return Err(Error::new(
+                        ErrorKind::Expression,
+                        format!("host at column {col} takes exactly one node"),
+                    ));
                 }
                 return node(&children[0], members);
             }
             let Some(level) = Level::from_word(name) else {
-                return Err(Error::Input(format!(
+                return Err(Error::new(ErrorKind::Expression, format!(
                     "'{name}' at column {col} is a controller: controllers exist only in 'raidlab sim'; a real run executes software arrays (raid0/1/5/6/10, concat) over paths"
                 )));
             };
-            let o = array_options(level, opts).map_err(|e| Error::Input(e.to_string()))?;
+            let o = array_options(level, opts)
+                .map_err(|e| Error::new(ErrorKind::Expression, e.to_string()))?;
             if let Some((_, c)) = o.spares {
-                return Err(Error::Input(format!(
-                    "spares at column {c}: hot spares are simulator-only"
-                )));
+                return Err(Error::new(
+                    ErrorKind::Expression,
+                    format!("spares at column {c}: hot spares are simulator-only"),
+                ));
             }
             if let Some((i, c)) = o.imp.as_ref().filter(|(i, _)| i != "md") {
-                return Err(Error::Input(format!(
+                return Err(Error::new(ErrorKind::Expression, format!(
                     "impl={i} at column {c}: a real run is executed by raidlab's own md-layout RAID; only impl=md applies"
                 )));
             }
@@ -228,11 +245,14 @@ fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
                 .map(|c| node(c, members))
                 .collect::<Result<Vec<_>, _>>()?;
             if kids.len() < level.min_members() {
-                return Err(Error::Input(format!(
-                    "{name} at column {col} needs at least {} members, has {}",
-                    level.min_members(),
-                    kids.len()
-                )));
+                return Err(Error::new(
+                    ErrorKind::Expression,
+                    format!(
+                        "{name} at column {col} needs at least {} members, has {}",
+                        level.min_members(),
+                        kids.len()
+                    ),
+                ));
             }
             Ok(RealNode::Array {
                 level,

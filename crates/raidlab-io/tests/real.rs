@@ -305,6 +305,15 @@ fn members_are_created_and_bad_paths_refused() {
     assert!(err(&format!("raid0({},{})", d.0.display(), f[0])).contains("neither a regular file"));
     assert!(err("raid0(/dev/null, ./x)").contains("neither a regular file"));
     assert!(err("adaptec5085(raid0(./a, ./b))").contains("controller"));
+    // Each refusal is of its kind, and all are the input's fault.
+    let kind = |e: &str| run(e, &w, 1, &RunOptions::default()).err().unwrap();
+    let missing = kind(&format!("raid0({},{})", d.0.join("nope").display(), f[0]));
+    assert_eq!(missing.kind(), raidlab_io::ErrorKind::Size);
+    let dir = kind(&format!("raid0({},{})", d.0.display(), f[0]));
+    assert_eq!(dir.kind(), raidlab_io::ErrorKind::Refused);
+    let ctrl = kind("adaptec5085(raid0(./a, ./b))");
+    assert_eq!(ctrl.kind(), raidlab_io::ErrorKind::Expression);
+    assert!(missing.is_input() && dir.is_input() && ctrl.is_input());
 }
 
 /// A loop device over an image file, detached on drop.

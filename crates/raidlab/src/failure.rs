@@ -75,9 +75,10 @@ impl From<raidlab_sim::SimError> for Failure {
 
 impl From<raidlab_io::Error> for Failure {
     fn from(e: raidlab_io::Error) -> Self {
-        match e {
-            raidlab_io::Error::Input(m) => Failure::input(m),
-            raidlab_io::Error::Runtime(m) => Failure::runtime(m),
+        if e.is_input() {
+            Failure::input(e.to_string())
+        } else {
+            Failure::runtime(e.to_string())
         }
     }
 }
