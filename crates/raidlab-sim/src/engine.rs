@@ -639,7 +639,9 @@ impl Ctx {
     /// [`Call::Advise`]).
     #[inline]
     pub fn advise(&mut self, comp: CompId, offset: u64) {
-        self.calls.push(PackedCall::new(CALL_ADVISE, comp, offset));
+        if crate::table::hints() {
+            self.calls.push(PackedCall::new(CALL_ADVISE, comp, offset));
+        }
     }
 
     /// `req` is finished: tell whoever handles its parent (or the host).

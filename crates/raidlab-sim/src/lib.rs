@@ -433,6 +433,14 @@ fn wa_counters(comps: &[Comp], reports: &[Report]) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// Turn the simulator's memory-level hints (cache-line prefetches and the
+/// components' advance notice of the data they will look up) on or off for
+/// the whole process. They are on by default and change no result, only
+/// speed; a test runs the same simulations both ways and compares them.
+pub fn set_memory_hints(on: bool) {
+    table::set_hints(on);
+}
+
 /// Simulate `w` on `topo` with `seed` (the workload's own `seed=` wins).
 pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, SimError> {
     simulate_inner(topo, w, seed, false, None).map(|r| r.0)

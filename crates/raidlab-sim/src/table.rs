@@ -5,9 +5,29 @@
 use raidlab_core::rng::GOLDEN_GAMMA;
 use std::collections::VecDeque;
 
+/// Whether the memory-level hints are on: prefetches here and the
+/// components' `Call::Advise`. They change no result, only speed; turning
+/// them off (see [`crate::set_memory_hints`]) lets a test check exactly
+/// that.
+static HINTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turn the memory-level hints on or off (for the whole process).
+pub(crate) fn set_hints(on: bool) {
+    HINTS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether the memory-level hints are on.
+#[inline]
+pub(crate) fn hints() -> bool {
+    HINTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Hint the CPU to bring `x`'s cache line in. Changes no result.
 #[inline]
 pub(crate) fn prefetch<T>(x: &T) {
+    if !hints() {
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     // SAFETY: PREFETCHT0 is a hint: it never faults and has no effect visible
     // to the program; `x` is a valid reference anyway. SSE is part of the
