@@ -568,9 +568,19 @@ fn invalid<T>(col: usize, msg: impl Into<String>) -> Result<T> {
 }
 
 fn unknown_key<T>(o: &Opt, what: &str, allowed: &str) -> Result<T> {
+    // The words other tools use for raidlab's options.
+    let hint = match o.key.as_str() {
+        "chunk" | "chunk_size" | "strip" | "stripe_size" => "; mdadm's chunk is 'stripe' here",
+        "level" => "; the level is the array's name: raid5[...](...)",
+        "write_cache" | "wce" => "; a drive's write cache is 'wc', a controller's 'cache'",
+        _ => "",
+    };
     invalid(
         o.col,
-        format!("unknown option '{}' for {what} (allowed: {allowed})", o.key),
+        format!(
+            "unknown option '{}' for {what} (allowed: {allowed}){hint}",
+            o.key
+        ),
     )
 }
 

@@ -489,6 +489,10 @@ fn usage_mistakes_get_hints_and_the_subcommands_help() {
         "is a path, not a preset",
     );
     assert_input_error(&["presets", "Adaptec5085"], "lower case: 'adaptec5085'");
+    assert_input_error(
+        &["sim", "-t", "raid0[chunk=64k](2*x25e)", "-w", w],
+        "mdadm's chunk is 'stripe' here",
+    );
     // One smallest RAID 5 everywhere: the model refuses what sim refuses.
     assert_input_error(
         &[
