@@ -430,6 +430,147 @@ impl<'a, 'm> Exec<'a, 'm> {
         off: u64,
         data: &[u8],
     ) -> Res {
+        let w = RowWrite::new(geo, children, stripe, off, data);
+        let mut p = ABuf::zeroed(w.row());
+        let mut q = ABuf::zeroed(if w.qd.is_some() { w.row() } else { 0 });
+        if failed.iter().any(|&f| f) {
+            // Degraded: rebuild the whole row, lay the new data over it and
+            // recompute parity from it; write what survives.
+            let rows = self
+                .row(geo, children, failed, stripe, w.row_lo, w.row_hi)
+                .await?;
+            w.parity_over(rows, &mut p, &mut q);
+        } else {
+            match kind {
+                WriteKind::FullStripe => {
+                    let mut by_member: Vec<&[u8]> = vec![&[]; geo.members()];
+                    for t in &w.touches {
+                        by_member[w.member(t.k)] = t.data;
+                    }
+                    gen_parity(geo, stripe, &by_member, &mut p, &mut q);
+                }
+                WriteKind::ReadModifyWrite => self.rmw_parity(&w, &mut p, &mut q).await?,
+                WriteKind::ReconstructWrite => {
+                    let rows = self.rest_of_row(&w).await?;
+                    w.parity_over(rows, &mut p, &mut q);
+                }
+            }
+        }
+        self.write_row(&w, failed, &p, &q).await
+    }
+
+    /// Read-modify-write: read the old data of the touched ranges and the
+    /// row's old parity, and fold the change each chunk makes into P (and
+    /// Q).
+    async fn rmw_parity(&self, w: &RowWrite<'_>, p: &mut ABuf, q: &mut ABuf) -> Res {
+        let mut old: Vec<ABuf> = w
+            .touches
+            .iter()
+            .map(|t| ABuf::zeroed(t.data.len()))
+            .collect();
+        {
+            let mut futs: Vec<BoxFut<Res>> = w
+                .touches
+                .iter()
+                .zip(old.iter_mut())
+                .map(|(t, o)| self.read(w.child(w.member(t.k)), w.base + t.a, &mut o[..]))
+                .collect();
+            futs.push(self.read(w.child(w.pd), w.base + w.row_lo, &mut p[..]));
+            if let Some(qd) = w.qd {
+                futs.push(self.read(w.child(qd), w.base + w.row_lo, &mut q[..]));
+            }
+            join_all(futs).await?;
+        }
+        for (t, o) in w.touches.iter().zip(old.iter_mut()) {
+            // o = old ^ new: the change this chunk makes.
+            parity::xor_into(o, t.data);
+            let r = (t.a - w.row_lo) as usize..(t.b - w.row_lo) as usize;
+            parity::xor_into(&mut p[r.clone()], o);
+            if w.qd.is_some() {
+                let g = gf::pow2(w.geo.q_index(w.stripe, w.member(t.k)));
+                parity::mul_xor_into(&mut q[r], o, g);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reconstruct-write: read the part of every data chunk's row that this
+    /// write does not replace.
+    async fn rest_of_row(&self, w: &RowWrite<'_>) -> io::Result<Vec<ABuf>> {
+        let (geo, dd) = (w.geo, w.geo.data_disks());
+        let mut rows: Vec<ABuf> = (0..geo.members()).map(|_| ABuf::zeroed(0)).collect();
+        for k in 0..dd {
+            rows[w.member(k)] = ABuf::zeroed(w.row());
+        }
+        let mut futs: Vec<BoxFut<Res>> = Vec::new();
+        for (m, r) in rows.iter_mut().enumerate() {
+            if r.is_empty() {
+                continue;
+            }
+            let k = (0..dd).find(|&k| w.member(k) == m).expect("data member");
+            let t = w.touches.iter().find(|t| t.k == k);
+            let (ta, tb) = t.map_or((w.row_hi, w.row_hi), |t| (t.a, t.b));
+            // [row_lo, ta) and [tb, row_hi) are not rewritten.
+            let (before, rest) = r.split_at_mut((ta - w.row_lo) as usize);
+            let after = &mut rest[(tb - ta) as usize..];
+            if !before.is_empty() {
+                futs.push(self.read(w.child(m), w.base + w.row_lo, before));
+            }
+            if !after.is_empty() {
+                futs.push(self.read(w.child(m), w.base + tb, after));
+            }
+        }
+        join_all(futs).await?;
+        Ok(rows)
+    }
+
+    /// Write the new data and parity to the members that survive.
+    async fn write_row(&self, w: &RowWrite<'_>, failed: &[bool], p: &ABuf, q: &ABuf) -> Res {
+        let mut futs: Vec<BoxFut<Res>> = Vec::new();
+        for t in &w.touches {
+            let m = w.member(t.k);
+            if !failed[m] {
+                futs.push(self.write(w.child(m), w.base + t.a, t.data));
+            }
+        }
+        if !failed[w.pd] {
+            futs.push(self.write(w.child(w.pd), w.base + w.row_lo, p));
+        }
+        if let Some(qd) = w.qd {
+            if !failed[qd] {
+                futs.push(self.write(w.child(qd), w.base + w.row_lo, q));
+            }
+        }
+        join_all(futs).await
+    }
+}
+
+/// One stripe row a write touches: where its chunks and parity are, and
+/// which ranges of which data chunks it replaces.
+struct RowWrite<'d> {
+    geo: &'d Geometry,
+    children: &'d [usize],
+    stripe: u64,
+    /// Member offset of the stripe's first byte.
+    base: u64,
+    /// The row's range within a chunk: the union of the touched ranges.
+    row_lo: u64,
+    row_hi: u64,
+    touches: Vec<Touch<'d>>,
+    /// P's member, and Q's (RAID 6).
+    pd: usize,
+    qd: Option<usize>,
+}
+
+impl<'d> RowWrite<'d> {
+    /// The part of `data` (volume bytes from `off`) in `stripe`.
+    fn new(
+        geo: &'d Geometry,
+        children: &'d [usize],
+        stripe: u64,
+        off: u64,
+        data: &'d [u8],
+    ) -> Self {
         let c = geo.chunk();
         let dd = geo.data_disks();
         let s0 = stripe * c * dd as u64;
@@ -447,113 +588,42 @@ impl<'a, 'm> Exec<'a, 'm> {
                 })
             })
             .collect();
-        let row_lo = touches.iter().map(|t| t.a).min().unwrap_or(0);
-        let row_hi = touches.iter().map(|t| t.b).max().unwrap_or(0);
-        let row = (row_hi - row_lo) as usize;
-        let base = stripe * c;
         let (pd, qd) = geo.parity_of(stripe);
-        let member = |k: usize| geo.data_member(stripe, k);
-        let mut p = ABuf::zeroed(row);
-        let mut q = ABuf::zeroed(if qd.is_some() { row } else { 0 });
+        RowWrite {
+            geo,
+            children,
+            stripe,
+            base: stripe * c,
+            row_lo: touches.iter().map(|t| t.a).min().unwrap_or(0),
+            row_hi: touches.iter().map(|t| t.b).max().unwrap_or(0),
+            touches,
+            pd,
+            qd,
+        }
+    }
 
-        if failed.iter().any(|&f| f) {
-            // Degraded: rebuild the whole row, lay the new data over it and
-            // recompute parity from it; write what survives.
-            let mut rows = self
-                .row(geo, children, failed, stripe, row_lo, row_hi)
-                .await?;
-            for t in &touches {
-                rows[member(t.k)][(t.a - row_lo) as usize..(t.b - row_lo) as usize]
-                    .copy_from_slice(t.data);
-            }
-            gen_parity(geo, stripe, &rows, &mut p, &mut q);
-        } else {
-            match kind {
-                WriteKind::FullStripe => {
-                    let mut by_member: Vec<&[u8]> = vec![&[]; geo.members()];
-                    for t in &touches {
-                        by_member[member(t.k)] = t.data;
-                    }
-                    gen_parity(geo, stripe, &by_member, &mut p, &mut q);
-                }
-                WriteKind::ReadModifyWrite => {
-                    // Old data of the touched ranges and old parity of the row.
-                    let mut old: Vec<ABuf> =
-                        touches.iter().map(|t| ABuf::zeroed(t.data.len())).collect();
-                    {
-                        let mut futs: Vec<BoxFut<Res>> = touches
-                            .iter()
-                            .zip(old.iter_mut())
-                            .map(|(t, o)| self.read(children[member(t.k)], base + t.a, &mut o[..]))
-                            .collect();
-                        futs.push(self.read(children[pd], base + row_lo, &mut p[..]));
-                        if let Some(qd) = qd {
-                            futs.push(self.read(children[qd], base + row_lo, &mut q[..]));
-                        }
-                        join_all(futs).await?;
-                    }
-                    for (t, o) in touches.iter().zip(old.iter_mut()) {
-                        // o = old ^ new: the change this chunk makes.
-                        parity::xor_into(o, t.data);
-                        let r = (t.a - row_lo) as usize..(t.b - row_lo) as usize;
-                        parity::xor_into(&mut p[r.clone()], o);
-                        if qd.is_some() {
-                            let g = gf::pow2(geo.q_index(stripe, member(t.k)));
-                            parity::mul_xor_into(&mut q[r], o, g);
-                        }
-                    }
-                }
-                WriteKind::ReconstructWrite => {
-                    // Read the rest of the row of every data chunk.
-                    let mut rows: Vec<ABuf> = (0..geo.members()).map(|_| ABuf::zeroed(0)).collect();
-                    for k in 0..dd {
-                        rows[member(k)] = ABuf::zeroed(row);
-                    }
-                    {
-                        let mut futs: Vec<BoxFut<Res>> = Vec::new();
-                        for (m, r) in rows.iter_mut().enumerate() {
-                            if r.is_empty() {
-                                continue;
-                            }
-                            let k = (0..dd).find(|&k| member(k) == m).expect("data member");
-                            let t = touches.iter().find(|t| t.k == k);
-                            let (ta, tb) = t.map_or((row_hi, row_hi), |t| (t.a, t.b));
-                            // [row_lo, ta) and [tb, row_hi) are not rewritten.
-                            let (before, rest) = r.split_at_mut((ta - row_lo) as usize);
-                            let after = &mut rest[(tb - ta) as usize..];
-                            let ch = children[m];
-                            if !before.is_empty() {
-                                futs.push(self.read(ch, base + row_lo, before));
-                            }
-                            if !after.is_empty() {
-                                futs.push(self.read(ch, base + tb, after));
-                            }
-                        }
-                        join_all(futs).await?;
-                    }
-                    for t in &touches {
-                        rows[member(t.k)][(t.a - row_lo) as usize..(t.b - row_lo) as usize]
-                            .copy_from_slice(t.data);
-                    }
-                    gen_parity(geo, stripe, &rows, &mut p, &mut q);
-                }
-            }
+    /// Bytes of the row.
+    fn row(&self) -> usize {
+        (self.row_hi - self.row_lo) as usize
+    }
+
+    /// The member holding data chunk `k`.
+    fn member(&self, k: usize) -> usize {
+        self.geo.data_member(self.stripe, k)
+    }
+
+    /// The node of member `m`.
+    fn child(&self, m: usize) -> usize {
+        self.children[m]
+    }
+
+    /// Lay the new data over the old `rows` and compute the row's parity.
+    fn parity_over(&self, mut rows: Vec<ABuf>, p: &mut ABuf, q: &mut ABuf) {
+        for t in &self.touches {
+            rows[self.member(t.k)][(t.a - self.row_lo) as usize..(t.b - self.row_lo) as usize]
+                .copy_from_slice(t.data);
         }
-        let mut futs: Vec<BoxFut<Res>> = Vec::new();
-        for t in &touches {
-            if !failed[member(t.k)] {
-                futs.push(self.write(children[member(t.k)], base + t.a, t.data));
-            }
-        }
-        if !failed[pd] {
-            futs.push(self.write(children[pd], base + row_lo, &p));
-        }
-        if let Some(qd) = qd {
-            if !failed[qd] {
-                futs.push(self.write(children[qd], base + row_lo, &q));
-            }
-        }
-        join_all(futs).await
+        gen_parity(self.geo, self.stripe, &rows, p, q);
     }
 }
 
