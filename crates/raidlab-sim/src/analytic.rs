@@ -145,14 +145,14 @@ pub fn one_drive(
 /// every channel busy); `bs` overrides the block size. One second measured
 /// after half a second of warm-up.
 pub fn drive_workload(pattern: Pattern, bs: Option<u64>) -> String {
-    let (rw, default_bs, qd) = match pattern {
+    let (rw, default_bs, depth) = match pattern {
         Pattern::SmallRandomRead => ("randread", 4096, 32),
         Pattern::SmallRandomWrite => ("randwrite", 4096, 32),
         Pattern::LargeSequentialRead => ("read", 1 << 20, 4),
         Pattern::LargeSequentialWrite => ("write", 1 << 20, 4),
     };
     let bs = bs.unwrap_or(default_bs);
-    format!("rw={rw} bs={bs} iodepth={qd} runtime=1 ramp_time=0.5")
+    format!("rw={rw} bs={bs} iodepth={depth} runtime=1 ramp_time=0.5")
 }
 
 /// One drive's figure for `pattern`: IOPS for small patterns, MB/s for large.
