@@ -358,19 +358,10 @@ mod tests {
         /// Submit a host request and run until it completes; returns
         /// whether it did.
         fn io(&mut self, op: Op, offset: u64, len: u32) -> bool {
-            let id = self.ctx.reqs.alloc(Req {
-                offset,
-                len,
-                op,
-                parent: NONE,
-                pending: 0,
-                comp: CompId(1),
-                t0: self.ctx.now,
-                tag: 0,
-                cost_pool: PoolId::NONE,
-                slot: 0,
-                phase: 0,
-            });
+            let id = self
+                .ctx
+                .reqs
+                .alloc(Req::new(offset, len, op, CompId(1), self.ctx.now));
             self.array.submit(&mut self.ctx, id);
             let mut done = false;
             while let Some(next) = self.ctx.next_step() {

@@ -976,19 +976,10 @@ mod tests {
         /// latency.
         fn io(&mut self, op: Op, offset: u64, len: u32) -> Ns {
             let t0 = self.ctx.now;
-            let id = self.ctx.reqs.alloc(Req {
-                offset,
-                len,
-                op,
-                parent: NONE,
-                pending: 0,
-                comp: CompId(1),
-                t0,
-                tag: 0,
-                cost_pool: PoolId::NONE,
-                slot: 0,
-                phase: 0,
-            });
+            let id = self
+                .ctx
+                .reqs
+                .alloc(Req::new(offset, len, op, CompId(1), t0));
             self.vol.submit(&mut self.ctx, id);
             let mut latency = None;
             while let Some(next) = self.ctx.next_step() {

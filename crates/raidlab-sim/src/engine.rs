@@ -90,6 +90,26 @@ pub struct Req {
     pub phase: u8,
 }
 
+impl Req {
+    /// A request with no parent, handled by `comp` from `t0`, its command
+    /// work paid by `comp` itself, every private word zero.
+    pub fn new(offset: u64, len: u32, op: Op, comp: CompId, t0: Ns) -> Req {
+        Req {
+            offset,
+            len,
+            op,
+            parent: NONE,
+            pending: 0,
+            comp,
+            t0,
+            tag: 0,
+            cost_pool: PoolId::NONE,
+            slot: 0,
+            phase: 0,
+        }
+    }
+}
+
 /// Declare a component's timed events: an enum whose variants travel
 /// through the event queue as one byte, and `from_code` to get the variant
 /// back. An unknown code is a bug of the simulator and panics (index out of

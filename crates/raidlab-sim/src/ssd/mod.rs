@@ -520,7 +520,7 @@ impl Ssd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Call, Next, PoolId, Req, NONE};
+    use crate::engine::{Call, Next, Req, NONE};
     use raidlab_core::preset::{Preset, PresetDb};
 
     /// The x25e preset's parameters.
@@ -550,19 +550,8 @@ mod tests {
     }
 
     fn request(ctx: &mut Ctx, offset: u64, len: u32, op: Op) -> ReqId {
-        ctx.reqs.alloc(Req {
-            offset,
-            len,
-            op,
-            parent: NONE,
-            pending: 0,
-            comp: CompId(1),
-            t0: ctx.now,
-            tag: 0,
-            cost_pool: PoolId::NONE,
-            slot: 0,
-            phase: 0,
-        })
+        ctx.reqs
+            .alloc(Req::new(offset, len, op, CompId(1), ctx.now))
     }
 
     /// Run the drive's events; returns (request, completion time) in
