@@ -20,6 +20,16 @@ events! {
     }
 }
 
+/// The plan a request to the array follows (its handler's word).
+fn plan_of(r: &Req) -> usize {
+    r.handler_word as usize
+}
+
+/// The member a member command went to (its creator's word).
+fn member_of(r: &Req) -> usize {
+    r.creator_word as usize
+}
+
 const PHASE_READS: u8 = 0;
 const PHASE_WRITES: u8 = 1;
 
@@ -123,7 +133,7 @@ impl ArrayComp {
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
         let p = self.new_plan();
-        ctx.reqs[id].slot = p;
+        ctx.reqs[id].handler_word = p;
         ctx.reqs[id].phase = PHASE_READS;
         let parity = matches!(self.geo.level(), Level::Raid5 | Level::Raid6);
         let mut plan = std::mem::take(&mut self.plans[p as usize]);
@@ -231,7 +241,7 @@ impl ArrayComp {
 
     #[inline]
     fn issue(&mut self, ctx: &mut Ctx, id: ReqId, op: Op) {
-        let p = ctx.reqs[id].slot as usize;
+        let p = plan_of(&ctx.reqs[id]);
         let list = match op {
             Op::Read => std::mem::take(&mut self.plans[p].reads),
             Op::Write => std::mem::take(&mut self.plans[p].writes),
@@ -246,9 +256,9 @@ impl ArrayComp {
                 pending: 0,
                 comp: CompId(0),
                 t0: ctx.now,
-                tag: e.member,
+                creator_word: e.member,
                 cost_pool: PoolId::NONE,
-                slot: 0,
+                handler_word: 0,
                 phase: 0,
             });
             self.outstanding[e.member as usize] += 1;
@@ -265,7 +275,7 @@ impl ArrayComp {
 
     #[inline]
     fn after_reads(&mut self, ctx: &mut Ctx, id: ReqId) {
-        let p = ctx.reqs[id].slot as usize;
+        let p = plan_of(&ctx.reqs[id]);
         ctx.reqs[id].phase = PHASE_WRITES;
         let bytes = self.plans[p].parity_bytes;
         if bytes > 0 {
@@ -279,7 +289,7 @@ impl ArrayComp {
 
     /// A timed event of this array.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
-        let p = ctx.reqs[id].slot as usize;
+        let p = plan_of(&ctx.reqs[id]);
         match Ev::from_code(kind) {
             Ev::Go => {
                 if !self.plans[p].reads.is_empty() {
@@ -294,7 +304,7 @@ impl ArrayComp {
 
     /// A member request finished.
     pub fn child_done(&mut self, ctx: &mut Ctx, id: ReqId, child: ReqId) {
-        let m = ctx.reqs[child].tag as usize;
+        let m = member_of(&ctx.reqs[child]);
         self.outstanding[m] -= 1;
         ctx.reqs.release(child);
         let r = &mut ctx.reqs[id];
@@ -302,7 +312,7 @@ impl ArrayComp {
         if r.pending > 0 {
             return;
         }
-        let p = r.slot as usize;
+        let p = plan_of(r);
         if r.op == Op::Write && r.phase == PHASE_READS {
             self.after_reads(ctx, id);
             return;

@@ -129,6 +129,19 @@ impl Hasher for BlockHasher {
 
 /// Bytes per read-cache block.
 const BLOCK: u64 = 4096;
+/// A child command that fills no read-ahead window.
+const NO_WINDOW: u32 = u32::MAX;
+
+/// The read-ahead window a child read fills, if any (its creator's word).
+fn window_of(r: &Req) -> Option<u32> {
+    (r.creator_word != NO_WINDOW).then_some(r.creator_word)
+}
+
+/// The destage a destage's root request stands for (its handler's word).
+fn destage_slot(r: &Req) -> usize {
+    r.handler_word as usize
+}
+
 /// Spans more than this many times the cache are modelled without read hits.
 const CACHE_SPAN_RATIO: u64 = 64;
 
@@ -441,7 +454,7 @@ impl CtrlVol {
                 id,
                 r.offset..r.offset + r.len as u64,
                 Op::Write,
-                u32::MAX,
+                NO_WINDOW,
                 at,
             );
         }
@@ -453,7 +466,7 @@ impl CtrlVol {
         id: ReqId,
         span: std::ops::Range<u64>,
         op: Op,
-        tag: u32,
+        window: u32,
         at: Ns,
     ) -> ReqId {
         let child = ctx.reqs.alloc(Req {
@@ -464,9 +477,9 @@ impl CtrlVol {
             pending: 0,
             comp: CompId(0),
             t0: at,
-            tag,
+            creator_word: window,
             cost_pool: PoolId::NONE,
-            slot: 0,
+            handler_word: 0,
             phase: 0,
         });
         ctx.reqs[id].pending += 1;
@@ -523,10 +536,10 @@ impl CtrlVol {
         } else {
             b
         };
-        let mut tag = u32::MAX;
+        let mut window = NO_WINDOW;
         if end > b {
             self.ra_seq = self.ra_seq.wrapping_add(1);
-            tag = self.ra_seq;
+            window = self.ra_seq;
             if self.ra.len() >= RA_ENTRIES {
                 // Evict the oldest finished entry (waiters keep unfinished ones alive).
                 if let Some(i) = self.ra.iter().position(|e| e.ready) {
@@ -537,11 +550,11 @@ impl CtrlVol {
                 start: b,
                 end,
                 ready: false,
-                id: tag,
+                id: window,
                 waiters: Vec::new(),
             });
         }
-        self.send_child(ctx, id, a..end, Op::Read, tag, at);
+        self.send_child(ctx, id, a..end, Op::Read, window, at);
     }
 
     /// The cache has `a..b` now: dirty data covering it, or cached reads.
@@ -768,9 +781,9 @@ impl CtrlVol {
                 pending: 0,
                 comp: self.id,
                 t0: now,
-                tag: 0,
+                creator_word: 0,
                 cost_pool: PoolId::NONE,
-                slot: slot as u32,
+                handler_word: slot as u32,
                 phase: DESTAGE,
             });
             self.destage_out[m] += 1;
@@ -798,7 +811,7 @@ impl CtrlVol {
                 let a = a.min(self.cfg.capacity);
                 let b = b.min(self.cfg.capacity);
                 if b > a {
-                    let child = self.send_child(ctx, root, a..b, Op::Write, u32::MAX, at);
+                    let child = self.send_child(ctx, root, a..b, Op::Write, NO_WINDOW, at);
                     ctx.reqs[child].cost_pool = pool;
                 }
             }
@@ -810,7 +823,7 @@ impl CtrlVol {
     }
 
     fn destage_done(&mut self, ctx: &mut Ctx, root: ReqId) {
-        let slot = ctx.reqs[root].slot as usize;
+        let slot = destage_slot(&ctx.reqs[root]);
         ctx.reqs.release(root);
         let d = self.destages[slot].take().expect("destage slot");
         let now = ctx.now;
@@ -882,7 +895,7 @@ impl CtrlVol {
             // firmware's fixed latency. Then it updates its lines' entries
             // and admits the write waiting first for the space it frees:
             // start loading their entries now.
-            if let Some(d) = &self.destages[ctx.reqs[id].slot as usize] {
+            if let Some(d) = &self.destages[destage_slot(&ctx.reqs[id])] {
                 for &l in &d.lines {
                     self.lines.prefetch(l);
                 }
@@ -896,8 +909,8 @@ impl CtrlVol {
         match c.op {
             Op::Read => {
                 self.read_cache.insert(c.offset, c.offset + c.len as u64);
-                if c.tag != u32::MAX {
-                    if let Some(e) = self.ra.iter_mut().find(|e| e.id == c.tag) {
+                if let Some(w) = window_of(&c) {
+                    if let Some(e) = self.ra.iter_mut().find(|e| e.id == w) {
                         e.ready = true;
                         let waiters = std::mem::take(&mut e.waiters);
                         for w in waiters {

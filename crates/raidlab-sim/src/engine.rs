@@ -78,14 +78,22 @@ pub struct Req {
     /// the time its command processing ends, its flush task destages with the
     /// time it has prepared them.
     pub t0: Ns,
-    /// Set by the request's creator (job index, member index, ...).
-    pub tag: u32,
+    /// The creator's word: set by the component that creates the request,
+    /// read back by it when the request completes. Its meaning is that
+    /// component's, behind a named accessor there: the host's job
+    /// (`host::job_of`), an array's member (`array::member_of`), a
+    /// controller's read-ahead window (`controller::window_of`).
+    pub creator_word: u32,
     /// Pool that pays for the command work the request causes in the
     /// component handling it (an array's member commands); `NONE`: that
     /// component's own (the RoC or the host CPU).
     pub cost_pool: PoolId,
-    /// Private to the component handling the request (plan slot, ...).
-    pub slot: u32,
+    /// The handler's word: state the component handling the request keeps
+    /// with it, behind a named accessor there: an array's plan
+    /// (`array::plan_of`), a controller's destage slot
+    /// (`controller::destage_slot`), an SSD's data transfer span
+    /// (`ssd::xfer_span`).
+    pub handler_word: u32,
     /// Private to the component handling the request.
     pub phase: u8,
 }
@@ -102,9 +110,9 @@ impl Req {
             pending: 0,
             comp,
             t0,
-            tag: 0,
+            creator_word: 0,
             cost_pool: PoolId::NONE,
-            slot: 0,
+            handler_word: 0,
             phase: 0,
         }
     }
@@ -869,9 +877,9 @@ mod tests {
             pending: 0,
             comp: CompId(0),
             t0: 0,
-            tag: 0,
+            creator_word: 0,
             cost_pool: PoolId::NONE,
-            slot: 0,
+            handler_word: 0,
             phase: 0,
         };
         let parent = c.reqs.alloc(req);

@@ -41,6 +41,11 @@ pub struct Host {
     pub trace: Option<Vec<Vec<raidlab_core::workload::Io>>>,
 }
 
+/// The job a host I/O belongs to (its creator's word).
+pub fn job_of(r: &Req) -> usize {
+    r.creator_word as usize
+}
+
 impl Host {
     /// A host issuing `streams` (one per job) to `root`.
     pub fn new(
@@ -113,9 +118,9 @@ impl Host {
             pending: 0,
             comp: self.id,
             t0: ctx.now,
-            tag: job as u32,
+            creator_word: job as u32,
             cost_pool: PoolId::NONE,
-            slot: 0,
+            handler_word: 0,
             phase: 0,
         });
         self.inflight[job] += 1;
@@ -142,7 +147,7 @@ impl Host {
             self.last_completion = now;
         }
         self.completed += 1;
-        let job = r.tag as usize;
+        let job = job_of(&r);
         self.inflight[job] -= 1;
         self.total_inflight -= 1;
         if self.think > 0 {

@@ -49,6 +49,12 @@ impl MaxByEnd for (u64, u64, Ns) {
         }
     }
 }
+/// Time from a read's first page of data to its last (its handler's word,
+/// clamped to `u32::MAX` ns): the link streams between them.
+pub fn xfer_span(r: &crate::engine::Req) -> Ns {
+    r.handler_word as Ns
+}
+
 /// Largest SATA data frame (FIS) payload: 8 KiB.
 const FRAME: u64 = 8192;
 
@@ -406,7 +412,7 @@ impl Ssd {
                 // The link streams the data as it comes out of the flash: it
                 // starts with the first page and ends no sooner than one data
                 // frame after the last.
-                ctx.reqs[id].slot = (data_last - data_first).min(u32::MAX as Ns) as u32;
+                ctx.reqs[id].handler_word = (data_last - data_first).min(u32::MAX as Ns) as u32;
                 ctx.schedule(data_first, self.id, id, Ev::Xfer);
             }
             Op::Write => {
@@ -477,7 +483,7 @@ impl Ssd {
             Ev::Arrive => self.submit(ctx, id),
             Ev::Xfer => {
                 let len = ctx.reqs[id].len as u64;
-                let last = ctx.now + ctx.reqs[id].slot as Ns;
+                let last = ctx.now + xfer_span(&ctx.reqs[id]);
                 let t = self.link.reserve(ctx.now, xfer_ns(len, self.link_mbps));
                 let t = t.max(last + xfer_ns(len.min(FRAME), self.link_mbps));
                 ctx.schedule(t, self.id, id, Ev::Done);
