@@ -133,14 +133,18 @@ impl Host {
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         match Ev::from_code(kind) {
             Ev::Submit => ctx.submit(self.root, id),
-            Ev::Think => self.issue(ctx, id.index()),
+            Ev::Think => {
+                // The finished I/O waited out its job's think time.
+                let job = job_of(&ctx.reqs[id]);
+                ctx.reqs.release(id);
+                self.issue(ctx, job);
+            }
         }
     }
 
     /// A host I/O finished.
     pub fn done(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
-        ctx.reqs.release(id);
         let now = ctx.now;
         if now >= self.window_start && self.window_end.is_none_or(|e| now <= e) {
             self.metrics.record(r.op == Op::Read, r.len, now - r.t0);
@@ -151,9 +155,11 @@ impl Host {
         self.inflight[job] -= 1;
         self.total_inflight -= 1;
         if self.think > 0 {
-            // A think-time event names the job, not a request.
-            ctx.schedule(now + self.think, self.id, ReqId(job as u32), Ev::Think);
+            // The request stays allocated through the think time, and the
+            // event names it (and so its job).
+            ctx.schedule(now + self.think, self.id, id, Ev::Think);
         } else {
+            ctx.reqs.release(id);
             self.issue(ctx, job);
         }
     }
