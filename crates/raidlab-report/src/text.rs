@@ -41,11 +41,21 @@ fn wl_line(r: &RunResult) -> String {
     parts.join(" ")
 }
 
-/// Human-readable summary of a simulation.
+/// Human-readable summary of a run (simulated or real).
 pub fn sim_table(r: &RunResult) -> String {
-    let s = &r.summary;
-    let mut o = String::new();
-    o += &format!(
+    let mut o = run_header(r);
+    o += &figures(&r.summary);
+    match &r.real {
+        Some(real) => o += &real_members(r, real),
+        None => o += &components(r),
+    }
+    o
+}
+
+/// What ran: the expression, the workload, and for a simulation the
+/// configuration as run and its capacity.
+fn run_header(r: &RunResult) -> String {
+    let mut o = format!(
         "topology   {}\n",
         r.topology.split_whitespace().collect::<Vec<_>>().join(" ")
     );
@@ -59,77 +69,98 @@ pub fn sim_table(r: &RunResult) -> String {
         );
     }
     o.push('\n');
-    o += &format!(
+    o
+}
+
+/// IOPS, MB/s and latencies: all I/Os, then reads and writes apart.
+fn figures(s: &raidlab_core::result::Summary) -> String {
+    let mut o = format!(
         "{:<7} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
         "", "IOPS", "MB/s", "avg ms", "p50 ms", "p99 ms", "p99.9 ms", "max ms"
     );
-    o += &format!(
-        "{:<7} {:>12.1} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
+    let row = |name: &str, iops: f64, mbps: f64, lat: [f64; 5]| {
+        format!(
+            "{:<7} {:>12.1} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
+            name, iops, mbps, lat[0], lat[1], lat[2], lat[3], lat[4]
+        )
+    };
+    o += &row(
         "all",
         s.iops,
         s.mbps,
-        s.lat_avg_ms,
-        s.lat_p50_ms,
-        s.lat_p99_ms,
-        s.lat_p999_ms,
-        s.lat_max_ms
+        [
+            s.lat_avg_ms,
+            s.lat_p50_ms,
+            s.lat_p99_ms,
+            s.lat_p999_ms,
+            s.lat_max_ms,
+        ],
     );
     for (name, d) in [("read", &s.read), ("write", &s.write)] {
         if d.iops > 0.0 {
-            o += &format!(
-                "{:<7} {:>12.1} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
+            o += &row(
                 name,
                 d.iops,
                 d.mbps,
-                d.lat_avg_ms,
-                d.lat_p50_ms,
-                d.lat_p99_ms,
-                d.lat_p999_ms,
-                d.lat_max_ms
+                [
+                    d.lat_avg_ms,
+                    d.lat_p50_ms,
+                    d.lat_p99_ms,
+                    d.lat_p999_ms,
+                    d.lat_max_ms,
+                ],
             );
         }
     }
-    if let Some(real) = &r.real {
+    o
+}
+
+/// A real run's members, verify outcome and engine line.
+fn real_members(r: &RunResult, real: &raidlab_core::result::RealStats) -> String {
+    let mut o = format!(
+        "\n{:<24} {:<6} {:>6} {:>10} {:>10} {:>10} {:>10}\n",
+        "member", "kind", "util", "reads", "writes", "MB read", "MB written"
+    );
+    for m in &real.members {
         o += &format!(
-            "\n{:<24} {:<6} {:>6} {:>10} {:>10} {:>10} {:>10}\n",
-            "member", "kind", "util", "reads", "writes", "MB read", "MB written"
+            "{:<24} {:<6} {:>5.0}% {:>10} {:>10} {:>10.1} {:>10.1}\n",
+            m.path,
+            m.kind,
+            m.utilization * 100.0,
+            m.reads,
+            m.writes,
+            m.read_bytes as f64 / 1e6,
+            m.write_bytes as f64 / 1e6
         );
-        for m in &real.members {
-            o += &format!(
-                "{:<24} {:<6} {:>5.0}% {:>10} {:>10} {:>10.1} {:>10.1}\n",
-                m.path,
-                m.kind,
-                m.utilization * 100.0,
-                m.reads,
-                m.writes,
-                m.read_bytes as f64 / 1e6,
-                m.write_bytes as f64 / 1e6
-            );
-        }
-        if let Some(v) = &real.verify {
-            o += &format!(
-                "\nverify: {} blocks checked, {} mismatches\n",
-                v.checked_units, v.mismatches
-            );
-            for f in &v.first {
-                o += &format!("  {f}\n");
-            }
-        }
+    }
+    if let Some(v) = &real.verify {
         o += &format!(
-            "\nengine {}{}{}, parity {}   host CPU {:.1}%   {:.3} s measured, {:.2} s wall, {} reads, {} writes\n",
-            real.engine,
-            if real.direct { " O_DIRECT" } else { " buffered" },
-            if real.registered_buffers { " registered buffers" } else { "" },
-            real.parity_kernel,
-            r.host.cpu_util_pct,
-            r.sim.simulated_s,
-            r.sim.wall_s,
-            real.read.ios,
-            real.write.ios
+            "\nverify: {} blocks checked, {} mismatches\n",
+            v.checked_units, v.mismatches
         );
-        return o;
+        for f in &v.first {
+            o += &format!("  {f}\n");
+        }
     }
     o += &format!(
+        "\nengine {}{}{}, parity {}   host CPU {:.1}%   {:.3} s measured, {:.2} s wall, {} reads, {} writes\n",
+        real.engine,
+        if real.direct { " O_DIRECT" } else { " buffered" },
+        if real.registered_buffers { " registered buffers" } else { "" },
+        real.parity_kernel,
+        r.host.cpu_util_pct,
+        r.sim.simulated_s,
+        r.sim.wall_s,
+        real.read.ios,
+        real.write.ios
+    );
+    o
+}
+
+/// A simulation's components with their load and the bottleneck, then the
+/// host CPU and the simulator's own figures.
+fn components(r: &RunResult) -> String {
+    let mut o = format!(
         "\n{:<18} {:<11} {:>6}  {:<9} {:>6} {:>10} {:>10}\n",
         "component", "kind", "util", "resource", "WA", "reads", "writes"
     );
