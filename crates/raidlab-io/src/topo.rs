@@ -6,7 +6,7 @@
 //! `host(...)` wrapper is accepted; controllers are simulator-only.
 
 use crate::{Error, ErrorKind};
-use raidlab_core::topology::{array_options, parse, Ast};
+use raidlab_core::topology::{array_options, parse, Ast, Opt};
 use raidlab_core::units::parse_size;
 use raidlab_layout::{Level, ParityLayout};
 use std::path::PathBuf;
@@ -136,133 +136,144 @@ fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
             count,
             opts,
             col,
-        } => {
-            if name == "missing" {
-                if let Some(o) = opts.first() {
-                    return Err(Error::new(
-                        ErrorKind::Expression,
-                        format!(
-                            "option '{}' at column {}: 'missing' takes no options",
-                            o.key, o.col
-                        ),
-                    ));
-                }
-                if *count != 1 {
-                    return Err(Error::new(
-                        ErrorKind::Expression,
-                        format!("column {col}: write 'missing' once per failed member"),
-                    ));
-                }
-                return Ok(RealNode::Missing);
-            }
-            if !looks_like_path(name) {
-                return Err(Error::new(ErrorKind::Expression, format!(
-                    "'{name}' at column {col} is not a path: real runs need files or block devices (./m0.img, /dev/sdb); presets are for 'raidlab sim'"
+        } => leaf(name, *count, opts, *col, members),
+        Ast::Group {
+            name,
+            opts,
+            children,
+            col,
+        } if name == "host" => {
+            if let Some(o) = opts.first() {
+                return Err(expression(format!(
+                    "host option '{}' at column {} is simulator-only: a real run uses this machine's CPU",
+                    o.key, o.col
                 )));
             }
-            if *count != 1 {
-                return Err(Error::new(
-                    ErrorKind::Expression,
-                    format!("column {col}: '{count}*{name}' would use one file {count} times"),
-                ));
+            if children.len() != 1 {
+                return Err(expression(format!(
+                    "host at column {col} takes exactly one node"
+                )));
             }
-            let mut size = None;
-            for o in opts {
-                match o.key.as_str() {
-                    "size" => {
-                        let s = parse_size(&o.value)
-                            .ok()
-                            .filter(|s| *s >= 4096 && s % 512 == 0)
-                            .ok_or_else(|| {
-                                Error::new(ErrorKind::Expression, format!(
-                                    "size={} at column {}: expected a size of at least 4k, in whole sectors",
-                                    o.value, o.col
-                                ))
-                            })?;
-                        size = Some(s);
-                    }
-                    k => {
-                        return Err(Error::new(
-                            ErrorKind::Expression,
-                            format!(
-                                "unknown option '{k}' at column {} for a member path (known: size)",
-                                o.col
-                            ),
-                        ))
-                    }
-                }
-            }
-            members.push(MemberSpec {
-                path: PathBuf::from(name),
-                size,
-                col: *col,
-            });
-            Ok(RealNode::Member(members.len() - 1))
+            node(&children[0], members)
         }
         Ast::Group {
             name,
             opts,
             children,
             col,
-        } => {
-            if name == "host" {
-                if let Some(o) = opts.first() {
-                    return Err(Error::new(ErrorKind::Expression, format!(
-                        "host option '{}' at column {} is simulator-only: a real run uses this machine's CPU",
-                        o.key, o.col
-                    )));
-                }
-                if children.len() != 1 {
-                    return Err(Error::new(
-                        ErrorKind::Expression,
-                        format!("host at column {col} takes exactly one node"),
-                    ));
-                }
-                return node(&children[0], members);
-            }
-            let Some(level) = Level::from_word(name) else {
-                return Err(Error::new(ErrorKind::Expression, format!(
-                    "'{name}' at column {col} is a controller: controllers exist only in 'raidlab sim'; a real run executes software arrays (raid0/1/5/6/10, concat) over paths"
-                )));
-            };
-            let o = array_options(level, opts)
-                .map_err(|e| Error::new(ErrorKind::Expression, e.to_string()))?;
-            if let Some((_, c)) = o.spares {
-                return Err(Error::new(
-                    ErrorKind::Expression,
-                    format!("spares at column {c}: hot spares are simulator-only"),
-                ));
-            }
-            if let Some((i, c)) = o.imp.as_ref().filter(|(i, _)| i != "md") {
-                return Err(Error::new(ErrorKind::Expression, format!(
-                    "impl={i} at column {c}: a real run is executed by raidlab's own md-layout RAID; only impl=md applies"
-                )));
-            }
-            // md's default chunk (mdadm(8) --chunk: 512 KiB since mdadm 3.1).
-            let (chunk, layout) = (o.stripe.unwrap_or(512 * 1024), o.layout);
-            let kids = children
-                .iter()
-                .map(|c| node(c, members))
-                .collect::<Result<Vec<_>, _>>()?;
-            if kids.len() < level.min_members() {
-                return Err(Error::new(
-                    ErrorKind::Expression,
-                    format!(
-                        "{name} at column {col} needs at least {} members, has {}",
-                        level.min_members(),
-                        kids.len()
-                    ),
-                ));
-            }
-            Ok(RealNode::Array {
-                level,
-                chunk,
-                layout,
-                children: kids,
-                col: *col,
-            })
-        }
+        } => array(name, opts, children, *col, members),
     }
+}
+
+/// An expression error.
+fn expression(msg: String) -> Error {
+    Error::new(ErrorKind::Expression, msg)
+}
+
+/// A member path (with its `size=`), or `missing`.
+fn leaf(
+    name: &str,
+    count: u32,
+    opts: &[Opt],
+    col: usize,
+    members: &mut Vec<MemberSpec>,
+) -> Result<RealNode, Error> {
+    if name == "missing" {
+        if let Some(o) = opts.first() {
+            return Err(expression(format!(
+                "option '{}' at column {}: 'missing' takes no options",
+                o.key, o.col
+            )));
+        }
+        if count != 1 {
+            return Err(expression(format!(
+                "column {col}: write 'missing' once per failed member"
+            )));
+        }
+        return Ok(RealNode::Missing);
+    }
+    if !looks_like_path(name) {
+        return Err(expression(format!(
+            "'{name}' at column {col} is not a path: real runs need files or block devices (./m0.img, /dev/sdb); presets are for 'raidlab sim'"
+        )));
+    }
+    if count != 1 {
+        return Err(expression(format!(
+            "column {col}: '{count}*{name}' would use one file {count} times"
+        )));
+    }
+    let mut size = None;
+    for o in opts {
+        if o.key != "size" {
+            return Err(expression(format!(
+                "unknown option '{}' at column {} for a member path (known: size)",
+                o.key, o.col
+            )));
+        }
+        let s = parse_size(&o.value)
+            .ok()
+            .filter(|s| *s >= 4096 && s % 512 == 0)
+            .ok_or_else(|| {
+                expression(format!(
+                    "size={} at column {}: expected a size of at least 4k, in whole sectors",
+                    o.value, o.col
+                ))
+            })?;
+        size = Some(s);
+    }
+    members.push(MemberSpec {
+        path: PathBuf::from(name),
+        size,
+        col,
+    });
+    Ok(RealNode::Member(members.len() - 1))
+}
+
+/// A software array over its children; controllers and simulator-only
+/// options are refused.
+fn array(
+    name: &str,
+    opts: &[Opt],
+    children: &[Ast],
+    col: usize,
+    members: &mut Vec<MemberSpec>,
+) -> Result<RealNode, Error> {
+    let Some(level) = Level::from_word(name) else {
+        return Err(expression(format!(
+            "'{name}' at column {col} is a controller: controllers exist only in 'raidlab sim'; a real run executes software arrays (raid0/1/5/6/10, concat) over paths"
+        )));
+    };
+    let o = array_options(level, opts).map_err(|e| expression(e.to_string()))?;
+    if let Some((_, c)) = o.spares {
+        return Err(expression(format!(
+            "spares at column {c}: hot spares are simulator-only"
+        )));
+    }
+    if let Some((i, c)) = o.imp.as_ref().filter(|(i, _)| i != "md") {
+        return Err(expression(format!(
+            "impl={i} at column {c}: a real run is executed by raidlab's own md-layout RAID; only impl=md applies"
+        )));
+    }
+    // md's default chunk (mdadm(8) --chunk: 512 KiB since mdadm 3.1).
+    let (chunk, layout) = (o.stripe.unwrap_or(512 * 1024), o.layout);
+    let kids = children
+        .iter()
+        .map(|c| node(c, members))
+        .collect::<Result<Vec<_>, _>>()?;
+    if kids.len() < level.min_members() {
+        return Err(expression(format!(
+            "{name} at column {col} needs at least {} members, has {}",
+            level.min_members(),
+            kids.len()
+        )));
+    }
+    Ok(RealNode::Array {
+        level,
+        chunk,
+        layout,
+        children: kids,
+        col,
+    })
 }
 
 #[cfg(test)]
