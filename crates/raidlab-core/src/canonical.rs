@@ -2,9 +2,7 @@
 //! made explicit: the configuration as it was run, which resolves to the
 //! same topology again.
 
-use crate::topology::{
-    Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
-};
+use crate::topology::{Array, Controller, Device, DeviceModel, Node, SsdState, Topology};
 use crate::units::format_size;
 use raidlab_layout::{Level, ParityLayout};
 
@@ -65,16 +63,7 @@ fn device(d: &Device, state: impl Fn(&Device) -> SsdState) -> String {
 }
 
 fn controller(c: &Controller, state: impl Fn(&Device) -> SsdState + Copy) -> String {
-    let mode = match c.mode {
-        Mode::Raid => "raid",
-        Mode::Volume => "volume",
-        Mode::Jbod => "jbod",
-    };
-    let readahead = match c.readahead {
-        ReadAhead::On => "on",
-        ReadAhead::Off => "off",
-        ReadAhead::Adaptive => "adaptive",
-    };
+    let (mode, readahead) = (c.mode.word(), c.readahead.word());
     let p = &c.params;
     format!(
         "{}[mode={mode},cache={},readahead={readahead},cache_mb={},pcie={}x{}]({})",

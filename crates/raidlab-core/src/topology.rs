@@ -324,6 +324,48 @@ pub enum ReadAhead {
     Adaptive,
 }
 
+impl Mode {
+    /// Parse `raid`, `volume`, `jbod`.
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "raid" => Mode::Raid,
+            "volume" => Mode::Volume,
+            "jbod" => Mode::Jbod,
+            _ => return None,
+        })
+    }
+
+    /// The mode's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Raid => "raid",
+            Mode::Volume => "volume",
+            Mode::Jbod => "jbod",
+        }
+    }
+}
+
+impl ReadAhead {
+    /// Parse `on`, `off`, `adaptive`.
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "on" => ReadAhead::On,
+            "off" => ReadAhead::Off,
+            "adaptive" => ReadAhead::Adaptive,
+            _ => return None,
+        })
+    }
+
+    /// The policy's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            ReadAhead::On => "on",
+            ReadAhead::Off => "off",
+            ReadAhead::Adaptive => "adaptive",
+        }
+    }
+}
+
 /// Starting state of an SSD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SsdState {
@@ -737,102 +779,14 @@ impl Resolver<'_> {
         children: &[Ast],
         col: usize,
     ) -> Result<Controller> {
-        let mut mode = None;
-        let mut write_back = params.cache == "wb";
-        let mut readahead = match params.readahead.as_str() {
-            "on" => ReadAhead::On,
-            "off" => ReadAhead::Off,
-            _ => ReadAhead::Adaptive,
-        };
-        for o in opts {
-            match o.key.as_str() {
-                "cache" => {
-                    write_back = match o.value.as_str() {
-                        "wb" => true,
-                        "wt" => false,
-                        v => return invalid(o.col, format!("cache={v}: expected wb or wt")),
-                    }
-                }
-                "readahead" => {
-                    readahead = match o.value.as_str() {
-                        "on" => ReadAhead::On,
-                        "off" => ReadAhead::Off,
-                        "adaptive" => ReadAhead::Adaptive,
-                        v => {
-                            return invalid(
-                                o.col,
-                                format!("readahead={v}: expected on, off or adaptive"),
-                            )
-                        }
-                    }
-                }
-                "mode" => {
-                    mode = Some(match o.value.as_str() {
-                        "raid" => Mode::Raid,
-                        "volume" => Mode::Volume,
-                        "jbod" => Mode::Jbod,
-                        v => {
-                            return invalid(
-                                o.col,
-                                format!("mode={v}: expected raid, volume or jbod"),
-                            )
-                        }
-                    })
-                }
-                "cache_mb" => {
-                    params.cache_mb = o
-                        .value
-                        .parse()
-                        .ok()
-                        .filter(|&v: &u32| v <= 1 << 20)
-                        .ok_or_else(|| Error::Invalid {
-                            col: o.col,
-                            msg: format!("cache_mb={}: expected MiB, e.g. 512", o.value),
-                        })?
-                }
-                "pcie" => {
-                    let bad = || Error::Invalid {
-                        col: o.col,
-                        msg: format!("pcie={}: expected GENxLANES, e.g. 2x8", o.value),
-                    };
-                    let (g, l) = o.value.split_once('x').ok_or_else(bad)?;
-                    let g: u32 = g.parse().map_err(|_| bad())?;
-                    let l: u32 = l.parse().map_err(|_| bad())?;
-                    if !(1..=5).contains(&g) || ![1, 2, 4, 8, 16].contains(&l) {
-                        return Err(bad());
-                    }
-                    params.pcie_gen = g;
-                    params.pcie_lanes = l;
-                }
-                _ => {
-                    return unknown_key(o, "a controller", "cache, readahead, mode, cache_mb, pcie")
-                }
-            }
-        }
-        if params.cache_mb == 0 {
-            write_back = false;
-        }
+        let o = controller_options(&mut params, opts)?;
         let label = self.label(name);
         let port = params.port_mbps;
         let mut kids = Vec::new();
         for c in children {
             kids.extend(self.node(c, Some((port, name)), false)?);
         }
-        let has_array = kids.iter().any(|k| matches!(k, Node::Array(_)));
-        let has_dev = kids.iter().any(|k| matches!(k, Node::Device(_)));
-        let mode = mode.unwrap_or(if has_array { Mode::Raid } else { Mode::Volume });
-        if mode == Mode::Raid && has_dev {
-            return invalid(col, format!("{name} in raid mode holds bare devices: put them in an array, or use mode=volume or mode=jbod"));
-        }
-        if mode != Mode::Raid && has_array {
-            return invalid(
-                col,
-                format!(
-                    "{name} in mode={} cannot run arrays; drop the mode option",
-                    if mode == Mode::Jbod { "jbod" } else { "volume" }
-                ),
-            );
-        }
+        let mode = controller_mode(name, o.mode, &kids, col)?;
         let ndev = count_devices(&kids);
         if ndev > params.ports as usize {
             return invalid(
@@ -846,10 +800,11 @@ impl Resolver<'_> {
         Ok(Controller {
             preset: name.to_string(),
             label,
+            // No cache, no write-back.
+            write_back: o.write_back && params.cache_mb > 0,
             params: Arc::new(params),
             mode,
-            write_back,
-            readahead,
+            readahead: o.readahead,
             children: kids,
             col,
         })
@@ -924,6 +879,102 @@ impl Resolver<'_> {
             col,
         })
     }
+}
+
+/// A controller's options, applied to its parameters where they override
+/// them (`cache_mb`, `pcie`).
+struct ControllerOptions {
+    mode: Option<Mode>,
+    write_back: bool,
+    readahead: ReadAhead,
+}
+
+fn controller_options(params: &mut ControllerParams, opts: &[Opt]) -> Result<ControllerOptions> {
+    let mut o = ControllerOptions {
+        mode: None,
+        write_back: params.cache == "wb",
+        readahead: ReadAhead::from_word(&params.readahead).unwrap_or(ReadAhead::Adaptive),
+    };
+    for opt in opts {
+        let v = opt.value.as_str();
+        match opt.key.as_str() {
+            "cache" => {
+                o.write_back = match v {
+                    "wb" => true,
+                    "wt" => false,
+                    _ => return invalid(opt.col, format!("cache={v}: expected wb or wt")),
+                }
+            }
+            "readahead" => {
+                o.readahead = ReadAhead::from_word(v).ok_or_else(|| Error::Invalid {
+                    col: opt.col,
+                    msg: format!("readahead={v}: expected on, off or adaptive"),
+                })?
+            }
+            "mode" => {
+                o.mode = Some(Mode::from_word(v).ok_or_else(|| Error::Invalid {
+                    col: opt.col,
+                    msg: format!("mode={v}: expected raid, volume or jbod"),
+                })?)
+            }
+            "cache_mb" => {
+                params.cache_mb = v
+                    .parse()
+                    .ok()
+                    .filter(|&mb: &u32| mb <= 1 << 20)
+                    .ok_or_else(|| Error::Invalid {
+                        col: opt.col,
+                        msg: format!("cache_mb={v}: expected MiB, e.g. 512"),
+                    })?
+            }
+            "pcie" => (params.pcie_gen, params.pcie_lanes) = pcie(opt)?,
+            _ => {
+                return unknown_key(
+                    opt,
+                    "a controller",
+                    "cache, readahead, mode, cache_mb, pcie",
+                )
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// `pcie=GENxLANES`: (generation 1-5, lanes 1/2/4/8/16).
+fn pcie(o: &Opt) -> Result<(u32, u32)> {
+    let bad = || Error::Invalid {
+        col: o.col,
+        msg: format!("pcie={}: expected GENxLANES, e.g. 2x8", o.value),
+    };
+    let (g, l) = o.value.split_once('x').ok_or_else(bad)?;
+    let g: u32 = g.parse().map_err(|_| bad())?;
+    let l: u32 = l.parse().map_err(|_| bad())?;
+    if !(1..=5).contains(&g) || ![1, 2, 4, 8, 16].contains(&l) {
+        return Err(bad());
+    }
+    Ok((g, l))
+}
+
+/// A controller's mode: as asked, or `raid` when it holds an array and
+/// `volume` otherwise; refused when it does not fit what the controller
+/// holds.
+fn controller_mode(name: &str, asked: Option<Mode>, kids: &[Node], col: usize) -> Result<Mode> {
+    let has_array = kids.iter().any(|k| matches!(k, Node::Array(_)));
+    let has_dev = kids.iter().any(|k| matches!(k, Node::Device(_)));
+    let mode = asked.unwrap_or(if has_array { Mode::Raid } else { Mode::Volume });
+    if mode == Mode::Raid && has_dev {
+        return invalid(col, format!("{name} in raid mode holds bare devices: put them in an array, or use mode=volume or mode=jbod"));
+    }
+    if mode != Mode::Raid && has_array {
+        return invalid(
+            col,
+            format!(
+                "{name} in mode={} cannot run arrays; drop the mode option",
+                mode.word()
+            ),
+        );
+    }
+    Ok(mode)
 }
 
 fn count_devices(nodes: &[Node]) -> usize {
