@@ -22,7 +22,6 @@ pub enum Kind {
 const SIGNATURES: &[(usize, &[u8], &str)] = &[
     (512, b"EFI PART", "a GPT partition table"),
     (4096, b"EFI PART", "a GPT partition table (4K sectors)"),
-    (1080, &[0x53, 0xEF], "an ext2/3/4 file system"),
     (0, b"XFSB", "an XFS file system"),
     (65600, b"_BHRfS_M", "a btrfs file system"),
     (4086, b"SWAPSPACE2", "a swap area"),
@@ -44,6 +43,27 @@ const SIGNATURES: &[(usize, &[u8], &str)] = &[
 /// Bytes read to look for signatures.
 const PROBE_BYTES: usize = 65600 + 8;
 
+/// Whether `head` holds an ext2/3/4 superblock: its magic (0xEF53 at byte
+/// 1080) and fields a real one has (as libblkid's ext probe relies on more
+/// than the two magic bytes, which random data matches one time in 65,536):
+/// inodes and blocks, a block size of 1 to 64 KiB, a first data block of 0
+/// or 1, revision 0 or 1, and only the defined state flags.
+fn ext_superblock(head: &[u8]) -> bool {
+    const SB: usize = 1024;
+    if head.len() < SB + 1024 || head[SB + 56..SB + 58] != [0x53, 0xEF] {
+        return false;
+    }
+    let u32_at =
+        |o: usize| u32::from_le_bytes(head[SB + o..SB + o + 4].try_into().expect("4 bytes"));
+    let state = u16::from_le_bytes([head[SB + 58], head[SB + 59]]);
+    u32_at(0) > 0 // s_inodes_count
+        && u32_at(4) > 0 // s_blocks_count
+        && u32_at(20) <= 1 // s_first_data_block
+        && u32_at(24) <= 6 // s_log_block_size: 1 KiB << 6 = 64 KiB
+        && u32_at(76) <= 1 // s_rev_level
+        && state <= 7 // s_state: valid, error, orphans
+}
+
 /// The first signature found in `head` (the start of a device or file).
 pub fn signature(head: &[u8]) -> Option<&'static str> {
     for (off, magic, what) in SIGNATURES {
@@ -51,14 +71,15 @@ pub fn signature(head: &[u8]) -> Option<&'static str> {
             return Some(what);
         }
     }
-    // An MBR: boot signature plus at least one plausible partition entry
-    // (status byte 0x00 or 0x80 and a non-zero type).
+    if ext_superblock(head) {
+        return Some("an ext2/3/4 file system");
+    }
+    // An MBR: boot signature, every entry's status byte 0x00 or 0x80 (as
+    // libblkid's DOS probe requires), and at least one entry with a type.
     if head.len() >= 512 && head[510] == 0x55 && head[511] == 0xAA {
-        let part = (0..4).any(|i| {
-            let e = &head[446 + 16 * i..462 + 16 * i];
-            (e[0] == 0 || e[0] == 0x80) && e[4] != 0
-        });
-        if part {
+        let entry = |i: usize| &head[446 + 16 * i..462 + 16 * i];
+        let statuses_ok = (0..4).all(|i| matches!(entry(i)[0], 0 | 0x80));
+        if statuses_ok && (0..4).any(|i| entry(i)[4] != 0) {
             return Some("an MBR partition table");
         }
     }
@@ -191,7 +212,25 @@ mod tests {
         assert_eq!(signature(&h), None);
         h[1080] = 0x53;
         h[1081] = 0xEF;
+        assert_eq!(signature(&h), None, "the magic alone is not a superblock");
+        // A superblock as mkfs writes it: inodes, blocks, 4 KiB blocks,
+        // revision 1, clean.
+        h[1024] = 0x80; // s_inodes_count
+        h[1028] = 0x40; // s_blocks_count
+        h[1048] = 2; // s_log_block_size
+        h[1082] = 1; // s_state
+        h[1100] = 1; // s_rev_level
         assert_eq!(signature(&h), Some("an ext2/3/4 file system"));
+        // Random bytes around the magic are no superblock.
+        let mut rng = raidlab_core::rng::Rng::new(1);
+        let mut hits = 0;
+        for _ in 0..2000 {
+            let mut r: Vec<u8> = (0..PROBE_BYTES).map(|_| rng.next_u64() as u8).collect();
+            r[1080] = 0x53;
+            r[1081] = 0xEF;
+            hits += usize::from(ext_superblock(&r));
+        }
+        assert_eq!(hits, 0, "random data with the magic passed as ext");
         let mut h = vec![0u8; PROBE_BYTES];
         h[510] = 0x55;
         h[511] = 0xAA;
