@@ -129,6 +129,89 @@ pub(crate) struct Sched {
     pub lock_wait: RefCell<Vec<usize>>,
 }
 
+/// One member operation as an engine sees it: member, offset, and the
+/// buffer (address and length) the data comes from or goes to.
+struct MemberOp {
+    m: usize,
+    off: u64,
+    ptr: *mut u8,
+    len: usize,
+    write: bool,
+}
+
+/// Where an operation stands once an engine was handed it.
+enum Started {
+    /// Done at once (psync): its result.
+    Done(io::Result<()>),
+    /// In the kernel's hands: the slot that will hold its result.
+    Queued(u32),
+}
+
+/// A member I/O engine, as fio's `ioengine_ops` are: the worker's executor
+/// hands it operations, learns when they completed, and waits for
+/// completions. Every engine goes through this and nothing else.
+trait Engine {
+    /// Start `op` for task `task` of the executor.
+    ///
+    /// # Safety
+    ///
+    /// `op.ptr` must be valid for `op.len` bytes (writable for a read) until
+    /// the operation is done: at once for `Started::Done`, or for
+    /// `Started::Queued(slot)` until `finish(slot)` returns a result or
+    /// `drain(slot)` returns.
+    unsafe fn start(&self, members: &Members, task: usize, op: &MemberOp) -> Started;
+    /// The result of queued operation `slot` once it completed (the slot is
+    /// then free), or `None` while it is in flight.
+    fn finish(&self, slot: u32) -> Option<i32>;
+    /// Wait until queued operation `slot` completed, and free the slot: for
+    /// an operation whose future is dropped in flight.
+    fn drain(&self, slot: u32, sched: &Sched);
+    /// Submit what is queued and wait for at least one completion; the
+    /// tasks that own completed operations become ready.
+    fn wait(&self, sched: &Sched) -> io::Result<()>;
+    /// Operations queued or in flight in the kernel.
+    fn inflight(&self) -> u32;
+    /// Whether host buffers are registered with the kernel.
+    fn registered_buffers(&self) -> bool;
+}
+
+/// The portable engine: a positioned `pread`/`pwrite`, done when started.
+struct Psync;
+
+impl Engine for Psync {
+    unsafe fn start(&self, members: &Members, _task: usize, op: &MemberOp) -> Started {
+        let f = &members.files[op.m];
+        Started::Done(if op.write {
+            // SAFETY: the caller keeps ptr/len valid while this runs.
+            let b = unsafe { std::slice::from_raw_parts(op.ptr, op.len) };
+            f.write_all_at(b, op.off)
+        } else {
+            // SAFETY: the caller keeps ptr/len valid and writable while this
+            // runs, and lends them to no one else.
+            let b = unsafe { std::slice::from_raw_parts_mut(op.ptr, op.len) };
+            f.read_exact_at(b, op.off)
+        })
+    }
+
+    fn finish(&self, _slot: u32) -> Option<i32> {
+        unreachable!("psync queues nothing")
+    }
+
+    fn drain(&self, _slot: u32, _sched: &Sched) {}
+
+    fn wait(&self, _sched: &Sched) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn inflight(&self) -> u32 {
+        0
+    }
+
+    fn registered_buffers(&self) -> bool {
+        false
+    }
+}
+
 #[cfg(target_os = "linux")]
 struct Uring {
     ring: RefCell<io_uring::IoUring>,
@@ -141,13 +224,12 @@ struct Uring {
     reg: Vec<(usize, usize)>,
 }
 
-/// One worker's back end.
+/// One worker's back end: its engine and its executor's scheduling state.
 pub(crate) struct Backend<'m> {
     members: &'m Members,
     /// The worker's scheduler.
     pub sched: Sched,
-    #[cfg(target_os = "linux")]
-    uring: Option<Uring>,
+    engine: Box<dyn Engine>,
 }
 
 impl<'m> Backend<'m> {
@@ -156,8 +238,7 @@ impl<'m> Backend<'m> {
         Backend {
             members,
             sched: Sched::default(),
-            #[cfg(target_os = "linux")]
-            uring: None,
+            engine: Box::new(Psync),
         }
     }
 
@@ -194,7 +275,7 @@ impl<'m> Backend<'m> {
         Ok(Backend {
             members,
             sched: Sched::default(),
-            uring: Some(Uring {
+            engine: Box::new(Uring {
                 ring: RefCell::new(ring),
                 slots: RefCell::new(Vec::new()),
                 free: RefCell::new(Vec::new()),
@@ -207,183 +288,195 @@ impl<'m> Backend<'m> {
 
     /// Whether host buffers are registered with the kernel.
     pub fn registered_buffers(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        {
-            self.uring.as_ref().is_some_and(|u| !u.reg.is_empty())
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            false
-        }
+        self.engine.registered_buffers()
     }
 
     /// Read `buf.len()` bytes of member `m` at `off`.
     pub fn read<'a>(&'a self, m: usize, off: u64, buf: &'a mut [u8]) -> Leaf<'a, 'm> {
-        Leaf {
-            be: self,
-            m,
-            off,
-            ptr: buf.as_mut_ptr(),
-            len: buf.len(),
-            write: false,
-            slot: None,
-            _buf: PhantomData,
-        }
+        Leaf::new(self, m, off, buf.as_mut_ptr(), buf.len(), false)
     }
 
     /// Write `buf` to member `m` at `off`.
     pub fn write<'a>(&'a self, m: usize, off: u64, buf: &'a [u8]) -> Leaf<'a, 'm> {
-        Leaf {
-            be: self,
-            m,
-            off,
-            ptr: buf.as_ptr() as *mut u8,
-            len: buf.len(),
-            write: true,
-            slot: None,
-            _buf: PhantomData,
-        }
+        Leaf::new(self, m, off, buf.as_ptr() as *mut u8, buf.len(), true)
     }
 
     /// Operations queued or in flight in the kernel.
     pub fn inflight(&self) -> u32 {
-        #[cfg(target_os = "linux")]
-        {
-            self.uring.as_ref().map_or(0, |u| u.inflight.get())
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            0
-        }
+        self.engine.inflight()
     }
 
     /// Submit what is queued and wait for at least one completion; the
     /// tasks that own completed operations become ready.
     pub fn wait(&self) -> io::Result<()> {
-        #[cfg(target_os = "linux")]
-        if let Some(u) = &self.uring {
-            if u.inflight.get() == 0 {
-                return Ok(());
-            }
-            let mut ring = u.ring.borrow_mut();
-            loop {
-                match ring.submit_and_wait(1) {
-                    Ok(_) => break,
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break,
-                    Err(e) => return Err(e),
-                }
-            }
-            let mut slots = u.slots.borrow_mut();
-            let mut ready = self.sched.ready.borrow_mut();
-            for cqe in ring.completion() {
-                let s = &mut slots[cqe.user_data() as usize];
-                s.1 = Some(cqe.result());
-                ready.push(s.0);
-            }
-        }
-        Ok(())
+        self.engine.wait(&self.sched)
     }
 
-    fn err(&self, m: usize, write: bool, off: u64, e: io::Error) -> io::Error {
+    fn err(&self, op: &MemberOp, e: io::Error) -> io::Error {
         io::Error::new(
             e.kind(),
             format!(
-                "{} {} at offset {off}: {e}",
-                self.members.paths[m],
-                if write { "write" } else { "read" }
+                "{} {} at offset {}: {e}",
+                self.members.paths[op.m],
+                if op.write { "write" } else { "read" },
+                op.off
             ),
         )
     }
 }
 
-/// A member read or write in progress.
-pub(crate) struct Leaf<'a, 'm> {
-    be: &'a Backend<'m>,
-    m: usize,
-    off: u64,
-    ptr: *mut u8,
-    len: usize,
-    write: bool,
-    slot: Option<u32>,
-    _buf: PhantomData<&'a mut [u8]>,
-}
-
-impl Leaf<'_, '_> {
-    fn sync(&self) -> io::Result<()> {
-        let f = &self.be.members.files[self.m];
-        if self.write {
-            // SAFETY: ptr/len come from a `&'a [u8]` that this Leaf borrows.
-            let b = unsafe { std::slice::from_raw_parts(self.ptr, self.len) };
-            f.write_all_at(b, self.off)
-        } else {
-            // SAFETY: ptr/len come from a `&'a mut [u8]` that this Leaf borrows
-            // exclusively.
-            let b = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
-            f.read_exact_at(b, self.off)
-        }
-    }
-
-    #[cfg(target_os = "linux")]
-    fn push(&mut self, u: &Uring) -> io::Result<()> {
+#[cfg(target_os = "linux")]
+impl Engine for Uring {
+    unsafe fn start(&self, members: &Members, task: usize, op: &MemberOp) -> Started {
         use io_uring::{opcode, types};
-        let slot = match u.free.borrow_mut().pop() {
+        let slot = match self.free.borrow_mut().pop() {
             Some(s) => s,
             None => {
-                let mut v = u.slots.borrow_mut();
+                let mut v = self.slots.borrow_mut();
                 v.push((0, None));
                 (v.len() - 1) as u32
             }
         };
-        u.slots.borrow_mut()[slot as usize] = (self.be.sched.current.get(), None);
-        let addr = self.ptr as usize;
-        let fixed_buf = u
+        self.slots.borrow_mut()[slot as usize] = (task, None);
+        let addr = op.ptr as usize;
+        let fixed_buf = self
             .reg
             .binary_search_by(|&(s, _)| s.cmp(&addr))
             .map_or_else(|i| i.checked_sub(1), Some)
-            .filter(|&i| addr + self.len <= u.reg[i].1)
+            .filter(|&i| addr + op.len <= self.reg[i].1)
             .map(|i| i as u16);
-        let len = self.len as u32;
+        let len = op.len as u32;
         macro_rules! build {
             ($fd:expr) => {
-                match (self.write, fixed_buf) {
-                    (false, Some(i)) => opcode::ReadFixed::new($fd, self.ptr, len, i)
-                        .offset(self.off)
+                match (op.write, fixed_buf) {
+                    (false, Some(i)) => opcode::ReadFixed::new($fd, op.ptr, len, i)
+                        .offset(op.off)
                         .build(),
-                    (false, None) => opcode::Read::new($fd, self.ptr, len)
-                        .offset(self.off)
+                    (false, None) => opcode::Read::new($fd, op.ptr, len).offset(op.off).build(),
+                    (true, Some(i)) => opcode::WriteFixed::new($fd, op.ptr, len, i)
+                        .offset(op.off)
                         .build(),
-                    (true, Some(i)) => opcode::WriteFixed::new($fd, self.ptr, len, i)
-                        .offset(self.off)
-                        .build(),
-                    (true, None) => opcode::Write::new($fd, self.ptr, len)
-                        .offset(self.off)
-                        .build(),
+                    (true, None) => opcode::Write::new($fd, op.ptr, len).offset(op.off).build(),
                 }
             };
         }
-        let e = if u.fixed_files {
-            build!(types::Fixed(self.m as u32))
+        let e = if self.fixed_files {
+            build!(types::Fixed(op.m as u32))
         } else {
             use std::os::fd::AsRawFd;
-            build!(types::Fd(self.be.members.files[self.m].as_raw_fd()))
+            build!(types::Fd(members.files[op.m].as_raw_fd()))
         }
         .user_data(slot as u64);
-        let mut ring = u.ring.borrow_mut();
+        let mut ring = self.ring.borrow_mut();
         loop {
-            // SAFETY: the entry points at a buffer this Leaf borrows for 'a,
-            // and its Drop waits for the completion. A Leaf is crate-private
-            // and the crate's only user of it (the worker's executor)
-            // awaits or drops every Leaf it makes, never forgets one, so the
-            // buffer outlives the operation.
+            // SAFETY: the entry points at a buffer the caller keeps valid
+            // until the operation completes (this method's contract: until
+            // `finish` returns its result or `drain` returns).
             if unsafe { ring.submission().push(&e) }.is_ok() {
                 break;
             }
-            ring.submit()?;
+            if let Err(err) = ring.submit() {
+                self.free.borrow_mut().push(slot);
+                return Started::Done(Err(err));
+            }
         }
-        u.inflight.set(u.inflight.get() + 1);
-        self.slot = Some(slot);
+        self.inflight.set(self.inflight.get() + 1);
+        Started::Queued(slot)
+    }
+
+    fn finish(&self, slot: u32) -> Option<i32> {
+        let res = self.slots.borrow()[slot as usize].1?;
+        self.free.borrow_mut().push(slot);
+        self.inflight.set(self.inflight.get() - 1);
+        Some(res)
+    }
+
+    fn drain(&self, slot: u32, sched: &Sched) {
+        while self.slots.borrow()[slot as usize].1.is_none() {
+            if self.wait(sched).is_err() {
+                // The buffer cannot be proven free: stop rather than let the
+                // kernel write into reused memory.
+                std::process::abort();
+            }
+        }
+        self.finish(slot);
+    }
+
+    fn wait(&self, sched: &Sched) -> io::Result<()> {
+        if self.inflight.get() == 0 {
+            return Ok(());
+        }
+        let mut ring = self.ring.borrow_mut();
+        loop {
+            match ring.submit_and_wait(1) {
+                Ok(_) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        let mut slots = self.slots.borrow_mut();
+        let mut ready = sched.ready.borrow_mut();
+        for cqe in ring.completion() {
+            let s = &mut slots[cqe.user_data() as usize];
+            s.1 = Some(cqe.result());
+            ready.push(s.0);
+        }
         Ok(())
+    }
+
+    fn inflight(&self) -> u32 {
+        self.inflight.get()
+    }
+
+    fn registered_buffers(&self) -> bool {
+        !self.reg.is_empty()
+    }
+}
+
+/// A member read or write in progress: a future over the buffer it
+/// borrows for `'a`.
+pub(crate) struct Leaf<'a, 'm> {
+    be: &'a Backend<'m>,
+    op: MemberOp,
+    /// The engine's slot while the operation is queued.
+    slot: Option<u32>,
+    _buf: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a, 'm> Leaf<'a, 'm> {
+    fn new(be: &'a Backend<'m>, m: usize, off: u64, ptr: *mut u8, len: usize, write: bool) -> Self {
+        Leaf {
+            be,
+            op: MemberOp {
+                m,
+                off,
+                ptr,
+                len,
+                write,
+            },
+            slot: None,
+            _buf: PhantomData,
+        }
+    }
+
+    /// The outcome of a completed operation that moved `res` bytes (or
+    /// failed with `-res`).
+    fn outcome(&self, res: i32) -> io::Result<()> {
+        let op = &self.op;
+        if res < 0 {
+            Err(self.be.err(op, io::Error::from_raw_os_error(-res)))
+        } else if res as usize != op.len {
+            Err(self.be.err(
+                op,
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("short transfer ({res} of {} bytes)", op.len),
+                ),
+            ))
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -392,58 +485,40 @@ impl Future for Leaf<'_, '_> {
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let be = self.be;
-        let counters = &be.members.counters[self.m];
-        #[cfg(target_os = "linux")]
-        if let Some(u) = &be.uring {
-            return match self.slot {
-                None => {
-                    counters.begin(Instant::now());
-                    if let Err(e) = self.push(u) {
-                        counters.end(Instant::now(), self.write, 0);
-                        return Poll::Ready(Err(be.err(self.m, self.write, self.off, e)));
+        let counters = &be.members.counters[self.op.m];
+        let (write, len) = (self.op.write, self.op.len);
+        match self.slot {
+            None => {
+                counters.begin(Instant::now());
+                // SAFETY: `op` points into the buffer this Leaf borrows for
+                // 'a, which outlives it; while the operation is queued the
+                // Leaf holds its slot, and its Drop drains the slot before
+                // the borrow ends. A Leaf is crate-private, and the crate's
+                // executor awaits or drops every Leaf it makes, never
+                // forgets one.
+                match unsafe {
+                    be.engine
+                        .start(be.members, be.sched.current.get(), &self.op)
+                } {
+                    Started::Done(r) => {
+                        counters.end(Instant::now(), write, if r.is_ok() { len } else { 0 });
+                        Poll::Ready(r.map_err(|e| be.err(&self.op, e)))
                     }
-                    Poll::Pending
+                    Started::Queued(slot) => {
+                        self.slot = Some(slot);
+                        Poll::Pending
+                    }
                 }
-                Some(s) => {
-                    let res = u.slots.borrow()[s as usize].1;
-                    let Some(res) = res else {
-                        return Poll::Pending;
-                    };
+            }
+            Some(s) => match be.engine.finish(s) {
+                None => Poll::Pending,
+                Some(res) => {
                     self.slot = None;
-                    u.free.borrow_mut().push(s);
-                    u.inflight.set(u.inflight.get() - 1);
-                    counters.end(Instant::now(), self.write, res.max(0) as usize);
-                    Poll::Ready(if res < 0 {
-                        Err(be.err(
-                            self.m,
-                            self.write,
-                            self.off,
-                            io::Error::from_raw_os_error(-res),
-                        ))
-                    } else if res as usize != self.len {
-                        Err(be.err(
-                            self.m,
-                            self.write,
-                            self.off,
-                            io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                format!("short transfer ({res} of {} bytes)", self.len),
-                            ),
-                        ))
-                    } else {
-                        Ok(())
-                    })
+                    counters.end(Instant::now(), write, res.max(0) as usize);
+                    Poll::Ready(self.outcome(res))
                 }
-            };
+            },
         }
-        counters.begin(Instant::now());
-        let r = self.sync();
-        counters.end(
-            Instant::now(),
-            self.write,
-            if r.is_ok() { self.len } else { 0 },
-        );
-        Poll::Ready(r.map_err(|e| be.err(self.m, self.write, self.off, e)))
     }
 }
 
@@ -452,17 +527,8 @@ impl Drop for Leaf<'_, '_> {
         // Never let the kernel write into a buffer that is gone: wait for an
         // operation still in flight (only reachable if a task is dropped
         // early, e.g. while unwinding).
-        #[cfg(target_os = "linux")]
-        if let (Some(s), Some(u)) = (self.slot, &self.be.uring) {
-            while u.slots.borrow()[s as usize].1.is_none() {
-                if self.be.wait().is_err() {
-                    // The buffer cannot be proven free: stop rather than
-                    // let the kernel write into reused memory.
-                    std::process::abort();
-                }
-            }
-            u.free.borrow_mut().push(s);
-            u.inflight.set(u.inflight.get() - 1);
+        if let Some(s) = self.slot {
+            self.be.engine.drain(s, &self.be.sched);
         }
     }
 }
