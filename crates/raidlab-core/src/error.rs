@@ -37,5 +37,67 @@ pub enum Error {
     Input(String),
 }
 
+/// What part of the input an [`Error`] is about, for callers that act on
+/// it rather than print it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The expression does not parse.
+    Syntax,
+    /// The expression parses but describes an impossible configuration.
+    Invalid,
+    /// A workload key or value.
+    Workload,
+    /// A preset file, or an unknown preset.
+    Preset,
+    /// A published-measurement CSV.
+    Csv,
+    /// An argument of the analytic model or of a sweep.
+    Input,
+}
+
+impl Error {
+    /// What part of the input this error is about.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Syntax { .. } => ErrorKind::Syntax,
+            Error::Invalid { .. } => ErrorKind::Invalid,
+            Error::Workload(_) => ErrorKind::Workload,
+            Error::Preset(_) => ErrorKind::Preset,
+            Error::Csv(_) => ErrorKind::Csv,
+            Error::Input(_) => ErrorKind::Input,
+        }
+    }
+
+    /// The 1-based column of the expression at fault, for expression errors.
+    pub fn column(&self) -> Option<usize> {
+        match self {
+            Error::Syntax { col, .. } | Error::Invalid { col, .. } => Some(*col),
+            _ => None,
+        }
+    }
+}
+
 /// Result alias for the core crate.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::PresetDb;
+    use crate::topology::resolve;
+    use crate::workload::Workload;
+
+    #[test]
+    fn errors_say_their_kind_and_column() {
+        let db = PresetDb::builtin();
+        let e = resolve("raid0(x25e,", &db).unwrap_err();
+        assert_eq!((e.kind(), e.column()), (ErrorKind::Syntax, Some(12)));
+        let e = resolve("raid5(2*x25e)", &db).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        assert!(e.column().is_some());
+        let e = resolve("raid0(nosuch, x25e)", &db).unwrap_err();
+        assert_eq!((e.kind(), e.column()), (ErrorKind::Invalid, Some(7)));
+        let e = Workload::parse("rw=sideways").unwrap_err();
+        assert_eq!((e.kind(), e.column()), (ErrorKind::Workload, None));
+    }
+}

@@ -21,4 +21,4 @@ pub mod topology;
 pub mod units;
 pub mod workload;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
