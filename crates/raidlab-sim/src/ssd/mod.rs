@@ -15,7 +15,7 @@ pub mod ftl;
 pub mod nand;
 
 use crate::engine::events;
-use crate::engine::{ns, us, xfer_ns, CmdQueue, CompId, Ctx, Op, Pool, ReqId, Server};
+use crate::engine::{ns, us, xfer_ns, CmdQueue, CompId, Ctx, Op, Pool, Req, ReqId, Server};
 use cache::WriteBuffer;
 use ftl::{Ftl, INVALID};
 use nand::Nand;
@@ -355,126 +355,157 @@ impl Ssd {
         self.nand.program(t.max(ready), die)
     }
 
+    /// A command the drive has admitted: its read or write path.
+    #[inline]
     fn start(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
-        let now = ctx.now;
         let first = r.offset / UNIT;
         let last = (r.offset + r.len as u64 - 1) / UNIT;
         match r.op {
-            Op::Read => {
-                let t = self.link.reserve(now, self.link_cmd);
-                let t = self.fw_command(t, self.fw_read);
-                self.fw_occupy_per_kb(t, r.len);
-                // Data already prefetched into DRAM (up to two windows).
-                let covered = |w: &(u64, u64, Ns)| first >= w.0 && last < w.1;
-                let hit = self
-                    .ra
-                    .iter()
-                    .find(|w| covered(w))
-                    .map(|w| w.2)
-                    .or_else(|| {
-                        // A request spanning both windows.
-                        let (a, b) = (self.ra[0], self.ra[1]);
-                        (a.1 == b.0 && first >= a.0 && last < b.1 && a.1 > a.0)
-                            .then_some(a.2.max(b.2))
-                    });
-                let (data_first, data_last) = match hit {
-                    Some(ready) => (t.max(ready), t.max(ready)),
-                    None => self.nand_read(t, first, last),
-                };
-                if self.ra_units > 0 && r.offset == self.last_read_end {
-                    // Sequential stream: keep the next window prefetched,
-                    // at least two of the stream's requests long; fetch it
-                    // when the stream passes the middle of the current one.
-                    let window = self.ra_units.max(2 * (last - first + 1));
-                    let end = self.ra[1].1.max(self.ra[0].1);
-                    let cur_start = if self.ra[1].1 > self.ra[1].0 {
-                        self.ra[1].0
-                    } else {
-                        self.ra[0].0
-                    };
-                    let stale = last + 1 > end || end == 0;
-                    let passed_middle = last + 1 >= cur_start + (end - cur_start) / 2;
-                    if stale || passed_middle {
-                        let a = if stale { last + 1 } else { end };
-                        let b = (a + window - 1).min(self.capacity / UNIT - 1);
-                        if a <= b {
-                            let (_, ready) = self.nand_read(t, a, b);
-                            self.ra = if stale {
-                                [(a, b + 1, ready), (0, 0, 0)]
-                            } else {
-                                [self.ra[1].max_by_end(self.ra[0]), (a, b + 1, ready)]
-                            };
-                        }
-                    }
-                }
-                self.last_read_end = r.offset + r.len as u64;
-                // The link streams the data as it comes out of the flash: it
-                // starts with the first page and ends no sooner than one data
-                // frame after the last.
-                ctx.reqs[id].handler_word = (data_last - data_first).min(u32::MAX as Ns) as u32;
-                ctx.schedule(data_first, self.id, id, Ev::Xfer);
-            }
-            Op::Write => {
-                let xfer = xfer_ns(r.len as u64, self.link_mbps);
-                let t = self.link.reserve(now, self.link_cmd + xfer);
-                let data_start = t - xfer;
-                let t = self.fw_command(t, self.fw_write);
-                self.fw_occupy_per_kb(t, r.len);
-                let upp = self.ftl.upp() as usize;
-                // A write over the read-ahead window makes it stale.
-                if self.ra.iter().any(|w| first < w.1 && last >= w.0) {
-                    self.ra = [(0, 0, 0); 2];
-                }
-                if self.wc {
-                    // The data streams into the buffer a page at a time as
-                    // it comes off the link, and each full page programs
-                    // from there: a write larger than the room left
-                    // completes when its last page is in.
-                    let mut u = first;
-                    let mut ta = data_start;
-                    while u <= last {
-                        let k = (upp as u64).min(last - u + 1);
-                        let arrived = data_start
-                            + xfer_ns(((u + k - first) * UNIT).min(r.len as u64), self.link_mbps);
-                        ta = self.buf.admit(ta.max(arrived), k as u32);
-                        for x in u..u + k {
-                            let l = self.ftl.fold(x);
-                            self.buf.pending.push(l);
-                        }
-                        while self.buf.pending.len() >= upp {
-                            self.page.clear();
-                            self.page.extend(self.buf.pending.drain(..upp));
-                            let done = self.program(ta);
-                            self.buf.programming(done, upp as u32);
-                        }
-                        u += k;
-                    }
-                    ctx.schedule(t.max(ta), self.id, id, Ev::Done);
+            Op::Read => self.start_read(ctx, id, &r, first, last),
+            Op::Write => self.start_write(ctx, id, &r, first, last),
+        }
+    }
+
+    /// A read of units `first..=last`: command, firmware, then the data from
+    /// the read-ahead buffer or the flash, streamed over the link.
+    #[inline]
+    fn start_read(&mut self, ctx: &mut Ctx, id: ReqId, r: &Req, first: u64, last: u64) {
+        let t = self.link.reserve(ctx.now, self.link_cmd);
+        let t = self.fw_command(t, self.fw_read);
+        self.fw_occupy_per_kb(t, r.len);
+        let (data_first, data_last) = match self.read_ahead_hit(first, last) {
+            Some(ready) => (t.max(ready), t.max(ready)),
+            None => self.nand_read(t, first, last),
+        };
+        if self.ra_units > 0 && r.offset == self.last_read_end {
+            self.read_ahead(t, first, last);
+        }
+        self.last_read_end = r.offset + r.len as u64;
+        // The link streams the data as it comes out of the flash: it
+        // starts with the first page and ends no sooner than one data
+        // frame after the last.
+        ctx.reqs[id].handler_word = (data_last - data_first).min(u32::MAX as Ns) as u32;
+        ctx.schedule(data_first, self.id, id, Ev::Xfer);
+    }
+
+    /// When units `first..=last` are in DRAM from a read-ahead (up to two
+    /// windows), if they are.
+    #[inline]
+    fn read_ahead_hit(&self, first: u64, last: u64) -> Option<Ns> {
+        let covered = |w: &(u64, u64, Ns)| first >= w.0 && last < w.1;
+        self.ra
+            .iter()
+            .find(|w| covered(w))
+            .map(|w| w.2)
+            .or_else(|| {
+                // A request spanning both windows.
+                let (a, b) = (self.ra[0], self.ra[1]);
+                (a.1 == b.0 && first >= a.0 && last < b.1 && a.1 > a.0).then_some(a.2.max(b.2))
+            })
+    }
+
+    /// A sequential stream read `first..=last`: keep the next window
+    /// prefetched, at least two of the stream's requests long, fetching it
+    /// when the stream passes the middle of the current one.
+    #[inline]
+    fn read_ahead(&mut self, t: Ns, first: u64, last: u64) {
+        let window = self.ra_units.max(2 * (last - first + 1));
+        let end = self.ra[1].1.max(self.ra[0].1);
+        let cur_start = if self.ra[1].1 > self.ra[1].0 {
+            self.ra[1].0
+        } else {
+            self.ra[0].0
+        };
+        let stale = last + 1 > end || end == 0;
+        let passed_middle = last + 1 >= cur_start + (end - cur_start) / 2;
+        if stale || passed_middle {
+            let a = if stale { last + 1 } else { end };
+            let b = (a + window - 1).min(self.capacity / UNIT - 1);
+            if a <= b {
+                let (_, ready) = self.nand_read(t, a, b);
+                self.ra = if stale {
+                    [(a, b + 1, ready), (0, 0, 0)]
                 } else {
-                    // With its volatile cache off the drive commits one write
-                    // before it starts the next (Intel: 170 MB/s sequential
-                    // writes fall to 120 MB/s with the write cache off).
-                    let t = t.max(self.write_committed);
-                    let mut done = t;
-                    let mut u = first;
-                    while u <= last {
-                        self.page.clear();
-                        for k in 0..upp as u64 {
-                            self.page.push(if u + k <= last {
-                                self.ftl.fold(u + k)
-                            } else {
-                                INVALID
-                            });
-                        }
-                        done = done.max(self.program(t));
-                        u += upp as u64;
-                    }
-                    self.write_committed = done;
-                    ctx.schedule(done, self.id, id, Ev::Done);
-                }
+                    [self.ra[1].max_by_end(self.ra[0]), (a, b + 1, ready)]
+                };
             }
         }
+    }
+
+    /// A write of units `first..=last`: its data over the link, firmware,
+    /// then into the write buffer (`wc=on`) or straight to the flash.
+    #[inline]
+    fn start_write(&mut self, ctx: &mut Ctx, id: ReqId, r: &Req, first: u64, last: u64) {
+        let xfer = xfer_ns(r.len as u64, self.link_mbps);
+        let t = self.link.reserve(ctx.now, self.link_cmd + xfer);
+        let data_start = t - xfer;
+        let t = self.fw_command(t, self.fw_write);
+        self.fw_occupy_per_kb(t, r.len);
+        // A write over the read-ahead window makes it stale.
+        if self.ra.iter().any(|w| first < w.1 && last >= w.0) {
+            self.ra = [(0, 0, 0); 2];
+        }
+        let done = if self.wc {
+            t.max(self.buffered_write(data_start, r.len, first, last))
+        } else {
+            self.write_through(t, first, last)
+        };
+        ctx.schedule(done, self.id, id, Ev::Done);
+    }
+
+    /// The data streams into the buffer a page at a time as it comes off
+    /// the link, and each full page programs from there: a write larger
+    /// than the room left completes when its last page is in. Returns when
+    /// the last page is in the buffer.
+    #[inline]
+    fn buffered_write(&mut self, data_start: Ns, len: u32, first: u64, last: u64) -> Ns {
+        let upp = self.ftl.upp() as usize;
+        let mut u = first;
+        let mut ta = data_start;
+        while u <= last {
+            let k = (upp as u64).min(last - u + 1);
+            let arrived =
+                data_start + xfer_ns(((u + k - first) * UNIT).min(len as u64), self.link_mbps);
+            ta = self.buf.admit(ta.max(arrived), k as u32);
+            for x in u..u + k {
+                let l = self.ftl.fold(x);
+                self.buf.pending.push(l);
+            }
+            while self.buf.pending.len() >= upp {
+                self.page.clear();
+                self.page.extend(self.buf.pending.drain(..upp));
+                let done = self.program(ta);
+                self.buf.programming(done, upp as u32);
+            }
+            u += k;
+        }
+        ta
+    }
+
+    /// With its volatile cache off the drive commits one write before it
+    /// starts the next (Intel: 170 MB/s sequential writes fall to 120 MB/s
+    /// with the write cache off). Returns when the last page is programmed.
+    #[inline]
+    fn write_through(&mut self, t: Ns, first: u64, last: u64) -> Ns {
+        let upp = self.ftl.upp() as u64;
+        let t = t.max(self.write_committed);
+        let mut done = t;
+        let mut u = first;
+        while u <= last {
+            self.page.clear();
+            for k in 0..upp {
+                self.page.push(if u + k <= last {
+                    self.ftl.fold(u + k)
+                } else {
+                    INVALID
+                });
+            }
+            done = done.max(self.program(t));
+            u += upp;
+        }
+        self.write_committed = done;
+        done
     }
 
     /// A timed event of this drive.
