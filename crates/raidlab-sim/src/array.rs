@@ -129,93 +129,15 @@ impl ArrayComp {
         }
     }
 
-    /// A request arrives.
+    /// A request arrives: plan its member commands, charge the array's
+    /// engine for them, and start when that work is done.
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
         let p = self.new_plan();
         ctx.reqs[id].handler_word = p;
         ctx.reqs[id].phase = PHASE_READS;
-        let parity = matches!(self.geo.level(), Level::Raid5 | Level::Raid6);
         let mut plan = std::mem::take(&mut self.plans[p as usize]);
-        let chunk = self.geo.chunk();
-        let single = r.offset % chunk + r.len as u64 <= chunk && self.geo.level() != Level::Concat;
-        match (r.op, parity) {
-            // Fast path: a request inside one chunk maps to one location.
-            (Op::Read, _) | (Op::Write, false) if single => {
-                let (m, off) = self.geo.locate(r.offset);
-                self.geo.copies(m, off, &mut self.copies);
-                let e = |(m, off): (usize, u64)| Extent {
-                    member: m as u32,
-                    offset: off,
-                    len: r.len as u64,
-                };
-                if r.op == Op::Read {
-                    let best = *self
-                        .copies
-                        .iter()
-                        .min_by_key(|(m, _)| self.outstanding[*m])
-                        .expect("a location");
-                    plan.reads.push(e(best));
-                } else {
-                    plan.writes.extend(self.copies.iter().map(|&c| e(c)));
-                }
-            }
-            (Op::Read, _) => {
-                self.geo.pieces(r.offset, r.len as u64, &mut self.pieces);
-                for pc in &self.pieces {
-                    self.geo
-                        .copies(pc.member as usize, pc.member_off, &mut self.copies);
-                    // Mirrors: read from the copy with the fewest outstanding commands.
-                    let &(m, off) = self
-                        .copies
-                        .iter()
-                        .min_by_key(|(m, _)| self.outstanding[*m])
-                        .expect("a piece has a location");
-                    push_merged(
-                        &mut plan.reads,
-                        Extent {
-                            member: m as u32,
-                            offset: off,
-                            len: pc.len,
-                        },
-                    );
-                }
-            }
-            (Op::Write, false) => {
-                self.geo.pieces(r.offset, r.len as u64, &mut self.pieces);
-                for pc in &self.pieces {
-                    self.geo
-                        .copies(pc.member as usize, pc.member_off, &mut self.copies);
-                    for &(m, off) in &self.copies {
-                        push_merged(
-                            &mut plan.writes,
-                            Extent {
-                                member: m as u32,
-                                offset: off,
-                                len: pc.len,
-                            },
-                        );
-                    }
-                }
-            }
-            (Op::Write, true) => {
-                if self.rmw_only {
-                    self.geo.rmw_plan(r.offset, r.len as u64, &mut self.stripes);
-                } else {
-                    self.geo
-                        .write_plan(r.offset, r.len as u64, &mut self.stripes);
-                }
-                for s in &self.stripes {
-                    for e in &s.reads {
-                        push_merged(&mut plan.reads, *e);
-                    }
-                    for e in &s.writes {
-                        push_merged(&mut plan.writes, *e);
-                    }
-                    plan.parity_bytes += s.parity_bytes;
-                }
-            }
-        }
+        self.plan_request(&r, &mut plan);
         // A parity write's pre-reads go out when the array's work on the
         // request is done: let their drives start loading their maps
         // meanwhile. (Plain reads are not advised: a drive that has only
@@ -237,6 +159,109 @@ impl ArrayComp {
         };
         let t = ctx.reserve(pool, ctx.now.max(r.t0), cost);
         ctx.schedule(t, self.id, id, Ev::Go);
+    }
+
+    /// The member reads and writes request `r` needs.
+    #[inline]
+    fn plan_request(&mut self, r: &Req, plan: &mut Plan) {
+        let parity = matches!(self.geo.level(), Level::Raid5 | Level::Raid6);
+        let chunk = self.geo.chunk();
+        let single = r.offset % chunk + r.len as u64 <= chunk && self.geo.level() != Level::Concat;
+        match (r.op, parity) {
+            // Fast path: a request inside one chunk maps to one location.
+            (Op::Read, _) | (Op::Write, false) if single => self.plan_in_chunk(r, plan),
+            (Op::Read, _) => self.plan_read(r, plan),
+            (Op::Write, false) => self.plan_mirrored_write(r, plan),
+            (Op::Write, true) => self.plan_parity_write(r, plan),
+        }
+    }
+
+    /// A request inside one chunk: one location (a read from its least busy
+    /// copy, a write to every copy).
+    #[inline]
+    fn plan_in_chunk(&mut self, r: &Req, plan: &mut Plan) {
+        let (m, off) = self.geo.locate(r.offset);
+        self.geo.copies(m, off, &mut self.copies);
+        let e = |(m, off): (usize, u64)| Extent {
+            member: m as u32,
+            offset: off,
+            len: r.len as u64,
+        };
+        if r.op == Op::Read {
+            let best = *self
+                .copies
+                .iter()
+                .min_by_key(|(m, _)| self.outstanding[*m])
+                .expect("a location");
+            plan.reads.push(e(best));
+        } else {
+            plan.writes.extend(self.copies.iter().map(|&c| e(c)));
+        }
+    }
+
+    /// A read over several chunks: each piece from the copy with the fewest
+    /// outstanding commands.
+    #[inline]
+    fn plan_read(&mut self, r: &Req, plan: &mut Plan) {
+        self.geo.pieces(r.offset, r.len as u64, &mut self.pieces);
+        for pc in &self.pieces {
+            self.geo
+                .copies(pc.member as usize, pc.member_off, &mut self.copies);
+            let &(m, off) = self
+                .copies
+                .iter()
+                .min_by_key(|(m, _)| self.outstanding[*m])
+                .expect("a piece has a location");
+            push_merged(
+                &mut plan.reads,
+                Extent {
+                    member: m as u32,
+                    offset: off,
+                    len: pc.len,
+                },
+            );
+        }
+    }
+
+    /// A write without parity over several chunks: every copy of each piece.
+    #[inline]
+    fn plan_mirrored_write(&mut self, r: &Req, plan: &mut Plan) {
+        self.geo.pieces(r.offset, r.len as u64, &mut self.pieces);
+        for pc in &self.pieces {
+            self.geo
+                .copies(pc.member as usize, pc.member_off, &mut self.copies);
+            for &(m, off) in &self.copies {
+                push_merged(
+                    &mut plan.writes,
+                    Extent {
+                        member: m as u32,
+                        offset: off,
+                        len: pc.len,
+                    },
+                );
+            }
+        }
+    }
+
+    /// A RAID 5/6 write: the layout's plan per stripe (pre-reads, writes,
+    /// parity bytes), read-modify-write only for an `rmw_only` array.
+    #[inline]
+    fn plan_parity_write(&mut self, r: &Req, plan: &mut Plan) {
+        if self.rmw_only {
+            self.geo.rmw_plan(r.offset, r.len as u64, &mut self.stripes);
+        } else {
+            self.geo
+                .write_plan(r.offset, r.len as u64, &mut self.stripes);
+        }
+        for s in &self.stripes {
+            for e in &s.reads {
+                push_merged(&mut plan.reads, *e);
+            }
+            for e in &s.writes {
+                push_merged(&mut plan.writes, *e);
+            }
+            plan.parity_bytes += s.parity_bytes;
+        }
     }
 
     #[inline]
