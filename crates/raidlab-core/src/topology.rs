@@ -652,123 +652,123 @@ impl Resolver<'_> {
         invalid(col, self.db.unknown(name))
     }
 
-    fn node(&mut self, ast: &Ast, in_ctrl: Option<(f64, &str)>, top: bool) -> Result<Vec<Node>> {
+    /// Resolve one node of the tree; `in_ctrl` is the port rate and name of
+    /// the controller it sits in, if any. A counted leaf (`4*x25e`) gives
+    /// several devices.
+    fn node(&mut self, ast: &Ast, in_ctrl: Option<(f64, &str)>) -> Result<Vec<Node>> {
         match ast {
             Ast::Leaf {
                 name,
                 count,
                 opts,
                 col,
-            } => {
-                if Level::from_word(name).is_some() || name == "host" {
-                    return invalid(
-                        *col,
-                        format!("'{name}' needs members in parentheses: {name}(...)"),
-                    );
-                }
-                let model = match self.db.get(name) {
-                    Some(Preset::Ssd(p)) => DeviceModel::Ssd(Arc::new(p.clone())),
-                    Some(Preset::Hdd(p)) => DeviceModel::Hdd(Arc::new(p.clone())),
-                    Some(Preset::Controller(_)) => {
-                        return invalid(*col, format!("controller '{name}' needs devices or an array in parentheses: {name}(...)"))
-                    }
-                    Some(Preset::Host(_)) => return invalid(*col, format!("'{name}' is a host preset, not a device")),
-                    None => return self.unknown_preset(name, *col),
-                };
-                let (mut wc, dev_link) = match &model {
-                    DeviceModel::Ssd(p) => (p.write_cache, p.link_mbps),
-                    DeviceModel::Hdd(p) => (p.write_cache, p.link_mbps),
-                };
-                let is_ssd = matches!(model, DeviceModel::Ssd(_));
-                let mut op = 0.0;
-                let mut state = None;
-                for o in opts {
-                    match o.key.as_str() {
-                        "wc" => wc = on_off(o)?,
-                        "op" if is_ssd => {
-                            op = parse_percent(&o.value)
-                                .map_err(|m| Error::Invalid { col: o.col, msg: m })?;
-                            if op > 0.9 {
-                                return invalid(
-                                    o.col,
-                                    "op must leave at least 10% of the capacity",
-                                );
-                            }
-                        }
-                        "state" if is_ssd => {
-                            state = Some(SsdState::from_word(&o.value).ok_or_else(|| {
-                                Error::Invalid {
-                                    col: o.col,
-                                    msg: format!("state={}: expected fob, fill or steady", o.value),
-                                }
-                            })?)
-                        }
-                        "op" | "state" => {
-                            return invalid(
-                                o.col,
-                                format!("option '{}' applies to SSDs, '{name}' is a disk", o.key),
-                            )
-                        }
-                        _ => return unknown_key(o, "a device", "wc, op, state"),
-                    }
-                }
-                self.devices += count;
-                if self.devices > MAX_DEVICES {
-                    return invalid(*col, format!("more than {MAX_DEVICES} devices"));
-                }
-                let link_mbps = match in_ctrl {
-                    Some((port, _)) => dev_link.min(port),
-                    None => dev_link,
-                };
-                Ok((0..*count)
-                    .map(|_| {
-                        Node::Device(Device {
-                            preset: name.clone(),
-                            label: self.label(name),
-                            model: model.clone(),
-                            wc,
-                            op,
-                            state,
-                            link_mbps,
-                            col: *col,
-                        })
-                    })
-                    .collect())
-            }
+            } => self.leaf_devices(name, *count, opts, *col, in_ctrl),
             Ast::Group {
                 name,
                 opts,
                 children,
                 col,
-            } => {
-                if name == "host" {
-                    return invalid(*col, "host[...] may only wrap the whole expression");
-                }
-                if let Some(level) = Level::from_word(name) {
-                    return Ok(vec![Node::Array(
-                        self.array(level, opts, children, *col, in_ctrl)?,
-                    )]);
-                }
-                let params = match self.db.get(name) {
-                    Some(Preset::Controller(p)) => p.clone(),
-                    Some(Preset::Ssd(_) | Preset::Hdd(_)) => {
-                        return invalid(*col, format!("'{name}' is a device; only controllers, arrays and host take parentheses"))
-                    }
-                    Some(Preset::Host(_)) => return invalid(*col, format!("'{name}' is a host preset")),
-                    None => return self.unknown_preset(name, *col),
-                };
-                if let Some((_, outer)) = in_ctrl {
-                    return invalid(
-                        *col,
-                        format!("controller '{name}' inside controller '{outer}'"),
-                    );
-                }
-                let _ = top;
-                Ok(vec![Node::Controller(
-                    self.controller(name, params, opts, children, *col)?,
-                )])
-            }
+            } => self.group(name, opts, children, *col, in_ctrl),
         }
+    }
+
+    /// `count` devices of preset `name`.
+    fn leaf_devices(
+        &mut self,
+        name: &str,
+        count: u32,
+        opts: &[Opt],
+        col: usize,
+        in_ctrl: Option<(f64, &str)>,
+    ) -> Result<Vec<Node>> {
+        if Level::from_word(name).is_some() || name == "host" {
+            return invalid(
+                col,
+                format!("'{name}' needs members in parentheses: {name}(...)"),
+            );
+        }
+        let model =
+            match self.db.get(name) {
+                Some(Preset::Ssd(p)) => DeviceModel::Ssd(Arc::new(p.clone())),
+                Some(Preset::Hdd(p)) => DeviceModel::Hdd(Arc::new(p.clone())),
+                Some(Preset::Controller(_)) => return invalid(
+                    col,
+                    format!(
+                        "controller '{name}' needs devices or an array in parentheses: {name}(...)"
+                    ),
+                ),
+                Some(Preset::Host(_)) => {
+                    return invalid(col, format!("'{name}' is a host preset, not a device"))
+                }
+                None => return self.unknown_preset(name, col),
+            };
+        let (wc, op, state) = device_options(name, &model, opts)?;
+        self.devices += count;
+        if self.devices > MAX_DEVICES {
+            return invalid(col, format!("more than {MAX_DEVICES} devices"));
+        }
+        let dev_link = match &model {
+            DeviceModel::Ssd(p) => p.link_mbps,
+            DeviceModel::Hdd(p) => p.link_mbps,
+        };
+        let link_mbps = match in_ctrl {
+            Some((port, _)) => dev_link.min(port),
+            None => dev_link,
+        };
+        Ok((0..count)
+            .map(|_| {
+                Node::Device(Device {
+                    preset: name.to_string(),
+                    label: self.label(name),
+                    model: model.clone(),
+                    wc,
+                    op,
+                    state,
+                    link_mbps,
+                    col,
+                })
+            })
+            .collect())
+    }
+
+    /// `NAME(...)`: an array, or a controller (never inside another).
+    fn group(
+        &mut self,
+        name: &str,
+        opts: &[Opt],
+        children: &[Ast],
+        col: usize,
+        in_ctrl: Option<(f64, &str)>,
+    ) -> Result<Vec<Node>> {
+        if name == "host" {
+            return invalid(col, "host[...] may only wrap the whole expression");
+        }
+        if let Some(level) = Level::from_word(name) {
+            return Ok(vec![Node::Array(
+                self.array(level, opts, children, col, in_ctrl)?,
+            )]);
+        }
+        let params =
+            match self.db.get(name) {
+                Some(Preset::Controller(p)) => p.clone(),
+                Some(Preset::Ssd(_) | Preset::Hdd(_)) => return invalid(
+                    col,
+                    format!(
+                        "'{name}' is a device; only controllers, arrays and host take parentheses"
+                    ),
+                ),
+                Some(Preset::Host(_)) => return invalid(col, format!("'{name}' is a host preset")),
+                None => return self.unknown_preset(name, col),
+            };
+        if let Some((_, outer)) = in_ctrl {
+            return invalid(
+                col,
+                format!("controller '{name}' inside controller '{outer}'"),
+            );
+        }
+        Ok(vec![Node::Controller(
+            self.controller(name, params, opts, children, col)?,
+        )])
     }
 
     fn controller(
@@ -784,7 +784,7 @@ impl Resolver<'_> {
         let port = params.port_mbps;
         let mut kids = Vec::new();
         for c in children {
-            kids.extend(self.node(c, Some((port, name)), false)?);
+            kids.extend(self.node(c, Some((port, name)))?);
         }
         let mode = controller_mode(name, o.mode, &kids, col)?;
         let ndev = count_devices(&kids);
@@ -833,7 +833,7 @@ impl Resolver<'_> {
         }
         let mut members = Vec::new();
         for c in children {
-            let nodes = self.node(c, in_ctrl, false)?;
+            let nodes = self.node(c, in_ctrl)?;
             for n in nodes {
                 if let Node::Controller(ctl) = n {
                     // A controller's volumes become members one by one.
@@ -879,6 +879,46 @@ impl Resolver<'_> {
             col,
         })
     }
+}
+
+/// A device's options: (write cache, extra over-provisioning, state).
+fn device_options(
+    name: &str,
+    model: &DeviceModel,
+    opts: &[Opt],
+) -> Result<(bool, f64, Option<SsdState>)> {
+    let is_ssd = matches!(model, DeviceModel::Ssd(_));
+    let mut wc = match model {
+        DeviceModel::Ssd(p) => p.write_cache,
+        DeviceModel::Hdd(p) => p.write_cache,
+    };
+    let mut op = 0.0;
+    let mut state = None;
+    for o in opts {
+        match o.key.as_str() {
+            "wc" => wc = on_off(o)?,
+            "op" if is_ssd => {
+                op = parse_percent(&o.value).map_err(|m| Error::Invalid { col: o.col, msg: m })?;
+                if op > 0.9 {
+                    return invalid(o.col, "op must leave at least 10% of the capacity");
+                }
+            }
+            "state" if is_ssd => {
+                state = Some(SsdState::from_word(&o.value).ok_or_else(|| Error::Invalid {
+                    col: o.col,
+                    msg: format!("state={}: expected fob, fill or steady", o.value),
+                })?)
+            }
+            "op" | "state" => {
+                return invalid(
+                    o.col,
+                    format!("option '{}' applies to SSDs, '{name}' is a disk", o.key),
+                )
+            }
+            _ => return unknown_key(o, "a device", "wc, op, state"),
+        }
+    }
+    Ok((wc, op, state))
 }
 
 /// A controller's options, applied to its parameters where they override
@@ -1068,7 +1108,7 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
         counters: BTreeMap::new(),
         devices: 0,
     };
-    let mut nodes = r.node(inner, None, true)?;
+    let mut nodes = r.node(inner, None)?;
     let mut root = nodes.remove(0);
     let vols = root.volumes() + nodes.iter().map(Node::volumes).sum::<usize>();
     if vols != 1 || !nodes.is_empty() {
