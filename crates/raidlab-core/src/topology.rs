@@ -687,21 +687,22 @@ impl Resolver<'_> {
                 format!("'{name}' needs members in parentheses: {name}(...)"),
             );
         }
-        let model =
-            match self.db.get(name) {
-                Some(Preset::Ssd(p)) => DeviceModel::Ssd(Arc::new(p.clone())),
-                Some(Preset::Hdd(p)) => DeviceModel::Hdd(Arc::new(p.clone())),
-                Some(Preset::Controller(_)) => return invalid(
+        let model = match self.db.get(name) {
+            Some(Preset::Ssd(p)) => DeviceModel::Ssd(Arc::new(p.clone())),
+            Some(Preset::Hdd(p)) => DeviceModel::Hdd(Arc::new(p.clone())),
+            Some(Preset::Controller(_)) => {
+                return invalid(
                     col,
                     format!(
                         "controller '{name}' needs devices or an array in parentheses: {name}(...)"
                     ),
-                ),
-                Some(Preset::Host(_)) => {
-                    return invalid(col, format!("'{name}' is a host preset, not a device"))
-                }
-                None => return self.unknown_preset(name, col),
-            };
+                )
+            }
+            Some(Preset::Host(_)) => {
+                return invalid(col, format!("'{name}' is a host preset, not a device"))
+            }
+            None => return self.unknown_preset(name, col),
+        };
         let (wc, op, state) = device_options(name, &model, opts)?;
         self.devices += count;
         if self.devices > MAX_DEVICES {
@@ -748,18 +749,19 @@ impl Resolver<'_> {
                 self.array(level, opts, children, col, in_ctrl)?,
             )]);
         }
-        let params =
-            match self.db.get(name) {
-                Some(Preset::Controller(p)) => p.clone(),
-                Some(Preset::Ssd(_) | Preset::Hdd(_)) => return invalid(
+        let params = match self.db.get(name) {
+            Some(Preset::Controller(p)) => p.clone(),
+            Some(Preset::Ssd(_) | Preset::Hdd(_)) => {
+                return invalid(
                     col,
                     format!(
                         "'{name}' is a device; only controllers, arrays and host take parentheses"
                     ),
-                ),
-                Some(Preset::Host(_)) => return invalid(col, format!("'{name}' is a host preset")),
-                None => return self.unknown_preset(name, col),
-            };
+                )
+            }
+            Some(Preset::Host(_)) => return invalid(col, format!("'{name}' is a host preset")),
+            None => return self.unknown_preset(name, col),
+        };
         if let Some((_, outer)) = in_ctrl {
             return invalid(
                 col,
