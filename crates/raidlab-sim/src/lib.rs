@@ -159,13 +159,7 @@ impl Builder<'_> {
     /// Count `bytes` more of model heap; refuse once over `MAX_SIM_BYTES`.
     fn charge(&mut self, bytes: u64, what: &'static str) -> Result<(), SimError> {
         self.heap += bytes;
-        if self.heap > MAX_SIM_BYTES {
-            return Err(SimError::TooLarge {
-                need: self.heap,
-                what,
-            });
-        }
-        Ok(())
+        within_bound(self.heap, what)
     }
 
     fn cpu_scale(&self) -> f64 {
@@ -579,6 +573,15 @@ fn check_invariants(sim: &Sim) {
     }
 }
 
+/// `Ok` while `heap` bytes of models are within `MAX_SIM_BYTES`; else the
+/// error naming `what` passed it.
+fn within_bound(heap: u64, what: &'static str) -> Result<(), SimError> {
+    if heap > MAX_SIM_BYTES {
+        return Err(SimError::TooLarge { need: heap, what });
+    }
+    Ok(())
+}
+
 /// Build every component of `topo`, counting their heap into `heap`.
 fn build(topo: &Topology, w: &Workload, seed: u64, heap: &mut u64) -> Result<Sim, SimError> {
     let mut b = Builder {
@@ -638,12 +641,7 @@ fn warm_controllers(
             warm_bytes += v.warm_bytes(vspan(i, v), random && reads, random && writes, w.max_bs());
         }
     }
-    if heap + warm_bytes > MAX_SIM_BYTES {
-        return Err(SimError::TooLarge {
-            need: heap + warm_bytes,
-            what: "controller caches",
-        });
-    }
+    within_bound(heap + warm_bytes, "controller caches")?;
     for (i, c) in sim.comps.iter_mut().enumerate() {
         if let Comp::Ctrl(v) = c {
             let vspan = vspan(i, v);
