@@ -11,7 +11,7 @@ use crate::backend::Backend;
 use crate::buf::ABuf;
 use crate::parity;
 use crate::topo::RealNode;
-use raidlab_layout::{gf, Geometry, Level, Piece, WriteKind};
+use raidlab_layout::{gf, Extent, Geometry, Level, Piece, StripeOp, WriteKind};
 use std::collections::HashSet;
 use std::future::Future;
 use std::io;
@@ -394,9 +394,9 @@ impl<'a, 'm> Exec<'a, 'm> {
                 let mut plan = Vec::new();
                 geo.write_plan(off, data.len() as u64, &mut plan);
                 for op in plan {
-                    futs.push(Box::pin(self.stripe_write(
-                        geo, children, failed, op.stripe, op.kind, off, data,
-                    )));
+                    futs.push(Box::pin(
+                        self.stripe_write(geo, children, failed, op, off, data),
+                    ));
                 }
             }
             _ => {
@@ -418,18 +418,18 @@ impl<'a, 'm> Exec<'a, 'm> {
     }
 
     /// Write the part of `data` (volume bytes from `off`) that falls in
-    /// `stripe`, updating parity by the method md chose.
-    #[allow(clippy::too_many_arguments)]
+    /// `op`'s stripe, updating parity by the method the geometry chose and
+    /// issuing exactly the pre-reads its plan lists.
     async fn stripe_write(
         &self,
         geo: &Geometry,
         children: &[usize],
         failed: &[bool],
-        stripe: u64,
-        kind: WriteKind,
+        op: StripeOp,
         off: u64,
         data: &[u8],
     ) -> Res {
+        let stripe = op.stripe;
         let w = RowWrite::new(geo, children, stripe, off, data);
         let mut p = ABuf::zeroed(w.row());
         let mut q = ABuf::zeroed(if w.qd.is_some() { w.row() } else { 0 });
@@ -441,7 +441,7 @@ impl<'a, 'm> Exec<'a, 'm> {
                 .await?;
             w.parity_over(rows, &mut p, &mut q);
         } else {
-            match kind {
+            match op.kind {
                 WriteKind::FullStripe => {
                     let mut by_member: Vec<&[u8]> = vec![&[]; geo.members()];
                     for t in &w.touches {
@@ -449,9 +449,11 @@ impl<'a, 'm> Exec<'a, 'm> {
                     }
                     gen_parity(geo, stripe, &by_member, &mut p, &mut q);
                 }
-                WriteKind::ReadModifyWrite => self.rmw_parity(&w, &mut p, &mut q).await?,
+                WriteKind::ReadModifyWrite => {
+                    self.rmw_parity(&w, &op.reads, &mut p, &mut q).await?
+                }
                 WriteKind::ReconstructWrite => {
-                    let rows = self.rest_of_row(&w).await?;
+                    let rows = self.rest_of_row(&w, &op.reads).await?;
                     w.parity_over(rows, &mut p, &mut q);
                 }
             }
@@ -459,68 +461,71 @@ impl<'a, 'm> Exec<'a, 'm> {
         self.write_row(&w, failed, &p, &q).await
     }
 
-    /// Read-modify-write: read the old data of the touched ranges and the
-    /// row's old parity, and fold the change each chunk makes into P (and
-    /// Q).
-    async fn rmw_parity(&self, w: &RowWrite<'_>, p: &mut ABuf, q: &mut ABuf) -> Res {
-        let mut old: Vec<ABuf> = w
-            .touches
+    /// Read every extent of `reads` (member offsets of `w`'s array) into a
+    /// buffer of its own.
+    async fn pre_read(&self, w: &RowWrite<'_>, reads: &[Extent]) -> io::Result<Vec<ABuf>> {
+        let mut bufs: Vec<ABuf> = reads.iter().map(|e| ABuf::zeroed(e.len as usize)).collect();
+        let futs = reads
             .iter()
-            .map(|t| ABuf::zeroed(t.data.len()))
+            .zip(bufs.iter_mut())
+            .map(|(e, b)| self.read(w.child(e.member as usize), e.offset, &mut b[..]))
             .collect();
-        {
-            let mut futs: Vec<BoxFut<Res>> = w
-                .touches
-                .iter()
-                .zip(old.iter_mut())
-                .map(|(t, o)| self.read(w.child(w.member(t.k)), w.base + t.a, &mut o[..]))
-                .collect();
-            futs.push(self.read(w.child(w.pd), w.base + w.row_lo, &mut p[..]));
-            if let Some(qd) = w.qd {
-                futs.push(self.read(w.child(qd), w.base + w.row_lo, &mut q[..]));
+        join_all(futs).await?;
+        Ok(bufs)
+    }
+
+    /// Read-modify-write: `reads` are the old data of the touched ranges and
+    /// the row's old parity; fold the change each chunk makes into P (and
+    /// Q).
+    async fn rmw_parity(
+        &self,
+        w: &RowWrite<'_>,
+        reads: &[Extent],
+        p: &mut ABuf,
+        q: &mut ABuf,
+    ) -> Res {
+        let old = self.pre_read(w, reads).await?;
+        for (e, o) in reads.iter().zip(&old) {
+            let m = e.member as usize;
+            if m == w.pd || Some(m) == w.qd {
+                debug_assert_eq!((e.offset, e.len), (w.base + w.row_lo, w.row() as u64));
+                let dst = if m == w.pd { &mut *p } else { &mut *q };
+                dst.copy_from_slice(o);
             }
-            join_all(futs).await?;
         }
-        for (t, o) in w.touches.iter().zip(old.iter_mut()) {
+        for (e, mut o) in reads.iter().zip(old) {
+            let m = e.member as usize;
+            if m == w.pd || Some(m) == w.qd {
+                continue;
+            }
+            let t = w.touch_on(m);
+            debug_assert_eq!((e.offset, e.len), (w.base + t.a, t.b - t.a));
             // o = old ^ new: the change this chunk makes.
-            parity::xor_into(o, t.data);
+            parity::xor_into(&mut o, t.data);
             let r = (t.a - w.row_lo) as usize..(t.b - w.row_lo) as usize;
-            parity::xor_into(&mut p[r.clone()], o);
+            parity::xor_into(&mut p[r.clone()], &o);
             if w.qd.is_some() {
-                let g = gf::pow2(w.geo.q_index(w.stripe, w.member(t.k)));
-                parity::mul_xor_into(&mut q[r], o, g);
+                let g = gf::pow2(w.geo.q_index(w.stripe, m));
+                parity::mul_xor_into(&mut q[r], &o, g);
             }
         }
         Ok(())
     }
 
-    /// Reconstruct-write: read the part of every data chunk's row that this
-    /// write does not replace.
-    async fn rest_of_row(&self, w: &RowWrite<'_>) -> io::Result<Vec<ABuf>> {
+    /// Reconstruct-write: `reads` are the parts of every data chunk's row
+    /// that this write does not replace; return each data member's row with
+    /// them in place (the replaced parts are laid over by the caller).
+    async fn rest_of_row(&self, w: &RowWrite<'_>, reads: &[Extent]) -> io::Result<Vec<ABuf>> {
         let (geo, dd) = (w.geo, w.geo.data_disks());
         let mut rows: Vec<ABuf> = (0..geo.members()).map(|_| ABuf::zeroed(0)).collect();
         for k in 0..dd {
             rows[w.member(k)] = ABuf::zeroed(w.row());
         }
-        let mut futs: Vec<BoxFut<Res>> = Vec::new();
-        for (m, r) in rows.iter_mut().enumerate() {
-            if r.is_empty() {
-                continue;
-            }
-            let k = (0..dd).find(|&k| w.member(k) == m).expect("data member");
-            let t = w.touches.iter().find(|t| t.k == k);
-            let (ta, tb) = t.map_or((w.row_hi, w.row_hi), |t| (t.a, t.b));
-            // [row_lo, ta) and [tb, row_hi) are not rewritten.
-            let (before, rest) = r.split_at_mut((ta - w.row_lo) as usize);
-            let after = &mut rest[(tb - ta) as usize..];
-            if !before.is_empty() {
-                futs.push(self.read(w.child(m), w.base + w.row_lo, before));
-            }
-            if !after.is_empty() {
-                futs.push(self.read(w.child(m), w.base + tb, after));
-            }
+        let got = self.pre_read(w, reads).await?;
+        for (e, b) in reads.iter().zip(&got) {
+            let at = (e.offset - w.base - w.row_lo) as usize;
+            rows[e.member as usize][at..at + b.len()].copy_from_slice(b);
         }
-        join_all(futs).await?;
         Ok(rows)
     }
 
@@ -610,6 +615,14 @@ impl<'d> RowWrite<'d> {
     /// The member holding data chunk `k`.
     fn member(&self, k: usize) -> usize {
         self.geo.data_member(self.stripe, k)
+    }
+
+    /// The touched range on data member `m`.
+    fn touch_on(&self, m: usize) -> &Touch<'d> {
+        self.touches
+            .iter()
+            .find(|t| self.member(t.k) == m)
+            .expect("the plan reads only touched data members")
     }
 
     /// The node of member `m`.
