@@ -566,7 +566,10 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
     for o in opts {
         match o.key.as_str() {
             "stripe" => {
-                let s = parse_size(&o.value).map_err(|m| Error::Invalid { col: o.col, msg: m })?;
+                let s = parse_size(&o.value).map_err(|m| Error::Invalid {
+                    col: o.col,
+                    msg: m.to_string(),
+                })?;
                 if s < 4096 || !s.is_power_of_two() || s > 1 << 30 {
                     return invalid(o.col, format!("stripe={}: the stripe unit must be a power of two from 4k to 1g", o.value));
                 }
@@ -900,7 +903,10 @@ fn device_options(
         match o.key.as_str() {
             "wc" => wc = on_off(o)?,
             "op" if is_ssd => {
-                op = parse_percent(&o.value).map_err(|m| Error::Invalid { col: o.col, msg: m })?;
+                op = parse_percent(&o.value).map_err(|m| Error::Invalid {
+                    col: o.col,
+                    msg: m.to_string(),
+                })?;
                 if op > 0.9 {
                     return invalid(o.col, "op must leave at least 10% of the capacity");
                 }

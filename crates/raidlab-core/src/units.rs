@@ -14,8 +14,32 @@ pub const MS: Ns = 1_000_000;
 /// Nanoseconds per second.
 pub const SEC: Ns = 1_000_000_000;
 
+/// Why a size, percentage or duration was refused; the text it was given
+/// is kept for the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    /// Not a size at all.
+    #[error("'{0}' is not a size (examples: 512, 4k, 1m, 4g)")]
+    NotSize(String),
+    /// A size beyond 2^60 bytes.
+    #[error("size '{0}' is out of range")]
+    SizeRange(String),
+    /// Not a percentage.
+    #[error("'{0}' is not a percentage (example: 20%)")]
+    NotPercent(String),
+    /// A percentage outside 0..100.
+    #[error("percentage '{0}' must be in 0..100")]
+    PercentRange(String),
+    /// Not a duration.
+    #[error("'{0}' is not a duration (examples: 10, 0.5, 500ms)")]
+    NotDuration(String),
+    /// A negative or too long duration.
+    #[error("duration '{0}' is out of range")]
+    DurationRange(String),
+}
+
 /// Parse a size such as `512`, `4k`, `64K`, `1m`, `4g`, `1.5m` into bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     let t = s.trim().to_ascii_lowercase();
     let t = t
         .strip_suffix("ib")
@@ -29,14 +53,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         _ => (t, 1u64),
     };
     if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
-        return Err(format!("'{s}' is not a size (examples: 512, 4k, 1m, 4g)"));
+        return Err(UnitError::NotSize(s.to_string()));
     }
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (examples: 512, 4k, 1m, 4g)"))?;
+    let v: f64 = num.parse().map_err(|_| UnitError::NotSize(s.to_string()))?;
     let bytes = v * mult as f64;
     if !bytes.is_finite() || bytes < 0.0 || bytes > (1u64 << 60) as f64 {
-        return Err(format!("size '{s}' is out of range"));
+        return Err(UnitError::SizeRange(s.to_string()));
     }
     Ok(bytes.round() as u64)
 }
@@ -52,19 +74,19 @@ pub fn format_size(b: u64) -> String {
 }
 
 /// Parse a percentage `20%` (or `20`) into a fraction in `[0, 1)`.
-pub fn parse_percent(s: &str) -> Result<f64, String> {
+pub fn parse_percent(s: &str) -> Result<f64, UnitError> {
     let t = s.trim().trim_end_matches('%');
     let v: f64 = t
         .parse()
-        .map_err(|_| format!("'{s}' is not a percentage (example: 20%)"))?;
+        .map_err(|_| UnitError::NotPercent(s.to_string()))?;
     if !(0.0..100.0).contains(&v) {
-        return Err(format!("percentage '{s}' must be in 0..100"));
+        return Err(UnitError::PercentRange(s.to_string()));
     }
     Ok(v / 100.0)
 }
 
 /// Parse a duration in seconds (`10`, `0.5`, `10s`, `500ms`, `200us`) into ns.
-pub fn parse_duration(s: &str) -> Result<Ns, String> {
+pub fn parse_duration(s: &str) -> Result<Ns, UnitError> {
     let t = s.trim().to_ascii_lowercase();
     let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e6)
@@ -79,9 +101,9 @@ pub fn parse_duration(s: &str) -> Result<Ns, String> {
     };
     let v: f64 = num
         .parse()
-        .map_err(|_| format!("'{s}' is not a duration (examples: 10, 0.5, 500ms)"))?;
+        .map_err(|_| UnitError::NotDuration(s.to_string()))?;
     if !v.is_finite() || v < 0.0 || v * mult > 1e18 {
-        return Err(format!("duration '{s}' is out of range"));
+        return Err(UnitError::DurationRange(s.to_string()));
     }
     Ok((v * mult).round() as Ns)
 }

@@ -11,6 +11,7 @@ use crate::backend::Backend;
 use crate::buf::ABuf;
 use crate::parity;
 use crate::topo::RealNode;
+use crate::{Error, ErrorKind};
 use raidlab_layout::{gf, Extent, Geometry, Level, Piece, StripeOp, WriteKind};
 use std::collections::HashSet;
 use std::future::Future;
@@ -52,7 +53,7 @@ pub struct Vol {
 
 impl Vol {
     /// Compile `root` over members of the given sizes.
-    pub fn build(root: &RealNode, sizes: &[u64]) -> Result<Vol, String> {
+    pub fn build(root: &RealNode, sizes: &[u64]) -> Result<Vol, Error> {
         let mut v = Vol {
             nodes: Vec::new(),
             capacity: 0,
@@ -69,7 +70,7 @@ impl Vol {
         n: &RealNode,
         sizes: &[u64],
         hint: Option<u64>,
-    ) -> Result<(usize, u64), String> {
+    ) -> Result<(usize, u64), Error> {
         let id = self.nodes.len();
         match n {
             RealNode::Member(i) => {
@@ -107,8 +108,12 @@ impl Vol {
                         (ids[i], szs[i]) = self.add(c, sizes, hint)?;
                     }
                 }
-                let geo = Geometry::new(*level, *chunk, *layout, &szs)
-                    .map_err(|e| format!("{} at column {col}: {e}", level.word()))?;
+                let geo = Geometry::new(*level, *chunk, *layout, &szs).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Expression,
+                        format!("{} at column {col}: {e}", level.word()),
+                    )
+                })?;
                 let failed = children
                     .iter()
                     .map(|c| matches!(c, RealNode::Missing))

@@ -61,7 +61,7 @@ pub enum ErrorKind {
 }
 
 /// An error of a real run: its kind and a message naming what and where.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{msg}")]
 pub struct Error {
     kind: ErrorKind,
@@ -235,8 +235,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
     let kinds = prepare_members(&topo, w, writes, opts.force)?;
     let (members, sizes, all_direct) = open_members(&topo, writes, opts.direct)?;
-    let vol =
-        exec::Vol::build(&topo.root, &sizes).map_err(|m| Error::new(ErrorKind::Expression, m))?;
+    let vol = exec::Vol::build(&topo.root, &sizes)?;
     let span = check_span(w, vol.capacity)?;
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
@@ -339,9 +338,7 @@ fn prepare_members(
 ) -> Result<Vec<Option<safety::Kind>>, Error> {
     let mut kinds = Vec::new();
     for m in &topo.members {
-        kinds.push(
-            safety::check(&m.path, writes, force).map_err(|m| Error::new(ErrorKind::Refused, m))?,
-        );
+        kinds.push(safety::check(&m.path, writes, force)?);
     }
     let mut needed = Vec::new();
     if let Some(span) = w.size {

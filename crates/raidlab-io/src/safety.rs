@@ -3,6 +3,7 @@
 //! device mapper), and devices or existing files that carry a partition
 //! table or a file-system (or RAID, LVM, LUKS) signature.
 
+use crate::{Error, ErrorKind};
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -164,11 +165,12 @@ fn rdev_str(rdev: u64) -> String {
 
 /// Check that `path` may be used as a member. `writes`: the run writes to
 /// it. Returns its kind, or the reason it is refused.
-pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, String> {
+pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, Error> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        // A path that cannot be looked at is the input's fault.
+        Err(e) => return Err(refused(format!("{}: {e}", path.display()))),
     };
     let ft = meta.file_type();
     let kind = if ft.is_file() {
@@ -176,30 +178,37 @@ pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, Str
     } else if ft.is_block_device() {
         Kind::BlockDevice
     } else {
-        return Err(format!(
+        return Err(refused(format!(
             "{} is neither a regular file nor a block device",
             path.display()
-        ));
+        )));
     };
     if writes && !force {
         if kind == Kind::BlockDevice {
             if let Some(why) = in_use(path) {
-                return Err(format!(
+                return Err(refused(format!(
                     "refusing to write to {}: {why} (--force overrides)",
                     path.display()
-                ));
+                )));
             }
         }
         if meta.len() > 0 || kind == Kind::BlockDevice {
-            if let Some(what) = probe(path).map_err(|e| format!("{}: {e}", path.display()))? {
-                return Err(format!(
+            if let Some(what) = probe(path)
+                .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", path.display())))?
+            {
+                return Err(refused(format!(
                     "refusing to write to {}: it carries {what} (--force overrides)",
                     path.display()
-                ));
+                )));
             }
         }
     }
     Ok(Some(kind))
+}
+
+/// A member the safety rules refuse.
+fn refused(msg: String) -> Error {
+    Error::new(ErrorKind::Refused, msg)
 }
 
 #[cfg(test)]
@@ -246,13 +255,17 @@ mod tests {
     fn refuses_odd_paths_and_signed_files() {
         let d = std::env::temp_dir().join(format!("raidlab-safety-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
-        assert!(check(&d, true, false).unwrap_err().contains("neither"));
+        let e = check(&d, true, false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Refused);
+        assert!(e.to_string().contains("neither"));
         assert_eq!(check(&d.join("absent"), true, false), Ok(None));
         let f = d.join("img");
         let mut h = vec![0u8; 8192];
         h[0..4].copy_from_slice(b"XFSB");
         std::fs::write(&f, &h).unwrap();
-        assert!(check(&f, true, false).unwrap_err().contains("XFS"));
+        let e = check(&f, true, false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Refused);
+        assert!(e.to_string().contains("XFS"));
         assert_eq!(
             check(&f, false, false),
             Ok(Some(Kind::File)),

@@ -93,8 +93,8 @@ impl Validation {
 }
 
 /// The workload a row is simulated with: its own, or with validate's window.
-pub fn row_workload(row: &Row) -> Result<Workload, String> {
-    let mut w = Workload::parse(&row.workload).map_err(|e| e.to_string())?;
+pub fn row_workload(row: &Row) -> Result<Workload, raidlab_core::Error> {
+    let mut w = Workload::parse(&row.workload)?;
     if w.runtime.is_none() {
         w.runtime = Some(WINDOW);
         if w.ramp_time == 0 {
@@ -109,7 +109,7 @@ type Outcome = Result<(RunResult, Option<Expectation>), String>;
 
 fn run_one(row: &Row, db: &PresetDb, seed: u64, with_analytic: bool) -> Outcome {
     let t = resolve(&row.topology, db).map_err(|e| e.to_string())?;
-    let w = row_workload(row)?;
+    let w = row_workload(row).map_err(|e| e.to_string())?;
     let r = simulate(&t, &w, seed).map_err(|e| e.to_string())?;
     let e = if with_analytic {
         analytic::expect(&t, &w, seed)
