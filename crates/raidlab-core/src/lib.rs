@@ -17,6 +17,7 @@ pub mod preset;
 pub mod published;
 pub mod result;
 pub mod rng;
+pub mod steady;
 pub mod topology;
 pub mod units;
 pub mod workload;

@@ -164,6 +164,9 @@ pub struct SimStats {
     pub events: u64,
     /// Host I/Os completed (all, including warm-up).
     pub host_ios: u64,
+    /// Whether the measurement window was in steady state (simulator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::steady::Steady>,
 }
 
 /// A complete result document.

@@ -102,8 +102,11 @@ pub struct Workload {
     /// Measured time, ns (`None` = one pass over `size`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Ns>,
-    /// Warm-up time, ns.
-    pub ramp_time: Ns,
+    /// Warm-up time, ns, when given; `None`: a simulated time-based run
+    /// warms up until it is in steady state (docs/workloads.md), a one-pass
+    /// or real run starts measuring at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_time: Option<Ns>,
     /// Offset distribution.
     pub random_distribution: Dist,
     /// Think time between I/Os of one job, ns.
@@ -146,7 +149,7 @@ impl Default for Workload {
             numjobs: 1,
             size: None,
             runtime: None,
-            ramp_time: 0,
+            ramp_time: None,
             random_distribution: Dist::Random,
             thinktime: 0,
             seed: None,
@@ -285,8 +288,10 @@ impl Workload {
                     w.runtime = Some(t)
                 }
                 "ramp_time" => {
-                    w.ramp_time =
-                        parse_duration(v).map_err(|m| Error::Workload(format!("ramp_time: {m}")))?
+                    w.ramp_time = Some(
+                        parse_duration(v)
+                            .map_err(|m| Error::Workload(format!("ramp_time: {m}")))?,
+                    )
                 }
                 "random_distribution" => w.random_distribution = parse_dist(v)?,
                 "thinktime" => w.thinktime = int(k, v, 0, 60_000_000)? * 1000,
@@ -361,7 +366,9 @@ impl Workload {
         if let Some(r) = self.runtime {
             m.insert("runtime".into(), (r as f64 / 1e9).into());
         }
-        m.insert("ramp_time".into(), (self.ramp_time as f64 / 1e9).into());
+        if let Some(r) = self.ramp_time {
+            m.insert("ramp_time".into(), (r as f64 / 1e9).into());
+        }
         let dist = match self.random_distribution {
             Dist::Random => "random".to_string(),
             Dist::Zipf(t) => format!("zipf:{t}"),
@@ -418,11 +425,8 @@ impl Workload {
         if let Some(r) = self.runtime {
             v.push(("runtime".into(), format!("{}", r as f64 / 1e9)));
         }
-        if self.ramp_time > 0 {
-            v.push((
-                "ramp_time".into(),
-                format!("{}", self.ramp_time as f64 / 1e9),
-            ));
+        if let Some(r) = self.ramp_time {
+            v.push(("ramp_time".into(), format!("{}", r as f64 / 1e9)));
         }
         match self.random_distribution {
             Dist::Random => {}
@@ -738,7 +742,7 @@ mod tests {
         assert_eq!(w.bssplit, vec![(4096, 60), (65536, 40)]);
         assert_eq!(w.size, Some(4 << 30));
         assert_eq!(w.runtime, Some(2_000_000_000));
-        assert_eq!(w.ramp_time, 500_000_000);
+        assert_eq!(w.ramp_time, Some(500_000_000));
         assert_eq!(w.thinktime, 10_000);
         assert_eq!(w.state, Some(SsdState::Steady));
         assert_eq!(w.random_distribution, Dist::Zipf(1.2));

@@ -239,7 +239,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let span = check_span(w, vol.capacity)?;
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
-    let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time);
+    let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time.unwrap_or(0));
     let nonce = (std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64)
@@ -302,6 +302,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             wall_s: wall.elapsed().as_secs_f64(),
             events: 0,
             host_ios: totals[0].0 + totals[1].0,
+            steady: None,
         },
         real: Some(RealStats {
             engine: engine.word().into(),

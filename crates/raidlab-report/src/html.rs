@@ -205,9 +205,12 @@ fn cell_html(r: &RowResult) -> String {
             num(a)
         )
     });
-    let bn = r.bottleneck.as_deref().map_or(String::new(), |b| {
+    let mut bn = r.bottleneck.as_deref().map_or(String::new(), |b| {
         format!("<span class=\"bn\">{}</span>", esc(b))
     });
+    if !r.steady {
+        bn += " <span class=\"unsteady\" title=\"the simulation did not reach steady state\">unsteady</span>";
+    }
     format!(
         "<td class=\"{}\" title=\"{}\"><span class=\"pub\">{}</span> / <span class=\"sim\">{}</span> ({:+.0}%){model}{bn}</td>",
         err_class(r.error_pct),

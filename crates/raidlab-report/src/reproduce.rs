@@ -202,11 +202,12 @@ pub fn render(tables: &[DocTable<'_>]) -> String {
                             .analytic
                             .map_or(String::new(), |a| format!(" [{}]", num(a)));
                         let cell = format!(
-                            "{} {} {:+.0}% {}{model}",
+                            "{} {} {:+.0}% {}{model}{}",
                             num(x.result.row.value),
                             num(x.result.simulated),
                             x.result.error_pct,
-                            resource(&x.result.bottleneck)
+                            resource(&x.result.bottleneck),
+                            if x.result.steady { "" } else { " !unsteady" }
                         );
                         o += &format!(" | {cell:<w$}");
                     }
@@ -245,6 +246,7 @@ pub fn to_json(tables: &[DocTable<'_>], v: &Validation) -> serde_json::Value {
                     "error_pct": c.result.error_pct,
                     "bottleneck": c.result.bottleneck,
                     "analytic": c.result.analytic,
+                    "steady": c.result.steady,
                 })).collect::<Vec<_>>(),
             })
         }).collect::<Vec<_>>(),

@@ -344,6 +344,9 @@ pub fn row(run: &Run, r: &RunResult) -> Vec<Value> {
     v.push(json!(b.map(|c| c.name.clone())));
     v.push(json!(b.and_then(|c| c.resource.clone())));
     v.push(json!(b.map(|c| c.utilization)));
+    let st = r.sim.steady.as_ref();
+    v.push(json!(st.map(|s| s.reached)));
+    v.push(json!(st.map(|s| s.after_s)));
     v
 }
 
@@ -357,7 +360,16 @@ pub fn columns(sweep: &Sweep) -> Vec<String> {
     c.extend(sweep.vary.iter().map(|v| v.name.clone()));
     c.extend(["topology", "workload"].map(String::from));
     c.extend(METRIC_COLUMNS.iter().map(|s| s.to_string()));
-    c.extend(["bottleneck", "bottleneck_resource", "bottleneck_util"].map(String::from));
+    c.extend(
+        [
+            "bottleneck",
+            "bottleneck_resource",
+            "bottleneck_util",
+            "steady",
+            "steady_after_s",
+        ]
+        .map(String::from),
+    );
     c
 }
 

@@ -68,8 +68,27 @@ fn run_header(r: &RunResult) -> String {
             res.capacity_bytes
         );
     }
+    if let Some(st) = &r.sim.steady {
+        o += &format!("{}\n", steady_line(st));
+    }
     o.push('\n');
     o
+}
+
+/// Whether the window was steady, and after how long; an unsteady window
+/// is flagged in capitals.
+pub fn steady_line(st: &raidlab_core::steady::Steady) -> String {
+    if st.reached {
+        format!(
+            "steady     yes: measured from {} s ({})",
+            st.after_s, st.criterion
+        )
+    } else {
+        format!(
+            "steady     NOT STEADY: the window from {} s still changes; treat these figures as a transient ({})",
+            st.after_s, st.criterion
+        )
+    }
 }
 
 /// IOPS, MB/s and latencies: all I/Os, then reads and writes apart.
@@ -214,13 +233,14 @@ pub fn validation_table(v: &Validation) -> String {
     );
     for r in &v.rows {
         o += &format!(
-            "{:<40} {:<10} {:>11.3} {:>11.3} {:>7.1}%  {}\n",
+            "{:<40} {:<10} {:>11.3} {:>11.3} {:>7.1}%  {}{}\n",
             r.row.id,
             r.row.metric,
             r.row.value,
             r.simulated,
             r.error_pct,
-            r.bottleneck.as_deref().unwrap_or("-")
+            r.bottleneck.as_deref().unwrap_or("-"),
+            if r.steady { "" } else { "  NOT STEADY" }
         );
     }
     let mut by_source: BTreeMap<&str, Vec<_>> = BTreeMap::new();
@@ -249,6 +269,12 @@ pub fn validation_table(v: &Validation) -> String {
         o += &line(format!("  {src} {t}"), ErrorStats::of(rows.iter().copied()));
     }
     o += &line("all".into(), v.stats());
+    let unsteady = v.rows.iter().filter(|r| !r.steady).count();
+    if unsteady > 0 {
+        o += &format!(
+            "\n{unsteady} row(s) marked NOT STEADY: their simulation did not reach steady state (docs/workloads.md)\n"
+        );
+    }
     if !v.failed.is_empty() {
         o += &format!("\nfailed ({}):\n", v.failed.len());
         for f in &v.failed {
@@ -282,6 +308,7 @@ pub fn validation_json(v: &Validation) -> serde_json::Value {
             "simulated": r.simulated,
             "error_pct": r.error_pct,
             "bottleneck": r.bottleneck,
+            "steady": r.steady,
         })).collect::<Vec<_>>(),
         "summary": summary_json(v),
     })

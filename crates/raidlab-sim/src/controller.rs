@@ -372,24 +372,52 @@ impl CtrlVol {
                 }
             }
         }
-        if random_writes && self.cfg.wb_bytes > 0 {
-            let bs = bs.clamp(512, span);
-            let n = span / bs;
-            // Random writes land on lines of their own, nearly all of them.
-            self.lines.reserve((self.cfg.wb_bytes / bs) as usize);
-            // The offsets are drawn a few writes ahead (in the same order)
-            // and their lines' slots loaded meanwhile, so the insertions do
-            // not wait for their cache misses one after the other.
-            let mut offsets = Lookahead::new(4 * self.cfg.wb_bytes / bs, LOOKAHEAD);
-            let shift = self.line_shift;
-            while let Some(a) =
-                offsets.next(|| rng.below(n) * bs, |a| self.lines.prefetch(a >> shift))
-            {
-                if self.dirty + bs > self.cfg.wb_bytes {
-                    break;
-                }
-                self.mark_dirty(a, a + bs, 0);
+        if random_writes {
+            self.fill(span, bs, &mut rng, 0);
+        }
+    }
+
+    /// Dirty bytes, and the write-back cache's size.
+    pub fn dirty_level(&self) -> (u64, u64) {
+        (self.dirty, self.cfg.wb_bytes)
+    }
+
+    /// Skip the rest of a write-back cache's filling under random writes of
+    /// `bs` over `span` (docs/workloads.md, "Steady state"): mark random
+    /// blocks dirty as of now until the cache is full, as the writes would
+    /// have left it, and let destaging start.
+    pub fn fill_to_full(&mut self, ctx: &mut Ctx, span: u64, bs: u64, seed: u64) {
+        let span = span.min(self.cfg.capacity) / BLOCK * BLOCK;
+        if span == 0 {
+            return;
+        }
+        let mut rng = raidlab_core::rng::Rng::new(seed);
+        self.fill(span, bs, &mut rng, ctx.now);
+        self.kick(ctx);
+    }
+
+    /// Mark random `bs` blocks of `span` dirty as of `now` until the
+    /// write-back cache is full.
+    fn fill(&mut self, span: u64, bs: u64, rng: &mut raidlab_core::rng::Rng, now: Ns) {
+        if self.cfg.wb_bytes == 0 {
+            return;
+        }
+        let bs = bs.clamp(512, span);
+        let n = span / bs;
+        // Random writes land on lines of their own, nearly all of them.
+        self.lines
+            .reserve((self.cfg.wb_bytes.saturating_sub(self.dirty) / bs) as usize);
+        // The offsets are drawn a few writes ahead (in the same order)
+        // and their lines' slots loaded meanwhile, so the insertions do
+        // not wait for their cache misses one after the other.
+        let mut offsets = Lookahead::new(4 * self.cfg.wb_bytes / bs, LOOKAHEAD);
+        let shift = self.line_shift;
+        while let Some(a) = offsets.next(|| rng.below(n) * bs, |a| self.lines.prefetch(a >> shift))
+        {
+            if self.dirty + bs > self.cfg.wb_bytes {
+                break;
             }
+            self.mark_dirty(a, a + bs, now);
         }
     }
 

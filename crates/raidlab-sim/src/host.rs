@@ -39,6 +39,11 @@ pub struct Host {
     total_inflight: u64,
     /// Each job's I/Os in issue order, when asked for.
     pub trace: Option<Vec<Vec<raidlab_core::workload::Io>>>,
+    /// One-pass runs: a fifth of the pass's bytes (0: not tracked), and the
+    /// time and I/O count at which each fifth had completed in the window.
+    pub fifth: u64,
+    /// See `fifth`.
+    pub marks: Vec<(Ns, u64)>,
 }
 
 /// The job a host I/O belongs to (its creator's word).
@@ -74,6 +79,8 @@ impl Host {
             completed: 0,
             total_inflight: 0,
             trace: None,
+            fifth: 0,
+            marks: Vec::new(),
         }
     }
 
@@ -129,6 +136,15 @@ impl Host {
         ctx.schedule(t, self.id, id, Ev::Submit);
     }
 
+    /// Note the fifths of a one-pass run's bytes completed by `now`.
+    fn mark(&mut self, now: Ns) {
+        let m = &self.metrics;
+        let bytes = m.read.bytes + m.write.bytes;
+        while self.marks.len() < 5 && bytes >= (self.marks.len() as u64 + 1) * self.fifth {
+            self.marks.push((now, m.read.count + m.write.count));
+        }
+    }
+
     /// A timed event.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         match Ev::from_code(kind) {
@@ -149,6 +165,9 @@ impl Host {
         if now >= self.window_start && self.window_end.is_none_or(|e| now <= e) {
             self.metrics.record(r.op == Op::Read, r.len, now - r.t0);
             self.last_completion = now;
+            if self.fifth > 0 {
+                self.mark(now);
+            }
         }
         self.completed += 1;
         let job = job_of(&r);

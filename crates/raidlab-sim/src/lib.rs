@@ -18,17 +18,20 @@ pub use raidlab_core::metrics;
 pub mod ssd;
 mod table;
 pub mod validate;
+mod window;
 
 use array::{ArrayComp, Costs};
 use controller::{CtrlConfig, CtrlPools, CtrlVol};
 use engine::{us, Call, CompId, Ctx, Next, PoolId, HOST_CPU};
 use hdd::Hdd;
 use host::Host;
+use raidlab_core::metrics::Metrics;
 use raidlab_core::preset::HostParams;
 use raidlab_core::result::{
     Component, HostStats, IoCounts, Resolved, RunResult, SimStats, VERSION,
 };
 use raidlab_core::rng::mix;
+use raidlab_core::steady::{Steady, LEVEL_EXCURSION, WINDOW_ROUNDS};
 use raidlab_core::topology::{
     Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
 };
@@ -437,7 +440,7 @@ pub fn set_memory_hints(on: bool) {
 
 /// Simulate `w` on `topo` with `seed` (the workload's own `seed=` wins).
 pub fn simulate(topo: &Topology, w: &Workload, seed: u64) -> Result<RunResult, SimError> {
-    simulate_inner(topo, w, seed, false, None).map(|r| r.0)
+    simulate_inner(topo, w, seed, Start::default(), None).map(|r| r.0)
 }
 
 /// [`simulate`], telling `progress` now and then (every 2^20 events) how
@@ -449,7 +452,7 @@ pub fn simulate_with_progress(
     seed: u64,
     progress: &dyn Fn(f64),
 ) -> Result<RunResult, SimError> {
-    simulate_inner(topo, w, seed, false, Some(progress)).map(|r| r.0)
+    simulate_inner(topo, w, seed, Start::default(), Some(progress)).map(|r| r.0)
 }
 
 /// [`simulate`], also returning each job's I/Os in the order the host issued
@@ -459,7 +462,37 @@ pub fn simulate_traced(
     w: &Workload,
     seed: u64,
 ) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
-    simulate_inner(topo, w, seed, true, None)
+    let start = Start {
+        trace: true,
+        ..Start::default()
+    };
+    simulate_inner(topo, w, seed, start, None)
+}
+
+/// [`simulate`] from another physically reachable start: every write-back
+/// cache full of dirty data (as a long burst of random writes leaves it)
+/// instead of clean. The steady state reached must not depend on the
+/// start; tests compare the two.
+#[doc(hidden)]
+pub fn simulate_from_full_caches(
+    topo: &Topology,
+    w: &Workload,
+    seed: u64,
+) -> Result<RunResult, SimError> {
+    let start = Start {
+        full_caches: true,
+        ..Start::default()
+    };
+    simulate_inner(topo, w, seed, start, None).map(|r| r.0)
+}
+
+/// How a simulation starts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Start {
+    /// Record each job's I/Os.
+    trace: bool,
+    /// Write-back caches start full of dirty data rather than clean.
+    full_caches: bool,
 }
 
 /// A built simulation: the engine, the components (the host at `HOST`),
@@ -483,18 +516,22 @@ struct Snapshot {
     wa: Vec<(u64, u64)>,
     /// Commands completed per device (`None`: a controller).
     io: Vec<Option<IoCounts>>,
+    /// Busy time of the host CPU and its parity threads.
+    cpu: Ns,
 }
 
 impl Snapshot {
     fn take(s: &Sim) -> Self {
-        Self::of(&s.comps, &s.reports, &s.ctx)
+        Self::of(&s.comps, &s.reports, &s.ctx, &s.parity_threads)
     }
 
-    fn of(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Self {
+    fn of(comps: &[Comp], reports: &[Report], ctx: &Ctx, parity: &[PoolId]) -> Self {
         Snapshot {
             busy: busy(comps, reports, ctx),
             wa: wa_counters(comps, reports),
             io: io_counters(comps, reports),
+            cpu: ctx.pools[HOST_CPU.index()].busy
+                + parity.iter().map(|p| ctx.pools[p.index()].busy).sum::<Ns>(),
         }
     }
 }
@@ -518,7 +555,7 @@ fn simulate_inner(
     topo: &Topology,
     w: &Workload,
     seed: u64,
-    trace: bool,
+    how: Start,
     progress: Option<&dyn Fn(f64)>,
 ) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
     let wall = std::time::Instant::now();
@@ -538,13 +575,13 @@ fn simulate_inner(
             cap: span,
         });
     }
-    warm_controllers(&mut sim, w, span, seed, heap)?;
-    install_host(&mut sim, topo, w, span, seed, trace);
-    let (start, snapped) = run_events(&mut sim, w, span, progress);
+    warm_controllers(&mut sim, w, span, seed, heap, how.full_caches)?;
+    install_host(&mut sim, topo, w, span, seed, how.trace);
+    let measured = run_events(&mut sim, w, span, seed, progress);
     if cfg!(debug_assertions) {
         check_invariants(&sim);
     }
-    let mut result = report(&sim, topo, w, seed, &start, snapped);
+    let mut result = report(&sim, topo, w, seed, measured);
     result.sim.wall_s = wall.elapsed().as_secs_f64();
     let trace = match &mut sim.comps[HOST.index()] {
         Comp::Host(h) => h.trace.take().unwrap_or_default(),
@@ -615,40 +652,57 @@ fn build(topo: &Topology, w: &Workload, seed: u64, heap: &mut u64) -> Result<Sim
     })
 }
 
-/// Bring controller caches to the workload's steady state (see
-/// `CtrlVol::warm`), once their heap is known to fit the bound.
+/// The span of controller volume `i` a workload over `span` bytes of the
+/// root volume addresses.
+fn ctrl_span(sim: &Sim, i: usize, v: &CtrlVol, span: u64) -> u64 {
+    if CompId(i as u32) == sim.root {
+        span
+    } else {
+        (span as f64 / sim.cap as f64 * v.cfg.capacity as f64) as u64
+    }
+}
+
+/// Bring controller read caches to the workload's steady state (see
+/// `CtrlVol::warm`), once their heap, and that of write-back caches filled
+/// later (see [`Fill`]), is known to fit the bound. Write-back caches start
+/// clean, as an idle controller leaves them, or with `full` full of dirty
+/// data.
 fn warm_controllers(
     sim: &mut Sim,
     w: &Workload,
     span: u64,
     seed: u64,
     heap: u64,
+    full: bool,
 ) -> Result<(), SimError> {
     let reads = !matches!(w.rw, Rw::Write | Rw::RandWrite);
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
     let random = w.percentage_random > 0;
-    let (root, cap) = (sim.root, sim.cap);
-    let vspan = |i: usize, v: &CtrlVol| {
-        if CompId(i as u32) == root {
-            span
-        } else {
-            (span as f64 / cap as f64 * v.cfg.capacity as f64) as u64
-        }
-    };
     let mut warm_bytes = 0;
     for (i, c) in sim.comps.iter().enumerate() {
         if let Comp::Ctrl(v) = c {
-            warm_bytes += v.warm_bytes(vspan(i, v), random && reads, random && writes, w.max_bs());
+            let vspan = ctrl_span(sim, i, v, span);
+            warm_bytes += v.warm_bytes(
+                vspan,
+                random && reads,
+                (random || full) && writes,
+                w.max_bs(),
+            );
         }
     }
     within_bound(heap + warm_bytes, "controller caches")?;
+    let spans: Vec<u64> = (0..sim.comps.len())
+        .map(|i| match &sim.comps[i] {
+            Comp::Ctrl(v) => ctrl_span(sim, i, v, span),
+            _ => 0,
+        })
+        .collect();
     for (i, c) in sim.comps.iter_mut().enumerate() {
         if let Comp::Ctrl(v) = c {
-            let vspan = vspan(i, v);
             v.warm(
-                vspan,
+                spans[i],
                 random && reads,
-                random && writes,
+                full && writes,
                 w.max_bs(),
                 mix(seed, 0xCAC4E + i as u64),
             );
@@ -662,35 +716,58 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
     let streams = raidlab_core::workload::job_streams(w, span, seed);
     let block_ns = (us(topo.host.block_layer_us) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
     let mut host = Host::new(HOST, sim.root, block_ns, w.thinktime, w.iodepth, streams);
-    host.window_start = w.ramp_time;
+    let ramp = w.ramp_time.unwrap_or(0);
+    host.window_start = ramp;
     if trace {
         host.trace = Some(vec![Vec::new(); w.numjobs as usize]);
     }
-    host.window_end = w.runtime.map(|r| w.ramp_time + r);
+    // With a given ramp the jobs stop at the window's end; without, the
+    // run stops when the window is found steady.
+    host.window_end = w.runtime.zip(w.ramp_time).map(|(r, ramp)| ramp + r);
+    if w.runtime.is_none() {
+        host.fifth = (span * w.numjobs as u64 / 5).max(1);
+    }
     sim.comps[HOST.index()] = Comp::Host(Box::new(host));
 }
 
-/// Run events until the host's jobs finish or the window ends. Returns the
-/// counters at the start of the measurement window, and whether they were
-/// taken there (a run that ends before `ramp_time` never reaches it).
+/// What was measured: the host's figures over the window, the counters at
+/// its start, its start and length, and whether it was steady.
+struct Measured {
+    metrics: Metrics,
+    start: Snapshot,
+    t0: Ns,
+    len: Ns,
+    steady: Steady,
+}
+
+/// Run events until the window is measured (time-based runs, see
+/// [`window`]) or the host's jobs finish (one pass).
 fn run_events(
     sim: &mut Sim,
     w: &Workload,
     span: u64,
+    seed: u64,
     progress: Option<&dyn Fn(f64)>,
-) -> (Snapshot, bool) {
+) -> Measured {
     /// Events between two progress reports.
     const PROGRESS_EVERY: u64 = 1 << 20;
-    let window_end = w.runtime.map(|r| w.ramp_time + r);
+    let mut rounds = window::Rounds::of(w);
+    let ramp = w.ramp_time.unwrap_or(0);
     let pass_bytes = (span as f64 * w.numjobs as f64).max(1.0);
     let mut start = Snapshot::take(sim);
-    let mut snapped = w.ramp_time == 0;
+    let mut snapped = ramp == 0;
+    if let Some(r) = rounds.as_mut().filter(|r| r.first_start() == 0) {
+        r.begin(Snapshot::take(sim), cache_levels(&sim.comps));
+    }
+    let fill = Fill::of(sim, w, span, seed);
     let Sim {
         ctx,
         comps,
         reports,
+        parity_threads,
         ..
     } = sim;
+    let snap = |comps: &[Comp], ctx: &Ctx| Snapshot::of(comps, reports, ctx, parity_threads);
     if let Comp::Host(h) = &mut comps[HOST.index()] {
         h.start(ctx);
     }
@@ -722,16 +799,25 @@ fn run_events(
                 }
             }
             Next::Event(c, r, k) => {
-                if window_end.is_some_and(|e| ctx.now > e) {
-                    break;
-                }
-                if !snapped && ctx.now >= w.ramp_time {
-                    start = Snapshot::of(comps, reports, ctx);
+                if let Some(rs) = rounds.as_mut() {
+                    if !rs.begun() && ctx.now >= rs.first_start() {
+                        rs.begin(snap(comps, ctx), cache_levels(comps));
+                    }
+                    if rs.begun() && ctx.now >= rs.next {
+                        if close_rounds(rs, comps, ctx, &snap) {
+                            break;
+                        }
+                        if let Some(f) = &fill {
+                            f.fast_forward(rs, comps, ctx);
+                        }
+                    }
+                } else if !snapped && ctx.now >= ramp {
+                    start = snap(comps, ctx);
                     snapped = true;
                 }
                 if let Some(report) = progress.filter(|_| ctx.events % PROGRESS_EVERY == 0) {
-                    report(match (window_end, &comps[HOST.index()]) {
-                        (Some(e), _) => ctx.now as f64 / e.max(1) as f64,
+                    report(match (&rounds, &comps[HOST.index()]) {
+                        (Some(rs), _) => ctx.now as f64 / rs.horizon().max(1) as f64,
                         (None, Comp::Host(h)) => h.completed as f64 * w.bs as f64 / pass_bytes,
                         (None, _) => 0.0,
                     });
@@ -747,30 +833,134 @@ fn run_events(
             }
         }
     }
-    (start, snapped)
+    let Comp::Host(host) = &mut comps[HOST.index()] else {
+        unreachable!("the host is at HOST")
+    };
+    match rounds.and_then(|r| r.window()) {
+        Some((metrics, start, t0, len, steady)) => Measured {
+            metrics,
+            start,
+            t0,
+            len,
+            steady,
+        },
+        None => {
+            let end = host.last_completion.max(ramp);
+            let steady = window::one_pass(ramp, &host.marks, host.fifth);
+            Measured {
+                metrics: std::mem::take(&mut host.metrics),
+                start: if snapped { start } else { snap(comps, ctx) },
+                t0: ramp,
+                len: if snapped { end - ramp } else { 0 },
+                steady,
+            }
+        }
+    }
+}
+
+/// Every write-back cache's dirty level, a fraction of its size, in
+/// component order.
+fn cache_levels(comps: &[Comp]) -> Vec<f64> {
+    comps
+        .iter()
+        .filter_map(|c| match c {
+            Comp::Ctrl(v) => match v.dirty_level() {
+                (_, 0) => None,
+                (d, wb) => Some(d as f64 / wb as f64),
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// How a random-write workload's write-back caches are filled ahead when
+/// they are seen filling (docs/workloads.md, "Steady state").
+struct Fill {
+    /// Each write-back cache's component and the span of it the workload
+    /// addresses, in [`cache_levels`]' order.
+    caches: Vec<(CompId, u64)>,
+    bs: u64,
+    seed: u64,
+}
+
+impl Fill {
+    /// For a run that looks for steady state under random writes.
+    fn of(sim: &Sim, w: &Workload, span: u64, seed: u64) -> Option<Fill> {
+        let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
+        if w.ramp_time.is_some() || w.runtime.is_none() || !writes || w.percentage_random == 0 {
+            return None;
+        }
+        let caches = sim
+            .comps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| match c {
+                Comp::Ctrl(v) if v.dirty_level().1 > 0 => {
+                    Some((CompId(i as u32), ctrl_span(sim, i, v, span)))
+                }
+                _ => None,
+            })
+            .collect();
+        Some(Fill {
+            caches,
+            bs: w.max_bs(),
+            seed,
+        })
+    }
+
+    /// Fill every cache that is not yet full and rose over the last round
+    /// at a pace that would fail the steady-state test over a window (a
+    /// fifth of [`LEVEL_EXCURSION`] per round): it is on its way to full,
+    /// the state a destage path that cannot keep up ends in.
+    fn fast_forward(&self, rs: &mut window::Rounds<Snapshot>, comps: &mut [Comp], ctx: &mut Ctx) {
+        let rise = rs.last_rise();
+        let level = rs.level().to_vec();
+        let mut filled = false;
+        for (k, &(id, span)) in self.caches.iter().enumerate() {
+            let pace = LEVEL_EXCURSION / WINDOW_ROUNDS as f64;
+            let rising = rise.get(k).is_some_and(|&r| r >= pace);
+            if rising && level[k] < 1.0 - LEVEL_EXCURSION {
+                if let Comp::Ctrl(v) = &mut comps[id.index()] {
+                    v.fill_to_full(ctx, span, self.bs, mix(self.seed, 0xF111 + k as u64));
+                    filled = true;
+                }
+            }
+        }
+        if filled {
+            rs.relevel(cache_levels(comps));
+        }
+    }
+}
+
+/// Close every round that ended by `ctx.now`; whether the run is over.
+fn close_rounds(
+    rs: &mut window::Rounds<Snapshot>,
+    comps: &mut [Comp],
+    ctx: &Ctx,
+    snap: &dyn Fn(&[Comp], &Ctx) -> Snapshot,
+) -> bool {
+    while ctx.now >= rs.next {
+        let Comp::Host(h) = &mut comps[HOST.index()] else {
+            unreachable!("the host is at HOST")
+        };
+        let m = std::mem::take(&mut h.metrics);
+        if rs.close(m, snap(comps, ctx), cache_levels(comps)) {
+            return true;
+        }
+    }
+    false
 }
 
 /// The result of a finished run: the host's figures over the measurement
-/// window and every component's load since `start`.
-fn report(
-    sim: &Sim,
-    topo: &Topology,
-    w: &Workload,
-    seed: u64,
-    start: &Snapshot,
-    snapped: bool,
-) -> RunResult {
+/// window and every component's load over it.
+fn report(sim: &Sim, topo: &Topology, w: &Workload, seed: u64, m: Measured) -> RunResult {
     let Comp::Host(host) = &sim.comps[HOST.index()] else {
         unreachable!("the host is at HOST")
     };
-    let end = match host.window_end {
-        Some(e) => e,
-        None => host.last_completion.max(w.ramp_time),
-    };
-    let window = end.saturating_sub(w.ramp_time);
-    let secs = window as f64 / 1e9;
-    let cpu_util = host_cpu(sim, window, snapped);
-    let mut components = device_loads(sim, start, window);
+    let secs = m.len as f64 / 1e9;
+    let end = Snapshot::take(sim);
+    let cpu_util = host_cpu(sim, &m.start, &end, m.len);
+    let mut components = device_loads(sim, &m.start, &end, m.len);
     components.push(Component {
         name: "host".into(),
         kind: "host".into(),
@@ -781,13 +971,14 @@ fn report(
         io: None,
     });
     mark_bottleneck(&mut components);
+    debug_assert!(m.t0 <= sim.ctx.now.max(m.t0));
     RunResult {
         raidlab: VERSION.into(),
         engine: "sim".into(),
         topology: topo.expr.trim().to_string(),
         workload: w.to_json(seed),
         seed,
-        summary: host.metrics.summary(secs),
+        summary: m.metrics.summary(secs),
         host: HostStats {
             cpu_util_pct: round3(cpu_util * 100.0),
         },
@@ -797,20 +988,20 @@ fn report(
             wall_s: 0.0,
             events: sim.ctx.events,
             host_ios: host.completed,
+            steady: Some(m.steady),
         },
         real: None,
         resolved: Some(Resolved {
             topology: topo.canonical(|d| w.state.or(d.state).unwrap_or(w.default_ssd_state())),
             capacity_bytes: sim.cap,
         }),
-        latency: Some(host.metrics.detail(window)),
+        latency: Some(m.metrics.detail(m.len)),
     }
 }
 
 /// Each reported device's and controller's busiest resource over the
 /// window, and SSD write amplification.
-fn device_loads(sim: &Sim, start: &Snapshot, window: Ns) -> Vec<Component> {
-    let end = Snapshot::take(sim);
+fn device_loads(sim: &Sim, start: &Snapshot, end: &Snapshot, window: Ns) -> Vec<Component> {
     let mut util: Vec<(f64, &'static str)> = vec![(0.0, ""); sim.reports.len()];
     for (a, b) in start.busy.iter().zip(end.busy.iter()) {
         let u = if window > 0 {
@@ -857,23 +1048,11 @@ fn device_loads(sim: &Sim, start: &Snapshot, window: Ns) -> Vec<Component> {
 }
 
 /// The host CPU's busy share over the window (block layer and parity
-/// threads); 0 when the run ended before the window began.
-fn host_cpu(sim: &Sim, window: Ns, snapped: bool) -> f64 {
-    let cpu = &sim.ctx.pools[HOST_CPU.index()];
-    let cpu_busy = cpu.busy
-        + sim
-            .parity_threads
-            .iter()
-            .map(|p| sim.ctx.pools[p.index()].busy)
-            .sum::<Ns>();
-    let cpu_util = if window > 0 {
-        (cpu_busy as f64 / (window as f64 * cpu.servers() as f64)).min(1.0)
-    } else {
-        0.0
-    };
-    // Host CPU since the window start: approximate with the whole run when there is no ramp.
-    if snapped {
-        cpu_util
+/// threads).
+fn host_cpu(sim: &Sim, start: &Snapshot, end: &Snapshot, window: Ns) -> f64 {
+    let servers = sim.ctx.pools[HOST_CPU.index()].servers() as f64;
+    if window > 0 {
+        ((end.cpu - start.cpu) as f64 / (window as f64 * servers)).min(1.0)
     } else {
         0.0
     }

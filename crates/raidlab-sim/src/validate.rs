@@ -2,8 +2,9 @@
 //!
 //! Every row names a topology, a workload and a metric. Rows that share a
 //! topology and workload share one simulation. Rows whose workload gives no
-//! `runtime` run with [`RAMP`] of warm-up and [`WINDOW`] of measurement,
-//! long enough for caches, queues and garbage collection to settle.
+//! `runtime` are measured over a [`WINDOW`] taken once the run is in steady
+//! state (the simulator's default, docs/workloads.md), so caches, queues and
+//! garbage collection have settled.
 
 use crate::analytic::{self, Expectation};
 use crate::simulate;
@@ -15,8 +16,6 @@ use raidlab_core::units::{Ns, SEC};
 use raidlab_core::workload::Workload;
 use std::collections::BTreeMap;
 
-/// Warm-up given to rows without `runtime`.
-pub const RAMP: Ns = 2 * SEC;
 /// Measurement window given to rows without `runtime`.
 pub const WINDOW: Ns = 3 * SEC;
 
@@ -31,6 +30,8 @@ pub struct RowResult {
     pub error_pct: f64,
     /// The saturated component, if any.
     pub bottleneck: Option<String>,
+    /// Whether the simulation's measurement window was steady.
+    pub steady: bool,
     /// The classic analytic expectation of the metric (T/C × D × one
     /// drive), where the model applies ([`crate::analytic`]).
     pub analytic: Option<f64>,
@@ -97,9 +98,6 @@ pub fn row_workload(row: &Row) -> Result<Workload, raidlab_core::Error> {
     let mut w = Workload::parse(&row.workload)?;
     if w.runtime.is_none() {
         w.runtime = Some(WINDOW);
-        if w.ramp_time == 0 {
-            w.ramp_time = RAMP;
-        }
     }
     Ok(w)
 }
@@ -171,6 +169,7 @@ pub fn validate(
                     bottleneck: res.components.iter().find(|c| c.bottleneck).map(|c| {
                         format!("{} ({})", c.name, c.resource.clone().unwrap_or_default())
                     }),
+                    steady: res.sim.steady.as_ref().is_some_and(|s| s.reached),
                     analytic: expectation.as_ref().and_then(|e| e.metric(&r.metric)),
                 });
             }
@@ -200,6 +199,7 @@ mod tests {
             simulated: 1.0,
             error_pct: e,
             bottleneck: None,
+            steady: true,
             analytic: None,
         };
         let rows: Vec<RowResult> = [-50.0, 10.0, 5.0, -1.0, 30.0, 2.0, 3.0, -4.0, 6.0, 7.0]

@@ -6,7 +6,7 @@ use raidlab_core::preset::PresetDb;
 use raidlab_core::result::RunResult;
 use raidlab_core::topology::resolve;
 use raidlab_core::workload::Workload;
-use raidlab_sim::simulate;
+use raidlab_sim::{simulate, simulate_from_full_caches};
 
 fn run(topo: &str, wl: &str) -> RunResult {
     let t = resolve(topo, &PresetDb::builtin()).unwrap_or_else(|e| panic!("{topo}: {e}"));
@@ -137,6 +137,7 @@ fn p05_write_back_latency_order() {
 
 /// 6. Maximum latencies of 100–450 ms on arrays (GC outliers, request synchronisation).
 #[test]
+#[ignore = "needs latency outliers from SSD garbage collection and firmware background work, not modelled yet; the 100+ ms maxima came from write-back caches starting full of old dirty data, a start the simulator no longer uses"]
 fn p06_long_latency_outliers_on_arrays() {
     let m = run(
         &format!("{A}(raid5[stripe=64k](5*x25e))"),
@@ -262,7 +263,7 @@ fn p11_write_back_costs_raid5_random_writes() {
     let w = |cache: &str| {
         iops(
             &format!("megaraid9265[cache={cache},readahead=off](raid5[stripe=256k](8*s3500-480))"),
-            "rw=randwrite bs=4k numjobs=8 iodepth=32 state=steady runtime=1 ramp_time=0.5",
+            "rw=randwrite bs=4k numjobs=8 iodepth=32 state=steady runtime=1",
         )
     };
     let (wb, wt) = (w("wb"), w("wt"));
@@ -334,4 +335,91 @@ fn p14_md_vs_hardware_and_lvm() {
     };
     let ratio = s("md") / s("lvm");
     assert!((1.05..1.2).contains(&ratio), "md/lvm {ratio}");
+}
+
+/// 15 (steady state). Asked with default settings, an OLTP mix (70/30
+///    random 8 KiB, 4 jobs × 32) on 8 SSDs behind a write-back MegaRAID ranks
+///    the levels by their write cost: RAID 0 ≥ RAID 10 ≥ RAID 5 ≥ RAID 6,
+///    with RAID 0 far above one drive, and the parity levels' gap named by
+///    their bottleneck. Every window is found steady.
+#[test]
+fn p15_oltp_ranks_levels_in_steady_state() {
+    let wl = "rw=randrw rwmixread=70 bs=8k numjobs=4 iodepth=32 runtime=2";
+    let level = |l: &str| run(&format!("megaraid9361({l}(8*s3500-800))"), wl);
+    let rs: Vec<RunResult> = ["raid0", "raid10", "raid5", "raid6"]
+        .into_iter()
+        .map(level)
+        .collect();
+    for r in &rs {
+        let st = r.sim.steady.as_ref().expect("a simulation says");
+        assert!(st.reached, "{}: {st:?}", r.topology);
+    }
+    let v: Vec<f64> = rs.iter().map(|r| r.summary.iops).collect();
+    assert!(v[0] >= v[1] && v[1] >= v[2] && v[2] >= v[3], "{v:?}");
+    let one = iops("s3500-800", wl);
+    assert!(v[0] > 3.0 * one, "RAID 0 {} vs one drive {one}", v[0]);
+    for r in &rs[2..] {
+        assert!(
+            r.components.iter().any(|c| c.bottleneck),
+            "{}: the parity levels' limit is named",
+            r.topology
+        );
+    }
+}
+
+/// 16 (steady state). The steady state does not depend on how the caches
+///    start: clean (an idle controller) or full of dirty data (after a burst
+///    of random writes), for a mix the destage path keeps up with (the full
+///    cache drains) and for random writes it cannot (the clean one fills).
+#[test]
+fn p16_steady_state_does_not_depend_on_the_start() {
+    let db = PresetDb::builtin();
+    for (topo, wl) in [
+        (
+            "megaraid9361(raid10(8*s3500-800))",
+            "rw=randrw rwmixread=70 bs=8k numjobs=4 iodepth=32 runtime=2",
+        ),
+        (
+            "adaptec5085(raid5[stripe=64k](5*x25e))",
+            "rw=randwrite bs=8k numjobs=4 iodepth=16 runtime=0.5",
+        ),
+    ] {
+        let t = resolve(topo, &db).unwrap();
+        let w = Workload::parse(wl).unwrap();
+        let clean = simulate(&t, &w, 1).unwrap();
+        let full = simulate_from_full_caches(&t, &w, 1).unwrap();
+        for r in [&clean, &full] {
+            assert!(
+                r.sim.steady.as_ref().unwrap().reached,
+                "{topo}: {:?}",
+                r.sim.steady
+            );
+        }
+        let (a, b) = (clean.summary.iops, full.summary.iops);
+        assert!((a / b - 1.0).abs() < 0.05, "{topo}: clean {a} vs full {b}");
+    }
+}
+
+/// 17 (steady state). A given `ramp_time` means exactly that: the window
+///    follows it, and a window still inside a transient (a clean write-back
+///    cache filling under random writes) is reported as not steady, with a
+///    throughput far above the steady one.
+#[test]
+fn p17_a_given_ramp_is_kept_and_a_transient_is_flagged() {
+    let t = "adaptec5085(raid5[stripe=64k](5*x25e))";
+    let given = run(
+        t,
+        "rw=randwrite bs=8k numjobs=4 iodepth=16 runtime=0.5 ramp_time=0.2",
+    );
+    let st = given.sim.steady.as_ref().unwrap();
+    assert!(!st.reached, "{st:?}");
+    assert!((st.after_s - 0.2).abs() < 1e-9, "{st:?}");
+    let auto = run(t, "rw=randwrite bs=8k numjobs=4 iodepth=16 runtime=0.5");
+    assert!(auto.sim.steady.as_ref().unwrap().reached);
+    assert!(
+        given.summary.iops > 2.0 * auto.summary.iops,
+        "burst {} vs steady {}",
+        given.summary.iops,
+        auto.summary.iops
+    );
 }

@@ -310,7 +310,7 @@ fn write_back_destage_saturates_the_flush_task() {
     let w = |ctrl: &str, n: u32| {
         let topo = format!("{ctrl}(raid0[stripe=64k]({n}*x25e))");
         let t = resolve(&topo, &db).unwrap();
-        let wl = Workload::parse("preset=light rw=randwrite bs=8k runtime=1 ramp_time=1").unwrap();
+        let wl = Workload::parse("preset=light rw=randwrite bs=8k runtime=1").unwrap();
         simulate(&t, &wl, 1).unwrap()
     };
     let gain = |ctrl: &str| w(ctrl, 8).summary.iops / w(ctrl, 4).summary.iops;

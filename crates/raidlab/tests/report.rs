@@ -6,7 +6,7 @@ use common::*;
 use serde_json::Value;
 
 const TOPO: &str = "adaptec5085(raid{level}[stripe=64k]({n}*x25e))";
-const WL: &str = "rw=randwrite bs={bs} iodepth=16 numjobs=2 runtime=0.2 ramp_time=0.1";
+const WL: &str = "rw=randwrite bs={bs} iodepth=16 numjobs=2 runtime=0.2";
 
 fn sweep(extra: &[&str]) -> Output {
     let mut a = vec![
@@ -48,6 +48,8 @@ fn sweep_writes_one_tidy_row_per_run() {
         "lat_p99_ms",
         "write_iops",
         "bottleneck",
+        "steady",
+        "steady_after_s",
     ] {
         assert!(head.contains(&c), "{c} missing from {head:?}");
     }
@@ -64,6 +66,10 @@ fn sweep_writes_one_tidy_row_per_run() {
         lines[10],
         lines[4]
     );
+    // Every run found its steady window.
+    assert!(lines[1..]
+        .iter()
+        .all(|l| l.split(',').nth(col("steady")) == Some("true")));
     // The saturated component is named.
     let b = col("bottleneck");
     assert!(

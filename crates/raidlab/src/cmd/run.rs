@@ -37,7 +37,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let out = with_progress(w.runtime.map(|r| r + w.ramp_time), || {
+    let out = with_progress(w.runtime.map(|r| r + w.ramp_time.unwrap_or(0)), || {
         raidlab_io::run(&expr, &w, args.job.seed, &opts)
     })?;
     args.job.emit_result(&out.result, started, "")?;
