@@ -773,29 +773,9 @@ fn run_events(
     }
     while let Some(next) = ctx.next_step() {
         match next {
-            Next::Call(Call::Submit(c, r)) => match &mut comps[c.index()] {
-                Comp::Ssd(s) => s.submit(ctx, r),
-                Comp::Hdd(h) => h.submit(ctx, r),
-                Comp::Array(a) => a.submit(ctx, r),
-                Comp::Ctrl(v) => v.submit(ctx, r),
-                Comp::Host(_) | Comp::Empty => unreachable!("nothing submits to the host"),
-            },
-            Next::Call(Call::ChildDone(c, parent, child)) => match &mut comps[c.index()] {
-                Comp::Host(h) => {
-                    h.done(ctx, child);
-                    if h.finished() {
-                        break;
-                    }
-                }
-                Comp::Array(a) => a.child_done(ctx, parent, child),
-                Comp::Ctrl(v) => v.child_done(ctx, parent, child),
-                Comp::Ssd(_) | Comp::Hdd(_) | Comp::Empty => {
-                    unreachable!("devices have no children")
-                }
-            },
-            Next::Call(Call::Advise(c, offset)) => {
-                if let Comp::Ssd(s) = &comps[c.index()] {
-                    s.advise(offset);
+            Next::Call(call) => {
+                if call_component(comps, ctx, call) {
+                    break;
                 }
             }
             Next::Event(c, r, k) => {
@@ -856,6 +836,38 @@ fn run_events(
             }
         }
     }
+}
+
+/// Hand a component call to its component; whether the host's jobs have
+/// all finished.
+#[inline]
+fn call_component(comps: &mut [Comp], ctx: &mut Ctx, call: Call) -> bool {
+    match call {
+        Call::Submit(c, r) => match &mut comps[c.index()] {
+            Comp::Ssd(s) => s.submit(ctx, r),
+            Comp::Hdd(h) => h.submit(ctx, r),
+            Comp::Array(a) => a.submit(ctx, r),
+            Comp::Ctrl(v) => v.submit(ctx, r),
+            Comp::Host(_) | Comp::Empty => unreachable!("nothing submits to the host"),
+        },
+        Call::ChildDone(c, parent, child) => match &mut comps[c.index()] {
+            Comp::Host(h) => {
+                h.done(ctx, child);
+                return h.finished();
+            }
+            Comp::Array(a) => a.child_done(ctx, parent, child),
+            Comp::Ctrl(v) => v.child_done(ctx, parent, child),
+            Comp::Ssd(_) | Comp::Hdd(_) | Comp::Empty => {
+                unreachable!("devices have no children")
+            }
+        },
+        Call::Advise(c, offset) => {
+            if let Comp::Ssd(s) = &comps[c.index()] {
+                s.advise(offset);
+            }
+        }
+    }
+    false
 }
 
 /// Every write-back cache's dirty level, a fraction of its size, in
