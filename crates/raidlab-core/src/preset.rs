@@ -70,6 +70,12 @@ pub struct SsdParams {
     pub readahead_kb: u32,
     /// Free erase blocks per die below which greedy GC runs.
     pub gc_free_blocks: u32,
+    /// The firmware paces garbage collection: it interleaves relocations
+    /// with host programs, each host page paying its share of the backlog,
+    /// instead of letting a page wait for a whole collection (false: the
+    /// page waits for the die's whole GC backlog, as early drives do).
+    #[serde(default)]
+    pub gc_pacing: bool,
 }
 
 /// Hard-disk parameters.

@@ -920,17 +920,25 @@ impl Fill {
         })
     }
 
-    /// Fill every cache that is not yet full and rose over the last round
-    /// at a pace that would fail the steady-state test over a window (a
-    /// fifth of [`LEVEL_EXCURSION`] per round): it is on its way to full,
-    /// the state a destage path that cannot keep up ends in.
+    /// Fill every cache that is not yet full and rose over each of the
+    /// last two rounds at a pace that would fail the steady-state test over
+    /// a window (a fifth of [`LEVEL_EXCURSION`] per round), the later rise
+    /// not slowing (at least [`KEEPS_PACE`] of the earlier): it is filling
+    /// at a steady pace toward full, the state a destage path that cannot
+    /// keep up ends in. A level settling toward a plateau slows down and is
+    /// left to settle.
     fn fast_forward(&self, rs: &mut window::Rounds<Snapshot>, comps: &mut [Comp], ctx: &mut Ctx) {
-        let rise = rs.last_rise();
+        /// Share of the earlier round's rise the later must keep (a fill at
+        /// a constant pace keeps all of it, up to counting noise).
+        const KEEPS_PACE: f64 = 0.8;
+        let rises = rs.last_rises();
         let level = rs.level().to_vec();
         let mut filled = false;
         for (k, &(id, span)) in self.caches.iter().enumerate() {
             let pace = LEVEL_EXCURSION / WINDOW_ROUNDS as f64;
-            let rising = rise.get(k).is_some_and(|&r| r >= pace);
+            let rising = rises
+                .get(k)
+                .is_some_and(|&(a, b)| a >= pace && b >= pace && b >= KEEPS_PACE * a);
             if rising && level[k] < 1.0 - LEVEL_EXCURSION {
                 if let Comp::Ctrl(v) = &mut comps[id.index()] {
                     v.fill_to_full(ctx, span, self.bs, mix(self.seed, 0xF111 + k as u64));

@@ -79,10 +79,16 @@ impl<S> Rounds<S> {
         is_steady(&self.rates) && levels_steady(&self.levels)
     }
 
-    /// How each cache's level changed over the last closed round.
-    pub fn last_rise(&self) -> Vec<f64> {
+    /// How each cache's level changed over the last two closed rounds
+    /// (earlier, later); empty before two rounds have closed.
+    pub fn last_rises(&self) -> Vec<(f64, f64)> {
         match self.levels.as_slice() {
-            [.., a, b] => b.iter().zip(a).map(|(b, a)| b - a).collect(),
+            [.., a, b, c] => a
+                .iter()
+                .zip(b)
+                .zip(c)
+                .map(|((a, b), c)| (b - a, c - b))
+                .collect(),
             _ => Vec::new(),
         }
     }

@@ -6,7 +6,7 @@ use common::*;
 use serde_json::Value;
 
 const TOPO: &str = "adaptec5085(raid{level}[stripe=64k]({n}*x25e))";
-const WL: &str = "rw=randwrite bs={bs} iodepth=16 numjobs=2 runtime=0.2";
+const WL: &str = "rw=randwrite bs={bs} iodepth=16 numjobs=2 runtime=0.5";
 
 fn sweep(extra: &[&str]) -> Output {
     let mut a = vec![

@@ -17,7 +17,7 @@ pub mod nand;
 use crate::engine::events;
 use crate::engine::{ns, us, xfer_ns, CmdQueue, CompId, Ctx, Op, Pool, Req, ReqId, Server};
 use cache::WriteBuffer;
-use ftl::{Ftl, INVALID};
+use ftl::{Ftl, GcWork, INVALID};
 use nand::Nand;
 use raidlab_core::preset::SsdParams;
 use raidlab_core::result::IoCounts;
@@ -148,6 +148,9 @@ pub struct Ssd {
     /// Page programs wait for this: the reserve blocks stand in for the
     /// latest collection's while it runs, not for an older one's.
     fw_bg_prev: Ns,
+    /// Paced GC: the firmware time of relocation each host page pays, the
+    /// last collection's over the pages it freed.
+    fw_bg_share: Ns,
     nand: Nand,
     ftl: Ftl,
     buf: WriteBuffer,
@@ -216,6 +219,7 @@ impl Ssd {
             fw_gc: us(p.fw_gc_us),
             fw_bg_until: 0,
             fw_bg_prev: 0,
+            fw_bg_share: 0,
             nand: Nand::new(p, ftl.block_scale()),
             ftl,
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
@@ -299,8 +303,16 @@ impl Ssd {
 
     /// Queue the firmware's share of relocating `moved` units (spread over
     /// its cores) behind any background work already queued.
-    fn fw_background(&mut self, t: Ns, moved: u32) {
-        let dur = self.fw_gc * moved as Ns / self.fw.servers() as Ns;
+    fn fw_background(&mut self, t: Ns, w: GcWork) {
+        if self.nand.paced() {
+            // Paced: no backlog; each host page pays its share as it goes.
+            let freed = self.nand.freed_pages(&w);
+            if let Some(share) = (self.fw_gc * w.moved as Ns).checked_div(freed) {
+                self.fw_bg_share = share;
+            }
+            return;
+        }
+        let dur = self.fw_gc * w.moved as Ns / self.fw.servers() as Ns;
         self.fw_bg_prev = self.fw_bg_until;
         self.fw_bg_until = self.fw_bg_until.max(t) + dur;
         self.fw.busy += dur * self.fw.servers() as Ns;
@@ -333,7 +345,7 @@ impl Ssd {
                 break;
             }
             self.nand.gc(t, die, w);
-            self.fw_background(t, w.moved);
+            self.fw_background(t, w);
             die = self.nand.least_busy(self.die_rr);
         }
         // The round-robin start for ties, kept below the die count.
@@ -349,8 +361,14 @@ impl Ssd {
             self.fw_bg_prev
         } else {
             self.nand.gc(t, die, work);
-            self.fw_background(t, work.moved);
+            self.fw_background(t, work);
             self.fw_bg_until
+        };
+        // Paced GC: the page's share of relocation work, on the firmware.
+        let ready = if self.nand.paced() {
+            self.fw.reserve(t, self.fw_bg_share)
+        } else {
+            ready
         };
         self.nand.program(t.max(ready), die)
     }

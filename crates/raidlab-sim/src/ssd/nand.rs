@@ -26,6 +26,9 @@ pub struct Die {
     pub gc_until: Ns,
     /// Busy time reserved (host and GC).
     pub busy: Ns,
+    /// Paced GC: the backlog one host page waits for (the last collection's
+    /// time over the pages it freed).
+    pub gc_share: Ns,
 }
 
 /// Timelines and timings of one drive's flash.
@@ -50,6 +53,11 @@ pub struct Nand {
     page_bytes: u64,
     /// Channel time of one whole page.
     t_xfer_page: Ns,
+    /// Paced GC (`gc_pacing`), and the pages per simulated erase block and
+    /// the reserve blocks that bound how far a die's backlog may run ahead.
+    pacing: bool,
+    ppb: u64,
+    reserve: u64,
 }
 
 impl Nand {
@@ -68,7 +76,49 @@ impl Nand {
             ch_mbps: p.channel_mbps,
             page_bytes: p.page_kb as u64 * 1024,
             t_xfer_page: xfer_ns(p.page_kb as u64 * 1024, p.channel_mbps),
+            pacing: p.gc_pacing,
+            ppb: ((p.pages_per_block as f64 * block_scale).round() as u64).max(1),
+            reserve: p.gc_free_blocks as u64,
         }
+    }
+
+    /// Whether GC is paced (`gc_pacing`).
+    pub fn paced(&self) -> bool {
+        self.pacing
+    }
+
+    /// Pages a collection frees: its erased blocks' pages less those it
+    /// programmed with relocated data.
+    pub fn freed_pages(&self, w: &GcWork) -> u64 {
+        (w.erases as u64 * self.ppb).saturating_sub(w.program_pages as u64)
+    }
+
+    /// When a page at `at` may go, given background work queued until
+    /// `until` of which one page's share is `share`: all of it unless GC is
+    /// paced; paced, its share, or more when the backlog has run further
+    /// ahead than the die's reserve of free blocks allows.
+    #[inline]
+    fn paced_wait(&self, at: Ns, until: Ns, share: Ns) -> Ns {
+        if until <= at {
+            return at;
+        }
+        if !self.pacing {
+            return until;
+        }
+        let backlog = until - at;
+        let ahead = share * self.reserve * self.ppb;
+        at + backlog.min(share).max(backlog.saturating_sub(ahead))
+    }
+
+    /// When a program could start on `die` at `at`: after its foreground
+    /// work and the part of its GC backlog the page must wait for (all of
+    /// it unless GC is paced; paced, one page's share, or more when the
+    /// backlog has run further ahead than the die's reserve of free blocks
+    /// allows, since those pages need the blocks it frees).
+    #[inline]
+    fn program_start(&self, die: u32, at: Ns) -> Ns {
+        let d = &self.dies[die as usize];
+        self.paced_wait(at.max(d.free_at), d.gc_until, d.gc_share)
     }
 
     #[inline]
@@ -101,7 +151,8 @@ impl Nand {
         // The die's register is busy until its data has left.
         let d = &mut self.dies[die as usize];
         d.free_at = d.free_at.max(t);
-        let r = d.free_at.max(d.gc_until);
+        let free = d.free_at;
+        let r = self.program_start(die, free);
         self.set_ready(die, r);
         t
     }
@@ -112,13 +163,19 @@ impl Nand {
     pub fn program(&mut self, at: Ns, die: u32) -> Ns {
         let ch = self.channel_of(die);
         let t = self.channels[ch].reserve(at, self.t_xfer_page);
+        let s = self.program_start(die, t);
+        let (t_prog, pacing) = (self.t_prog, self.pacing);
         let d = &mut self.dies[die as usize];
-        let s = t.max(d.free_at).max(d.gc_until);
-        d.free_at = s + self.t_prog;
-        d.busy += self.t_prog;
-        let r = d.free_at;
+        if pacing && s < d.gc_until {
+            // The page runs inside the backlog, which it pushes back.
+            d.gc_until += t_prog;
+        }
+        d.free_at = s + t_prog;
+        d.busy += t_prog;
+        let done = d.free_at;
+        let r = self.program_start(die, done);
         self.set_ready(die, r);
-        r
+        done
     }
 
     /// Queue garbage-collection work (copy-back relocations and erases) on a die.
@@ -127,10 +184,15 @@ impl Nand {
         let dur = w.read_pages as Ns * self.t_read
             + w.program_pages as Ns * self.t_prog
             + w.erases as Ns * self.t_erase;
+        let freed = self.freed_pages(&w);
         let d = &mut self.dies[die as usize];
         d.gc_until = d.gc_until.max(d.free_at).max(at) + dur;
         d.busy += dur;
-        let r = d.gc_until;
+        if let Some(share) = dur.checked_div(freed) {
+            d.gc_share = share;
+        }
+        let free = d.free_at;
+        let r = self.program_start(die, free);
         self.set_ready(die, r);
     }
 
