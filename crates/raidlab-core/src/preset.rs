@@ -76,6 +76,12 @@ pub struct SsdParams {
     /// page waits for the die's whole GC backlog, as early drives do).
     #[serde(default)]
     pub gc_pacing: bool,
+    /// Power-loss protection (capacitors that let the drive write its
+    /// buffer out on power loss): a cache flush returns at once, as the
+    /// buffer already counts as durable. Without it a flush waits until the
+    /// buffered data is programmed.
+    #[serde(default)]
+    pub power_loss_protection: bool,
 }
 
 /// Hard-disk parameters.

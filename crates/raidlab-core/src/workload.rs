@@ -125,6 +125,19 @@ pub struct Workload {
     /// reads nothing from it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub buffered: bool,
+    /// fio's `sync=1` (O_DSYNC): every write completes only once it is
+    /// durable, so each is followed by a cache flush down the tree.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sync: bool,
+    /// fio's `fsync=N` / `fdatasync=N`: after every N writes a job waits
+    /// for its I/Os in flight, flushes, and carries on (0: never). On a raw
+    /// volume the two are the same flush.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fsync: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn ser_state<S: serde::Serializer>(
@@ -156,6 +169,8 @@ impl Default for Workload {
             preset: None,
             state: None,
             buffered: false,
+            sync: false,
+            fsync: 0,
         }
     }
 }
@@ -184,6 +199,9 @@ pub const KEYS: &[&str] = &[
     "preset",
     "state",
     "direct",
+    "sync",
+    "fsync",
+    "fdatasync",
 ];
 
 fn werr<T>(msg: impl Into<String>) -> Result<T> {
@@ -302,6 +320,8 @@ impl Workload {
                     })?)
                 }
                 "direct" => w.buffered = int(k, v, 0, 1)? == 0,
+                "sync" => w.sync = parse_sync(v)?,
+                "fsync" | "fdatasync" => w.fsync = int(k, v, 0, 1_000_000)? as u32,
                 _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
             }
         }
@@ -391,6 +411,12 @@ impl Workload {
         if self.buffered {
             m.insert("direct".into(), 0.into());
         }
+        if self.sync {
+            m.insert("sync".into(), 1.into());
+        }
+        if self.fsync > 0 {
+            m.insert("fsync".into(), self.fsync.into());
+        }
         serde_json::Value::Object(m)
     }
 
@@ -436,7 +462,23 @@ impl Workload {
         if self.thinktime > 0 {
             v.push(("thinktime".into(), (self.thinktime / 1000).to_string()));
         }
+        if self.sync {
+            v.push(("sync".into(), "1".into()));
+        }
+        if self.fsync > 0 {
+            v.push(("fsync".into(), self.fsync.to_string()));
+        }
         v
+    }
+}
+
+/// fio's `sync`: `0`/`none` off; `1`, `sync` or `dsync` on (the
+/// simulator models data durability, so O_SYNC and O_DSYNC are one).
+fn parse_sync(v: &str) -> Result<bool> {
+    match v {
+        "0" | "none" => Ok(false),
+        "1" | "sync" | "dsync" => Ok(true),
+        _ => werr(format!("sync={v}: expected 0, 1, none, sync or dsync")),
     }
 }
 
@@ -721,6 +763,21 @@ impl Iterator for JobStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sync_and_fsync_follow_fio() {
+        let w = Workload::parse("rw=write bs=4k sync=1 fsync=8").unwrap();
+        assert!(w.sync);
+        assert_eq!(w.fsync, 8);
+        assert_eq!(Workload::parse("rw=write fdatasync=2").unwrap().fsync, 2);
+        assert!(!Workload::parse("rw=write sync=none").unwrap().sync);
+        assert!(Workload::parse("rw=write sync=dsync").unwrap().sync);
+        assert!(Workload::parse("rw=write sync=2").is_err());
+        assert!(Workload::parse("rw=write fsync=-1").is_err());
+        let pairs = w.to_pairs();
+        assert!(pairs.contains(&("sync".to_string(), "1".to_string())));
+        assert!(pairs.contains(&("fsync".to_string(), "8".to_string())));
+    }
 
     #[test]
     fn presets_and_overrides() {

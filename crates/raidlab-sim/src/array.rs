@@ -173,7 +173,18 @@ impl ArrayComp {
             (Op::Read, _) => self.plan_read(r, plan),
             (Op::Write, false) => self.plan_mirrored_write(r, plan),
             (Op::Write, true) => self.plan_parity_write(r, plan),
+            (Op::Flush, _) => self.plan_flush(plan),
         }
+    }
+
+    /// A flush goes to every member, as md forwards a preflush to each of
+    /// its devices.
+    fn plan_flush(&self, plan: &mut Plan) {
+        plan.writes.extend((0..self.members.len()).map(|m| Extent {
+            member: m as u32,
+            offset: 0,
+            len: 0,
+        }));
     }
 
     /// A request inside one chunk: one location (a read from its least busy
@@ -269,7 +280,13 @@ impl ArrayComp {
         let p = plan_of(&ctx.reqs[id]);
         let list = match op {
             Op::Read => std::mem::take(&mut self.plans[p].reads),
-            Op::Write => std::mem::take(&mut self.plans[p].writes),
+            Op::Write | Op::Flush => std::mem::take(&mut self.plans[p].writes),
+        };
+        // A flush's member commands are flushes.
+        let op = if ctx.reqs[id].op == Op::Flush {
+            Op::Flush
+        } else {
+            op
         };
         ctx.reqs[id].pending = list.len() as u32;
         for e in &list {
@@ -294,7 +311,7 @@ impl ArrayComp {
         list.clear();
         match op {
             Op::Read => self.plans[p].reads = list,
-            Op::Write => self.plans[p].writes = list,
+            Op::Write | Op::Flush => self.plans[p].writes = list,
         }
     }
 

@@ -432,6 +432,9 @@ impl CtrlVol {
     /// A host command arrives.
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
+        if r.op == Op::Flush {
+            return self.flush(ctx, id);
+        }
         let p = self.cfg.pools;
         let mut t = ctx.now;
         if r.op == Op::Write {
@@ -453,6 +456,7 @@ impl CtrlVol {
             && match r.op {
                 Op::Write => self.cfg.wb_bytes == 0,
                 Op::Read => !self.holds(r.offset, r.offset + r.len as u64),
+                Op::Flush => unreachable!("flushes take their own path"),
             };
         let cost = self.cfg.cmd_ns + if sends { member } else { 0 };
         t = ctx.reserve(p.roc, t, cost);
@@ -463,6 +467,18 @@ impl CtrlVol {
             self.issue(ctx, id, t);
         } else {
             ctx.schedule(t, self.id, id, Ev::Issue);
+        }
+    }
+
+    /// A cache flush: a write-back cache is battery- or flash-backed (RAID
+    /// controllers enable write-back only with one), so it answers after
+    /// its command; without one the flush goes on to the drives.
+    fn flush(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let t = ctx.reserve(self.cfg.pools.roc, ctx.now, self.cfg.cmd_ns);
+        if self.cfg.wb_bytes > 0 {
+            ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
+        } else {
+            self.send_child(ctx, id, 0..0, Op::Flush, NO_WINDOW, t);
         }
     }
 
@@ -952,6 +968,7 @@ impl CtrlVol {
                 self.read_cache.insert(c.offset, c.offset + c.len as u64);
                 ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, Ev::Done)
             }
+            Op::Flush => ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, Ev::Done),
         }
     }
 }

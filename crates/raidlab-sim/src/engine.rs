@@ -56,6 +56,10 @@ pub enum Op {
     Read,
     /// Write.
     Write,
+    /// Make the data written so far durable (ATA FLUSH CACHE, SCSI
+    /// SYNCHRONIZE CACHE, a block-layer preflush); offset and length are
+    /// not used.
+    Flush,
 }
 
 /// A request travelling through the component tree.

@@ -45,6 +45,8 @@ pub struct Hdd {
     wc: bool,
     cache_bytes: u64,
     dirty: u64,
+    /// Flushes waiting for the cached writes to reach the platter.
+    flushes: Vec<ReqId>,
     queue: Vec<ReqId>,
     /// Tagged command queue: admission up to its depth.
     cmdq: CmdQueue,
@@ -86,6 +88,7 @@ impl Hdd {
             wc,
             cache_bytes: (p.cache_mb as u64) << 20,
             dirty: 0,
+            flushes: Vec::new(),
             queue: Vec::new(),
             cmdq: CmdQueue::new(p.queue_depth),
             busy: false,
@@ -144,6 +147,15 @@ impl Hdd {
 
     fn accept(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
+        if r.op == Op::Flush {
+            // FLUSH CACHE returns once the cached writes are on the platter.
+            if self.dirty == 0 {
+                ctx.schedule(ctx.now + self.link_cmd, self.id, id, Ev::Ack);
+            } else {
+                self.flushes.push(id);
+            }
+            return;
+        }
         if r.op == Op::Write && self.wc && self.dirty + r.len as u64 <= self.cache_bytes {
             // Acknowledge from cache; destage in the background.
             self.dirty += r.len as u64;
@@ -190,7 +202,9 @@ impl Hdd {
 
     fn finish_host(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = &ctx.reqs[id];
-        self.io.add(r.op == Op::Write, r.len as u64);
+        if r.op != Op::Flush {
+            self.io.add(r.op == Op::Write, r.len as u64);
+        }
         ctx.complete(id, self.host);
         if let Some(n) = self.cmdq.complete() {
             self.accept(ctx, n);
@@ -208,6 +222,11 @@ impl Hdd {
         if ctx.reqs[id].phase == BACKGROUND {
             self.dirty -= ctx.reqs[id].len as u64;
             ctx.reqs.release(id);
+            if self.dirty == 0 {
+                for f in std::mem::take(&mut self.flushes) {
+                    ctx.schedule(ctx.now + self.link_cmd, self.id, f, Ev::Ack);
+                }
+            }
         } else {
             self.finish_host(ctx, id);
         }

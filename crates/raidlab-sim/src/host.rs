@@ -44,11 +44,23 @@ pub struct Host {
     pub fifth: u64,
     /// See `fifth`.
     pub marks: Vec<(Ns, u64)>,
+    /// `sync=1`: every write is followed by a flush before it completes.
+    sync: bool,
+    /// `fsync=N` (0: none), and per job the writes since its last flush
+    /// and whether it is holding back for one.
+    fsync: u32,
+    since_flush: Vec<u32>,
+    holding: Vec<bool>,
 }
 
-/// The job a host I/O belongs to (its creator's word).
+/// The creator's word of a write's flush under `sync=1` (over the job).
+const SYNC_FLUSH: u32 = 1 << 31;
+/// The creator's word of a job's `fsync=N` flush (over the job).
+const FSYNC_FLUSH: u32 = 1 << 30;
+
+/// The job a host I/O belongs to (its creator's word, less the flags).
 pub fn job_of(r: &Req) -> usize {
-    r.creator_word as usize
+    (r.creator_word & !(SYNC_FLUSH | FSYNC_FLUSH)) as usize
 }
 
 impl Host {
@@ -81,7 +93,17 @@ impl Host {
             trace: None,
             fifth: 0,
             marks: Vec::new(),
+            sync: false,
+            fsync: 0,
+            since_flush: vec![0; n],
+            holding: vec![false; n],
         }
+    }
+
+    /// Make writes durable as fio's `sync=1` and `fsync=N` do.
+    pub fn set_durability(&mut self, sync: bool, fsync: u32) {
+        self.sync = sync;
+        self.fsync = fsync;
     }
 
     /// Host I/Os issued and not yet completed.
@@ -107,6 +129,13 @@ impl Host {
         if self.window_end.is_some_and(|e| ctx.now >= e) {
             return;
         }
+        if self.holding[job] {
+            // fsync=N: the job's flush goes once its writes are all back.
+            if self.inflight[job] == 0 {
+                self.flush(ctx, job);
+            }
+            return;
+        }
         let Some(io) = self.streams[job].next() else {
             if !self.done_jobs[job] {
                 self.done_jobs[job] = true;
@@ -130,6 +159,17 @@ impl Host {
             handler_word: 0,
             phase: 0,
         });
+        self.inflight[job] += 1;
+        self.total_inflight += 1;
+        let t = ctx.reserve(HOST_CPU, ctx.now, self.block_ns);
+        ctx.schedule(t, self.id, id, Ev::Submit);
+    }
+
+    /// A job's `fsync=N` flush of the whole volume.
+    fn flush(&mut self, ctx: &mut Ctx, job: usize) {
+        let mut r = Req::new(0, 0, Op::Flush, self.id, ctx.now);
+        r.creator_word = job as u32 | FSYNC_FLUSH;
+        let id = ctx.reqs.alloc(r);
         self.inflight[job] += 1;
         self.total_inflight += 1;
         let t = ctx.reserve(HOST_CPU, ctx.now, self.block_ns);
@@ -162,15 +202,48 @@ impl Host {
     pub fn done(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
         let now = ctx.now;
+        if self.sync && r.op == Op::Write {
+            // O_DSYNC: the write returns once a flush behind it has.
+            let q = &mut ctx.reqs[id];
+            q.op = Op::Flush;
+            q.creator_word |= SYNC_FLUSH;
+            let t = ctx.reserve(HOST_CPU, now, self.block_ns);
+            ctx.schedule(t, self.id, id, Ev::Submit);
+            return;
+        }
+        let job = job_of(&r);
+        if r.creator_word & FSYNC_FLUSH != 0 {
+            // The job's fsync is back: it refills its queue.
+            ctx.reqs.release(id);
+            self.inflight[job] -= 1;
+            self.total_inflight -= 1;
+            self.holding[job] = false;
+            for _ in 0..self.iodepth {
+                self.issue(ctx, job);
+            }
+            return;
+        }
+        // A sync write's flush stands for the write it followed.
+        let (read, len) = if r.creator_word & SYNC_FLUSH != 0 {
+            (false, r.len)
+        } else {
+            (r.op == Op::Read, r.len)
+        };
+        if !read && self.fsync > 0 {
+            self.since_flush[job] += 1;
+            if self.since_flush[job] >= self.fsync {
+                self.since_flush[job] = 0;
+                self.holding[job] = true;
+            }
+        }
         if now >= self.window_start && self.window_end.is_none_or(|e| now <= e) {
-            self.metrics.record(r.op == Op::Read, r.len, now - r.t0);
+            self.metrics.record(read, len, now - r.t0);
             self.last_completion = now;
             if self.fifth > 0 {
                 self.mark(now);
             }
         }
         self.completed += 1;
-        let job = job_of(&r);
         self.inflight[job] -= 1;
         self.total_inflight -= 1;
         if self.think > 0 {

@@ -718,6 +718,7 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
     let mut host = Host::new(HOST, sim.root, block_ns, w.thinktime, w.iodepth, streams);
     let ramp = w.ramp_time.unwrap_or(0);
     host.window_start = ramp;
+    host.set_durability(w.sync, w.fsync);
     if trace {
         host.trace = Some(vec![Vec::new(); w.numjobs as usize]);
     }

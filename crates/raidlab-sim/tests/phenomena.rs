@@ -459,3 +459,38 @@ fn p18_paced_gc_bounds_write_latency_and_greedy_gc_does_not() {
         x.summary.lat_p50_ms
     );
 }
+
+/// 19 (synchronous writes). fio's `sync=1` and `fsync=N` flush the write
+///    cache. A drive with power-loss protection answers a flush at once and
+///    keeps most of its rate (the DC S3500); one without must program its
+///    buffer first and falls to its NAND program time per write (the X25-E,
+///    about 0.5 ms), recovering as `fsync` flushes less often. A
+///    battery-backed write-back controller answers flushes itself; md
+///    passes them to every member.
+#[test]
+fn p19_sync_writes_cost_what_the_flush_costs() {
+    let qd1 =
+        |t: &str, extra: &str| iops(t, &format!("rw=write bs=4k iodepth=1 runtime=0.5 {extra}"));
+    let (plp, plp_sync) = (qd1("s3500-800", ""), qd1("s3500-800", "sync=1"));
+    assert!(plp_sync > 0.4 * plp, "S3500: {plp_sync} of {plp}");
+    let (x, x_sync) = (qd1("x25e", ""), qd1("x25e", "sync=1"));
+    assert!(x_sync < 0.2 * x, "X25-E: {x_sync} of {x}");
+    let lat = run("x25e", "rw=write bs=4k iodepth=1 runtime=0.5 sync=1")
+        .summary
+        .lat_avg_ms;
+    assert!((0.4..0.8).contains(&lat), "X25-E sync write {lat} ms");
+    let rare = iops("x25e", "rw=randwrite bs=4k iodepth=1 runtime=0.5 fsync=16");
+    let every = iops("x25e", "rw=randwrite bs=4k iodepth=1 runtime=0.5 fsync=1");
+    assert!(rare > 2.0 * every, "fsync=16 {rare} vs fsync=1 {every}");
+    let wb = qd1("megaraid9361(raid10(4*x25e))", "sync=1");
+    let wt = qd1("megaraid9361[cache=wt](raid10(4*x25e))", "sync=1");
+    assert!(
+        wb > 4.0 * wt,
+        "battery-backed cache {wb} vs write-through {wt}"
+    );
+    let md = qd1("raid1(2*x25e)", "sync=1");
+    assert!(
+        md < 0.2 * qd1("raid1(2*x25e)", ""),
+        "md passes flushes on: {md}"
+    );
+}

@@ -47,6 +47,11 @@ impl WriteBuffer {
         t
     }
 
+    /// When every program under way has finished.
+    pub fn drained(&self) -> Ns {
+        self.inflight.iter().map(|r| r.0 .0).max().unwrap_or(0)
+    }
+
     /// `units` of the buffer are being programmed until `done`.
     pub fn programming(&mut self, done: Ns, units: u32) {
         self.inflight.push(Reverse((done, units)));

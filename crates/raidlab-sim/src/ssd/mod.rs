@@ -155,6 +155,8 @@ pub struct Ssd {
     ftl: Ftl,
     buf: WriteBuffer,
     wc: bool,
+    /// Power-loss protection: a flush returns without draining the buffer.
+    plp: bool,
     /// Native command queue (NCQ).
     queue: CmdQueue,
     ra_units: u64,
@@ -224,6 +226,7 @@ impl Ssd {
             ftl,
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
             wc,
+            plp: p.power_loss_protection,
             queue: CmdQueue::new(p.queue_depth),
             ra_units: p.readahead_kb as u64 / 4,
             ra: [(0, 0, 0); 2],
@@ -377,12 +380,42 @@ impl Ssd {
     #[inline]
     fn start(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
+        if r.op == Op::Flush {
+            return self.start_flush(ctx, id);
+        }
         let first = r.offset / UNIT;
         let last = (r.offset + r.len as u64 - 1) / UNIT;
         match r.op {
             Op::Read => self.start_read(ctx, id, &r, first, last),
             Op::Write => self.start_write(ctx, id, &r, first, last),
+            Op::Flush => unreachable!("flushes take their own path"),
         }
+    }
+
+    /// A cache flush: a command on the link and the firmware; with the
+    /// write cache on and no power-loss protection, it also waits until
+    /// every buffered unit is programmed, a partly filled page included
+    /// (padded, as a drive does when it must commit one).
+    fn start_flush(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let t = self.link.reserve(ctx.now, self.link_cmd);
+        let t = self.fw_command(t, self.fw_write);
+        let done = if self.wc && !self.plp {
+            let mut done = t.max(self.buf.drained());
+            if !self.buf.pending.is_empty() {
+                let upp = self.ftl.upp() as usize;
+                let n = self.buf.pending.len() as u32;
+                self.page.clear();
+                self.page.append(&mut self.buf.pending);
+                self.page.resize(upp, INVALID);
+                let programmed = self.program(t);
+                self.buf.programming(programmed, n);
+                done = done.max(programmed);
+            }
+            done
+        } else {
+            t
+        };
+        ctx.schedule(done, self.id, id, Ev::Done);
     }
 
     /// A read of units `first..=last`: command, firmware, then the data from
@@ -539,7 +572,9 @@ impl Ssd {
             }
             Ev::Done => {
                 let r = &ctx.reqs[id];
-                self.io.add(r.op == Op::Write, r.len as u64);
+                if r.op != Op::Flush {
+                    self.io.add(r.op == Op::Write, r.len as u64);
+                }
                 ctx.complete(id, self.host);
                 if let Some(n) = self.queue.complete() {
                     self.start(ctx, n);
