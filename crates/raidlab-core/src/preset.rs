@@ -82,6 +82,25 @@ pub struct SsdParams {
     /// buffered data is programmed.
     #[serde(default)]
     pub power_loss_protection: bool,
+    /// How the FTL maps logical to physical space: `page` (out-of-place
+    /// pages, greedy GC) or `block` (whole blocks with a few log blocks,
+    /// merged on eviction, as early drives did).
+    #[serde(default)]
+    pub ftl: FtlKind,
+    /// Log blocks of a block-mapped FTL (`ftl = "block"`).
+    #[serde(default)]
+    pub log_blocks: u32,
+}
+
+/// An SSD's mapping scheme.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FtlKind {
+    /// Page-mapped.
+    #[default]
+    Page,
+    /// Block-mapped with log blocks.
+    Block,
 }
 
 /// Hard-disk parameters.
@@ -334,6 +353,13 @@ fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
     }
     if s.pages_per_block < 2 || s.queue_depth == 0 || s.fw_cores == 0 || s.gc_free_blocks == 0 {
         return Err("pages_per_block ≥ 2, queue_depth, fw_cores and gc_free_blocks ≥ 1".into());
+    }
+    if s.ftl == FtlKind::Block && (!(1..=4096).contains(&s.log_blocks) || s.capacity_gb > 16_000.0)
+    {
+        return Err(
+            "a block-mapped FTL needs log_blocks from 1 to 4096 and a capacity of at most 16 TB"
+                .into(),
+        );
     }
     if !(1.0..=1000.0).contains(&s.spare_pct) {
         return Err("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)".into());

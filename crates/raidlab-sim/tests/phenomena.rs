@@ -494,3 +494,34 @@ fn p19_sync_writes_cost_what_the_flush_costs() {
         "md passes flushes on: {md}"
     );
 }
+
+/// 20 (block-mapped FTL). A 2008 drive with a block-mapped FTL (the MTRON
+///    7535) writes small random blocks at around a hundred per second, each
+///    forcing a merge of a whole logical block, and gains little from
+///    queueing; random writes confined to what its log blocks cover, and
+///    sequential writes, avoid the merges. The same drive with a
+///    page-mapped FTL writes random blocks thousands of times a second: the
+///    mapping scheme is what makes the difference.
+#[test]
+fn p20_block_mapped_ftl_merges_small_random_writes() {
+    let t = "mtron7535";
+    let qd1 = iops(t, "rw=randwrite bs=4k iodepth=1 runtime=1");
+    let qd32 = iops(t, "rw=randwrite bs=4k iodepth=32 runtime=1");
+    assert!((50.0..400.0).contains(&qd1), "QD1 {qd1}");
+    assert!(qd32 < 1.3 * qd1, "QD32 {qd32} vs QD1 {qd1}");
+    let local = iops(t, "rw=randwrite bs=4k iodepth=1 size=2m runtime=1");
+    assert!(local > 10.0 * qd1, "within the log blocks {local} vs {qd1}");
+    let seq = mbps(t, "rw=write bs=128k iodepth=4 runtime=1");
+    let rnd = mbps(t, "rw=randwrite bs=4k iodepth=1 runtime=1");
+    assert!(
+        seq > 20.0 * rnd,
+        "sequential {seq} MB/s vs random {rnd} MB/s"
+    );
+    let mut db = PresetDb::builtin();
+    db.load_str("[mtron-paged]\nbase = \"mtron7535\"\nftl = \"page\"\n")
+        .unwrap();
+    let paged = resolve("mtron-paged", &db).unwrap();
+    let w = Workload::parse("rw=randwrite bs=4k iodepth=1 runtime=1").unwrap();
+    let p = simulate(&paged, &w, 1).unwrap().summary.iops;
+    assert!(p > 10.0 * qd1, "page-mapped {p} vs block-mapped {qd1}");
+}

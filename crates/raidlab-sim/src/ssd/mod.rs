@@ -10,6 +10,7 @@
 //! free block, holding that die for the relocations and the erase: this is
 //! where the rare long latencies come from.
 
+pub mod blockmap;
 pub mod cache;
 pub mod ftl;
 pub mod nand;
@@ -19,7 +20,7 @@ use crate::engine::{ns, us, xfer_ns, CmdQueue, CompId, Ctx, Op, Pool, Req, ReqId
 use cache::WriteBuffer;
 use ftl::{Ftl, GcWork, INVALID};
 use nand::Nand;
-use raidlab_core::preset::SsdParams;
+use raidlab_core::preset::{FtlKind, SsdParams};
 use raidlab_core::result::IoCounts;
 use raidlab_core::topology::SsdState;
 use raidlab_core::units::Ns;
@@ -157,6 +158,13 @@ pub struct Ssd {
     wc: bool,
     /// Power-loss protection: a flush returns without draining the buffer.
     plp: bool,
+    /// A block-mapped FTL's log blocks (`None`: page-mapped), the time each
+    /// way's merges run until, channels, and the host units written
+    /// through it.
+    blocks: Option<blockmap::LogBlocks>,
+    merge_until: Vec<Ns>,
+    channels: u32,
+    block_host_units: u64,
     /// Native command queue (NCQ).
     queue: CmdQueue,
     ra_units: u64,
@@ -222,11 +230,25 @@ impl Ssd {
             fw_bg_until: 0,
             fw_bg_prev: 0,
             fw_bg_share: 0,
-            nand: Nand::new(p, ftl.block_scale()),
+            // A block-mapped drive erases its real blocks.
+            nand: Nand::new(
+                p,
+                if p.ftl == FtlKind::Block {
+                    1.0
+                } else {
+                    ftl.block_scale()
+                },
+            ),
             ftl,
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
             wc,
             plp: p.power_loss_protection,
+            // A logical block spans one erase block per channel.
+            blocks: (p.ftl == FtlKind::Block)
+                .then(|| blockmap::LogBlocks::new(p.pages_per_block * p.channels, p.log_blocks)),
+            merge_until: vec![0; p.dies_per_channel as usize],
+            channels: p.channels,
+            block_host_units: 0,
             queue: CmdQueue::new(p.queue_depth),
             ra_units: p.readahead_kb as u64 / 4,
             ra: [(0, 0, 0); 2],
@@ -339,6 +361,9 @@ impl Ssd {
     /// Program the page in `self.page` on the least busy die, after any GC it triggers.
     #[inline]
     fn program(&mut self, t: Ns) -> Ns {
+        if self.blocks.is_some() {
+            return self.program_block_mapped(t);
+        }
         // A die that is down to its reserve collects in the background first;
         // the page then goes to whichever die is free soonest.
         let mut die = self.nand.least_busy(self.die_rr);
@@ -374,6 +399,43 @@ impl Ssd {
             ready
         };
         self.nand.program(t.max(ready), die)
+    }
+
+    /// Program the page in `self.page` (drive unit numbers) through the
+    /// block-mapped FTL. A logical block is one erase block on each of the
+    /// channels' dies of one way (the channels interleave its pages); ways
+    /// hold different blocks and merge independently, each one merge at a
+    /// time. A merge copies on every die of its way and erases there; the
+    /// page waits for the merge it forces, then programs on its die.
+    fn program_block_mapped(&mut self, t: Ns) -> Ns {
+        let upp = self.ftl.upp() as u64;
+        let unit = self
+            .page
+            .iter()
+            .copied()
+            .find(|&u| u != INVALID)
+            .unwrap_or(0) as u64;
+        let page = unit / upp;
+        let blocks = self.blocks.as_mut().expect("block-mapped");
+        let merge = blocks.write(page);
+        let block = page / blocks.ppb() as u64;
+        self.block_host_units += upp;
+        let ch = self.channels as u64;
+        let ways = self.merge_until.len() as u64;
+        let way = (block % ways) as usize;
+        let first = way as u32 * self.channels;
+        let mut start = t;
+        if !merge.is_empty() {
+            let dies: Vec<u32> = (first..first + self.channels).collect();
+            let at = t.max(self.merge_until[way]);
+            // Every die of the way copies its own block's pages.
+            let per_die = merge.copied / self.channels;
+            self.merge_until[way] =
+                self.nand
+                    .merge(at, &dies, per_die * self.channels, merge.erases);
+            start = self.merge_until[way];
+        }
+        self.nand.program(start, first + (page % ch) as u32)
     }
 
     /// A command the drive has admitted: its read or write path.
@@ -520,7 +582,7 @@ impl Ssd {
                 data_start + xfer_ns(((u + k - first) * UNIT).min(len as u64), self.link_mbps);
             ta = self.buf.admit(ta.max(arrived), k as u32);
             for x in u..u + k {
-                let l = self.ftl.fold(x);
+                let l = self.unit_key(x);
                 self.buf.pending.push(l);
             }
             while self.buf.pending.len() >= upp {
@@ -547,7 +609,7 @@ impl Ssd {
             self.page.clear();
             for k in 0..upp {
                 self.page.push(if u + k <= last {
-                    self.ftl.fold(u + k)
+                    self.unit_key(u + k)
                 } else {
                     INVALID
                 });
@@ -583,6 +645,18 @@ impl Ssd {
         }
     }
 
+    /// How a written unit is named on its way to a page: folded into the
+    /// simulated space for the page-mapped FTL, the drive's own unit number
+    /// for the block-mapped one (which keeps only its log blocks).
+    #[inline]
+    fn unit_key(&self, unit: u64) -> u32 {
+        if self.blocks.is_some() {
+            u32::try_from(unit).expect("a block-mapped drive under 16 TiB")
+        } else {
+            self.ftl.fold(unit)
+        }
+    }
+
     /// Commands completed so far.
     pub fn io(&self) -> IoCounts {
         self.io
@@ -601,8 +675,9 @@ impl Ssd {
             link_busy: self.link.busy,
             fw_busy: self.fw.busy / self.fw.servers() as Ns,
             die_busy: self.nand.die_busy().0 / self.nand.die_busy().1 as Ns,
-            host_units: self.ftl.host_units,
-            gc_units: self.ftl.gc_units,
+            host_units: self.ftl.host_units + self.block_host_units,
+            gc_units: self.ftl.gc_units
+                + self.blocks.as_ref().map_or(0, |b| b.copied) * self.ftl.upp() as u64,
         }
     }
 }

@@ -82,6 +82,27 @@ impl Nand {
         }
     }
 
+    /// A block-mapped FTL's merge, started no earlier than `at`, spread
+    /// over the dies `dies` (a block striped across channels): each copies
+    /// its share of the pages and erases its part of each block. Returns
+    /// when the last die is done.
+    pub fn merge(&mut self, at: Ns, dies: &[u32], copied: u32, erases: u32) -> Ns {
+        let n = dies.len() as u32;
+        let mut end = at;
+        for (i, &die) in dies.iter().enumerate() {
+            let pages = copied / n + u32::from((i as u32) < copied % n);
+            let w = GcWork {
+                read_pages: pages,
+                program_pages: pages,
+                erases,
+                moved: 0,
+            };
+            self.gc(at, die, w);
+            end = end.max(self.dies[die as usize].gc_until);
+        }
+        end
+    }
+
     /// Whether GC is paced (`gc_pacing`).
     pub fn paced(&self) -> bool {
         self.pacing
