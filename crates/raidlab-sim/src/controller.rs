@@ -382,6 +382,13 @@ impl CtrlVol {
         (self.dirty, self.cfg.wb_bytes)
     }
 
+    /// How far the dirty level moves with the destages in flight alone
+    /// (every member's destage slots full of whole lines): changes of this
+    /// order are the level's noise, not a trend.
+    pub fn level_noise(&self) -> u64 {
+        self.destage_out.len() as u64 * self.cfg.destage_per_member as u64 * self.line_bytes
+    }
+
     /// Skip the rest of a write-back cache's filling under random writes of
     /// `bs` over `span` (docs/workloads.md, "Steady state"): mark random
     /// blocks dirty as of now until the cache is full, as the writes would

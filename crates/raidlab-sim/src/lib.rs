@@ -31,7 +31,7 @@ use raidlab_core::result::{
     Component, HostStats, IoCounts, Resolved, RunResult, SimStats, VERSION,
 };
 use raidlab_core::rng::mix;
-use raidlab_core::steady::{Steady, LEVEL_EXCURSION, WINDOW_ROUNDS};
+use raidlab_core::steady::{Steady, LEVEL_EXCURSION, LEVEL_NOISE_TIMES, WINDOW_ROUNDS};
 use raidlab_core::topology::{
     Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
 };
@@ -757,8 +757,11 @@ fn run_events(
     let pass_bytes = (span as f64 * w.numjobs as f64).max(1.0);
     let mut start = Snapshot::take(sim);
     let mut snapped = ramp == 0;
-    if let Some(r) = rounds.as_mut().filter(|r| r.first_start() == 0) {
-        r.begin(Snapshot::take(sim), cache_levels(&sim.comps));
+    if let Some(r) = rounds.as_mut() {
+        r.set_noise(cache_noise(&sim.comps));
+        if r.first_start() == 0 {
+            r.begin(Snapshot::take(sim), cache_levels(&sim.comps));
+        }
     }
     let fill = Fill::of(sim, w, span, seed);
     let Sim {
@@ -886,6 +889,21 @@ fn cache_levels(comps: &[Comp]) -> Vec<f64> {
         .collect()
 }
 
+/// Every write-back cache's level noise (`CtrlVol::level_noise`), a
+/// fraction of its size, in [`cache_levels`]' order.
+fn cache_noise(comps: &[Comp]) -> Vec<f64> {
+    comps
+        .iter()
+        .filter_map(|c| match c {
+            Comp::Ctrl(v) => match v.dirty_level() {
+                (_, 0) => None,
+                (_, wb) => Some(v.level_noise() as f64 / wb as f64),
+            },
+            _ => None,
+        })
+        .collect()
+}
+
 /// How a random-write workload's write-back caches are filled ahead when
 /// they are seen filling (docs/workloads.md, "Steady state").
 struct Fill {
@@ -922,12 +940,12 @@ impl Fill {
     }
 
     /// Fill every cache that is not yet full and rose over each of the
-    /// last two rounds at a pace that would fail the steady-state test over
-    /// a window (a fifth of [`LEVEL_EXCURSION`] per round), the later rise
-    /// not slowing (at least [`KEEPS_PACE`] of the earlier): it is filling
-    /// at a steady pace toward full, the state a destage path that cannot
-    /// keep up ends in. A level settling toward a plateau slows down and is
-    /// left to settle.
+    /// last two rounds by more than its noise allows over a window (a fifth
+    /// of [`LEVEL_NOISE_TIMES`] × its noise per round), the later rise not
+    /// slowing (at least [`KEEPS_PACE`] of the earlier): it is filling at a
+    /// steady pace toward full, the state a destage path that cannot keep
+    /// up ends in. A level settling toward a plateau slows down and is left
+    /// to settle.
     fn fast_forward(&self, rs: &mut window::Rounds<Snapshot>, comps: &mut [Comp], ctx: &mut Ctx) {
         /// Share of the earlier round's rise the later must keep (a fill at
         /// a constant pace keeps all of it, up to counting noise).
@@ -935,8 +953,9 @@ impl Fill {
         let rises = rs.last_rises();
         let level = rs.level().to_vec();
         let mut filled = false;
+        let noise = rs.noise().to_vec();
         for (k, &(id, span)) in self.caches.iter().enumerate() {
-            let pace = LEVEL_EXCURSION / WINDOW_ROUNDS as f64;
+            let pace = LEVEL_NOISE_TIMES * noise[k] / WINDOW_ROUNDS as f64;
             let rising = rises
                 .get(k)
                 .is_some_and(|&(a, b)| a >= pace && b >= pace && b >= KEEPS_PACE * a);

@@ -33,8 +33,10 @@ pub(crate) struct Rounds<S> {
     ring: VecDeque<(Metrics, S, Ns)>,
     /// Counters at the start of the round being measured.
     cur: Option<(S, Ns)>,
-    /// Write-back caches' dirty levels at every round boundary.
+    /// Write-back caches' dirty levels at every round boundary, and each
+    /// level's noise (fractions of the cache).
     levels: Vec<Vec<f64>>,
+    noise: Vec<f64>,
 }
 
 impl<S> Rounds<S> {
@@ -55,6 +57,7 @@ impl<S> Rounds<S> {
             ring: VecDeque::new(),
             cur: None,
             levels: Vec::new(),
+            noise: Vec::new(),
         })
     }
 
@@ -68,6 +71,16 @@ impl<S> Rounds<S> {
         self.first_start() + self.max as u64 * self.len
     }
 
+    /// Each cache's level noise (see [`raidlab_core::steady::levels_steady`]).
+    pub fn set_noise(&mut self, noise: Vec<f64>) {
+        self.noise = noise;
+    }
+
+    /// Each cache's level noise.
+    pub fn noise(&self) -> &[f64] {
+        &self.noise
+    }
+
     /// Counters and cache levels at the start of the first round.
     pub fn begin(&mut self, snap: S, levels: Vec<f64>) {
         self.cur = Some((snap, self.first_start()));
@@ -76,7 +89,7 @@ impl<S> Rounds<S> {
 
     /// Whether the cache levels and the rates pass the test.
     fn steady(&self) -> bool {
-        is_steady(&self.rates) && levels_steady(&self.levels)
+        is_steady(&self.rates) && levels_steady(&self.levels, &self.noise)
     }
 
     /// How each cache's level changed over the last two closed rounds

@@ -525,3 +525,29 @@ fn p20_block_mapped_ftl_merges_small_random_writes() {
     let p = simulate(&paged, &w, 1).unwrap().summary.iops;
     assert!(p > 10.0 * qd1, "page-mapped {p} vs block-mapped {qd1}");
 }
+
+/// 21 (steady state). A large write-back cache taking small random writes
+///    fills for a long time at cache speed (a 4 GB Areca cache at 512-byte
+///    writes: minutes), so a flat throughput is not yet a steady one: the
+///    run is steady only once the cache is full and the writes go at the
+///    drives' pace, far below the burst (MTRONs, whose block-mapped FTL
+///    takes small random writes slowly).
+#[test]
+fn p21_a_slowly_filling_cache_is_not_steady() {
+    let t = "areca1680(raid0(8*mtron7535))";
+    let wl = "rw=randwrite bs=512 numjobs=10 iodepth=1 runtime=1";
+    let burst = run(t, &format!("{wl} ramp_time=0"));
+    assert!(
+        !burst.sim.steady.as_ref().unwrap().reached,
+        "{:?}",
+        burst.sim.steady
+    );
+    let steady = run(t, wl);
+    assert!(steady.sim.steady.as_ref().unwrap().reached);
+    assert!(
+        steady.summary.iops < 0.8 * burst.summary.iops,
+        "steady {} vs burst {}",
+        steady.summary.iops,
+        burst.summary.iops
+    );
+}
