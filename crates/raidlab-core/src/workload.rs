@@ -85,9 +85,14 @@ pub struct Workload {
     pub rw: Rw,
     /// Block size in bytes (the first of `bssplit` when given).
     pub bs: u64,
-    /// `(size, weight%)` pairs; empty unless `bssplit` was given.
+    /// `(size, weight%)` pairs; empty unless `bssplit` was given. With a
+    /// second list (`bssplit=READS,WRITES`) these are the reads'.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bssplit: Vec<(u64, u32)>,
+    /// Writes' `(size, weight%)` pairs when `bssplit` gives a list per
+    /// direction; empty: writes use `bssplit`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bssplit_write: Vec<(u64, u32)>,
     /// Read share for mixed patterns, %.
     pub rwmixread: u32,
     /// Share of random I/O, % (IOMeter's "% random").
@@ -156,6 +161,7 @@ impl Default for Workload {
             rw: Rw::Read,
             bs: 4096,
             bssplit: Vec::new(),
+            bssplit_write: Vec::new(),
             rwmixread: 50,
             percentage_random: 0,
             iodepth: 1,
@@ -273,18 +279,17 @@ impl Workload {
                 }
                 "bs" => w.bs = block(k, v)?,
                 "bssplit" => {
-                    let mut split = Vec::new();
-                    for part in v.split(':') {
-                        let (b, pct) = part.split_once('/').ok_or_else(|| Error::Workload(format!("bssplit={v}: expected SIZE/PERCENT:SIZE/PERCENT, e.g. 4k/60:64k/40")))?;
-                        split.push((block(k, b)?, int(k, pct, 0, 100)? as u32));
-                    }
-                    let total: u32 = split.iter().map(|x| x.1).sum();
-                    if total != 100 {
+                    let lists: Vec<&str> = v.split(',').collect();
+                    if lists.len() > 2 {
                         return werr(format!(
-                            "bssplit={v}: percentages add up to {total}, not 100"
+                            "bssplit={v}: give one list, or one for reads and one for writes (trims are not modelled)"
                         ));
                     }
-                    w.bssplit = split;
+                    w.bssplit = parse_bssplit(v, lists[0])?;
+                    w.bssplit_write = match lists.get(1) {
+                        Some(l) => parse_bssplit(v, l)?,
+                        None => Vec::new(),
+                    };
                 }
                 "rwmixread" => w.rwmixread = int(k, v, 0, 100)? as u32,
                 "percentage_random" => explicit_random = Some(int(k, v, 0, 100)? as u32),
@@ -356,10 +361,26 @@ impl Workload {
     pub fn max_bs(&self) -> u64 {
         self.bssplit
             .iter()
+            .chain(&self.bssplit_write)
             .map(|x| x.0)
             .max()
             .unwrap_or(self.bs)
             .max(self.bs)
+    }
+
+    /// `bssplit` as written: the reads' list, then the writes' if apart.
+    fn bssplit_words(&self) -> String {
+        let list = |l: &[(u64, u32)]| {
+            l.iter()
+                .map(|(b, p)| format!("{}/{p}", format_size(*b)))
+                .collect::<Vec<_>>()
+                .join(":")
+        };
+        if self.bssplit_write.is_empty() {
+            list(&self.bssplit)
+        } else {
+            format!("{},{}", list(&self.bssplit), list(&self.bssplit_write))
+        }
     }
 
     /// The workload as a JSON object in the key vocabulary of docs/workloads.md
@@ -369,12 +390,7 @@ impl Workload {
         m.insert("rw".into(), self.rw.word().into());
         m.insert("bs".into(), self.bs.into());
         if !self.bssplit.is_empty() {
-            let s: Vec<String> = self
-                .bssplit
-                .iter()
-                .map(|(b, p)| format!("{}/{p}", format_size(*b)))
-                .collect();
-            m.insert("bssplit".into(), s.join(":").into());
+            m.insert("bssplit".into(), self.bssplit_words().into());
         }
         m.insert("rwmixread".into(), self.rwmixread.into());
         m.insert("percentage_random".into(), self.percentage_random.into());
@@ -426,12 +442,7 @@ impl Workload {
         if self.bssplit.is_empty() {
             v.push(("bs".into(), format_size(self.bs)));
         } else {
-            let s: Vec<String> = self
-                .bssplit
-                .iter()
-                .map(|(b, p)| format!("{}/{p}", format_size(*b)))
-                .collect();
-            v.push(("bssplit".into(), s.join(":")));
+            v.push(("bssplit".into(), self.bssplit_words()));
         }
         if matches!(self.rw, Rw::Rw | Rw::RandRw) {
             v.push(("rwmixread".into(), self.rwmixread.to_string()));
@@ -470,6 +481,27 @@ impl Workload {
         }
         v
     }
+}
+
+/// One direction's list of `bssplit=` (`SIZE/PERCENT:SIZE/PERCENT...`,
+/// adding up to 100).
+fn parse_bssplit(v: &str, list: &str) -> Result<Vec<(u64, u32)>> {
+    let mut split = Vec::new();
+    for part in list.split(':') {
+        let (b, pct) = part.split_once('/').ok_or_else(|| {
+            Error::Workload(format!(
+                "bssplit={v}: expected SIZE/PERCENT:SIZE/PERCENT, e.g. 4k/60:64k/40 (a second list after a comma is for writes)"
+            ))
+        })?;
+        split.push((block("bssplit", b)?, int("bssplit", pct, 0, 100)? as u32));
+    }
+    let total: u32 = split.iter().map(|x| x.1).sum();
+    if total != 100 {
+        return werr(format!(
+            "bssplit={v}: percentages add up to {total}, not 100"
+        ));
+    }
+    Ok(split)
 }
 
 /// fio's `sync`: `0`/`none` off; `1`, `sync` or `dsync` on (the
@@ -615,6 +647,8 @@ pub struct JobStream {
     rw: Rw,
     bs: u64,
     split: Vec<(u64, u32)>,
+    /// Writes' sizes when they have their own list.
+    split_write: Vec<(u64, u32)>,
     mix: u32,
     pct_random: u32,
     span: u64,
@@ -640,6 +674,7 @@ impl JobStream {
             rw: w.rw,
             bs: w.bs,
             split: w.bssplit.clone(),
+            split_write: w.bssplit_write.clone(),
             mix: w.rwmixread,
             pct_random: w.percentage_random,
             span,
@@ -706,12 +741,17 @@ impl Iterator for JobStream {
             Rw::Write | Rw::RandWrite => false,
             Rw::Rw | Rw::RandRw => self.rng.below(100) < self.mix as u64,
         };
-        let len = if self.split.is_empty() {
+        let split = if read || self.split_write.is_empty() {
+            &self.split
+        } else {
+            &self.split_write
+        };
+        let len = if split.is_empty() {
             self.bs
         } else {
             let mut p = self.rng.below(100) as u32;
-            let mut chosen = self.split[self.split.len() - 1].0;
-            for &(b, w) in &self.split {
+            let mut chosen = split[split.len() - 1].0;
+            for &(b, w) in split {
                 if p < w {
                     chosen = b;
                     break;
@@ -724,7 +764,15 @@ impl Iterator for JobStream {
             // One pass: the last I/O takes the largest size that still fits,
             // as fio's buffer-length choice does near the end of `size`.
             Some(b) if len > b => {
-                let fits = self.split.iter().map(|&(s, _)| s).filter(|&s| s <= b).max();
+                let fits = (if read || self.split_write.is_empty() {
+                    &self.split
+                } else {
+                    &self.split_write
+                })
+                .iter()
+                .map(|&(s, _)| s)
+                .filter(|&s| s <= b)
+                .max();
                 match fits {
                     Some(s) => s,
                     None => {
@@ -763,6 +811,39 @@ impl Iterator for JobStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bssplit_per_direction_follows_fio() {
+        let w = Workload::parse("rw=randrw bssplit=4k/50:64k/50,8k/100 rwmixread=50").unwrap();
+        assert_eq!(w.bssplit, vec![(4096, 50), (65536, 50)]);
+        assert_eq!(w.bssplit_write, vec![(8192, 100)]);
+        assert_eq!(w.max_bs(), 65536);
+        let pairs = w.to_pairs();
+        assert!(pairs.contains(&("bssplit".to_string(), "4k/50:64k/50,8k/100".to_string())));
+        let mut reads = std::collections::BTreeSet::new();
+        let mut writes = std::collections::BTreeSet::new();
+        for io in JobStream::new(&w, 1 << 30, 7, 0, Some(2000)) {
+            if io.read {
+                reads.insert(io.len);
+            } else {
+                writes.insert(io.len);
+            }
+        }
+        assert_eq!(reads.into_iter().collect::<Vec<_>>(), vec![4096, 65536]);
+        assert_eq!(writes.into_iter().collect::<Vec<_>>(), vec![8192]);
+        for bad in [
+            "bssplit=4k/100,8k/50",
+            "bssplit=4k/100,8k/100,16k/100",
+            "bssplit=4k/100,",
+        ] {
+            assert!(Workload::parse(bad).is_err(), "{bad}");
+        }
+        // One list still applies to both directions.
+        assert!(Workload::parse("bssplit=4k/60:64k/40")
+            .unwrap()
+            .bssplit_write
+            .is_empty());
+    }
 
     #[test]
     fn sync_and_fsync_follow_fio() {
