@@ -6,37 +6,54 @@ use raidlab_sim::validate::{ErrorStats, Validation};
 use std::collections::BTreeMap;
 
 fn wl_line(r: &RunResult) -> String {
+    let Some(m) = r.workload.as_object() else {
+        return String::new();
+    };
+    let rw = m.get("rw").and_then(|x| x.as_str()).unwrap_or("");
+    let mixed = matches!(rw, "rw" | "randrw");
+    let default_random = if rw.starts_with("rand") { 100 } else { 0 };
     let mut parts = Vec::new();
-    if let Some(m) = r.workload.as_object() {
-        for k in [
-            "rw",
-            "bs",
-            "iodepth",
-            "numjobs",
-            "rwmixread",
-            "size",
-            "runtime",
-            "state",
-        ] {
-            if let Some(v) = m.get(k) {
-                if k == "rwmixread"
-                    && !matches!(m.get("rw").and_then(|x| x.as_str()), Some("rw" | "randrw"))
-                {
-                    continue;
-                }
-                let s = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Number(n) if k == "bs" || k == "size" => {
-                        raidlab_core::units::format_size(n.as_u64().unwrap_or(0))
-                    }
-                    serde_json::Value::Number(n) if k == "runtime" => {
-                        format!("{}s", n.as_f64().unwrap_or(0.0))
-                    }
-                    other => other.to_string(),
-                };
-                parts.push(format!("{k}={s}"));
-            }
+    for k in [
+        "rw",
+        "bs",
+        "bssplit",
+        "iodepth",
+        "numjobs",
+        "rwmixread",
+        "percentage_random",
+        "size",
+        "runtime",
+        "ramp_time",
+        "random_distribution",
+        "thinktime",
+        "sync",
+        "fsync",
+        "direct",
+        "state",
+    ] {
+        let Some(v) = m.get(k) else { continue };
+        let shown = match k {
+            "bs" => !m.contains_key("bssplit"),
+            "rwmixread" => mixed,
+            "percentage_random" => v.as_u64() != Some(default_random),
+            "random_distribution" => v.as_str() != Some("random"),
+            "thinktime" => v.as_u64() != Some(0),
+            _ => true,
+        };
+        if !shown {
+            continue;
         }
+        let s = match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) if k == "bs" || k == "size" => {
+                raidlab_core::units::format_size(n.as_u64().unwrap_or(0))
+            }
+            serde_json::Value::Number(n) if k == "runtime" || k == "ramp_time" => {
+                format!("{}s", n.as_f64().unwrap_or(0.0))
+            }
+            other => other.to_string(),
+        };
+        parts.push(format!("{k}={s}"));
     }
     parts.join(" ")
 }
