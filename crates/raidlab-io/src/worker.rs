@@ -171,30 +171,13 @@ pub fn run_worker(
     mut src: Source<'_>,
 ) -> WorkerOut {
     let mut out = WorkerOut::default();
-    let mut rng = raidlab_core::rng::Rng::new(sh.seed);
-    let mut pool: Vec<ABuf> = (0..depth)
-        .map(|_| {
-            let mut b = ABuf::zeroed(sh.max_bs);
-            // Incompressible contents, as fio's default buffers.
-            for w in b.chunks_exact_mut(8) {
-                w.copy_from_slice(&rng.next_u64().to_le_bytes());
-            }
-            b
-        })
-        .collect();
-    let be = match engine {
-        #[cfg(target_os = "linux")]
-        EngineKind::IoUring => {
-            let views: Vec<&[u8]> = pool.iter().map(|b| &b[..]).collect();
-            match Backend::io_uring(sh.members, (depth * 8) as u32, &views) {
-                Ok(b) => b,
-                Err(e) => {
-                    out.error = Some(io::Error::new(e.kind(), format!("io_uring setup: {e}")));
-                    return out;
-                }
-            }
+    let mut pool = buffers(sh, depth);
+    let be = match backend(sh, engine, depth, &pool) {
+        Ok(b) => b,
+        Err(e) => {
+            out.error = Some(e);
+            return out;
         }
-        _ => Backend::psync(sh.members),
     };
     out.registered = be.registered_buffers();
     let ex = Exec {
@@ -269,6 +252,39 @@ pub fn run_worker(
         out.trace = t;
     }
     out
+}
+
+/// `depth` host buffers of the largest block size, filled with
+/// incompressible bytes, as fio's default buffers are.
+fn buffers(sh: &Shared<'_>, depth: usize) -> Vec<ABuf> {
+    let mut rng = raidlab_core::rng::Rng::new(sh.seed);
+    (0..depth)
+        .map(|_| {
+            let mut b = ABuf::zeroed(sh.max_bs);
+            for w in b.chunks_exact_mut(8) {
+                w.copy_from_slice(&rng.next_u64().to_le_bytes());
+            }
+            b
+        })
+        .collect()
+}
+
+/// The worker's back end: an io_uring with `pool` registered, or psync.
+fn backend<'m>(
+    sh: &Shared<'m>,
+    engine: EngineKind,
+    depth: usize,
+    pool: &[ABuf],
+) -> io::Result<Backend<'m>> {
+    match engine {
+        #[cfg(target_os = "linux")]
+        EngineKind::IoUring => {
+            let views: Vec<&[u8]> = pool.iter().map(|b| &b[..]).collect();
+            Backend::io_uring(sh.members, (depth * 8) as u32, &views)
+                .map_err(|e| io::Error::new(e.kind(), format!("io_uring setup: {e}")))
+        }
+        _ => Ok(Backend::psync(sh.members)),
+    }
 }
 
 fn finish(

@@ -454,38 +454,12 @@ impl Geometry {
     }
 
     fn plan(&self, off: u64, len: u64, rmw_only: bool, out: &mut Vec<StripeOp>) {
-        let c = self.chunk;
-        let dd = self.data_disks() as u64;
-        let stripe_bytes = c * dd;
+        let stripe_bytes = self.chunk * self.data_disks() as u64;
         let end = off + len;
         let mut used = 0;
         let mut s = off / stripe_bytes;
         while s * stripe_bytes < end {
             let s0 = s * stripe_bytes;
-            let lo = off.max(s0);
-            let hi = end.min(s0 + stripe_bytes);
-            // Touched range within data chunk k, chunk-relative.
-            let touched = |k: u64| -> Option<(u64, u64)> {
-                let c0 = s0 + k * c;
-                let a = lo.max(c0);
-                let b = hi.min(c0 + c);
-                (a < b).then(|| (a - c0, b - c0))
-            };
-            let (mut row_lo, mut row_hi, mut written, mut full) = (u64::MAX, 0, 0, true);
-            for k in 0..dd {
-                match touched(k) {
-                    Some((a, b)) => {
-                        row_lo = row_lo.min(a);
-                        row_hi = row_hi.max(b);
-                        written += b - a;
-                        full &= a == 0 && b == c;
-                    }
-                    None => full = false,
-                }
-            }
-            let row = row_hi - row_lo;
-            let base = s * c;
-            let (pd, qd) = self.parity_of(s);
             if used == out.len() {
                 out.push(StripeOp {
                     stripe: 0,
@@ -495,74 +469,95 @@ impl Geometry {
                     parity_bytes: 0,
                 });
             }
-            let op = &mut out[used];
+            let (lo, hi) = (off.max(s0), end.min(s0 + stripe_bytes));
+            self.plan_stripe(s, lo, hi, rmw_only, &mut out[used]);
             used += 1;
-            op.stripe = s;
-            op.reads.clear();
-            op.writes.clear();
-            for k in 0..dd {
-                if let Some((a, b)) = touched(k) {
-                    op.writes.push(Extent {
-                        member: self.data_member(s, k as usize) as u32,
-                        offset: base + a,
-                        len: b - a,
-                    });
-                }
-            }
-            for p in std::iter::once(pd).chain(qd) {
-                op.writes.push(Extent {
-                    member: p as u32,
-                    offset: base + row_lo,
-                    len: row,
-                });
-            }
-            let nparity = 1 + qd.is_some() as u64;
-            // Bytes each method reads: RMW the old data and parity of the rows
-            // written; RCW the rest of those rows.
-            let rmw_bytes = written + nparity * row;
-            let rcw_bytes = row * dd - written;
-            if full && !rmw_only {
-                op.kind = WriteKind::FullStripe;
-                op.parity_bytes = c * dd;
-            } else if rmw_only || rmw_bytes < rcw_bytes {
-                op.kind = WriteKind::ReadModifyWrite;
-                // Read-modify-write reads exactly what it writes: the old
-                // data of the touched ranges and the old parity rows.
-                op.reads.extend_from_slice(&op.writes);
-                op.parity_bytes = written * 2;
-            } else {
-                op.kind = WriteKind::ReconstructWrite;
-                for k in 0..dd {
-                    let m = self.data_member(s, k as usize) as u32;
-                    match touched(k) {
-                        None => op.reads.push(Extent {
-                            member: m,
-                            offset: base + row_lo,
-                            len: row,
-                        }),
-                        Some((a, b)) => {
-                            if a > row_lo {
-                                op.reads.push(Extent {
-                                    member: m,
-                                    offset: base + row_lo,
-                                    len: a - row_lo,
-                                });
-                            }
-                            if b < row_hi {
-                                op.reads.push(Extent {
-                                    member: m,
-                                    offset: base + b,
-                                    len: row_hi - b,
-                                });
-                            }
-                        }
-                    }
-                }
-                op.parity_bytes = row * dd;
-            }
             s += 1;
         }
         out.truncate(used);
+    }
+
+    /// Plan the part `lo..hi` (volume bytes) of a write that falls in
+    /// stripe `s` into `op`, reusing its vectors.
+    fn plan_stripe(&self, s: u64, lo: u64, hi: u64, rmw_only: bool, op: &mut StripeOp) {
+        let c = self.chunk;
+        let dd = self.data_disks() as u64;
+        let s0 = s * c * dd;
+        // Touched range within data chunk k, chunk-relative.
+        let touched = |k: u64| -> Option<(u64, u64)> {
+            let c0 = s0 + k * c;
+            let a = lo.max(c0);
+            let b = hi.min(c0 + c);
+            (a < b).then(|| (a - c0, b - c0))
+        };
+        let (mut row_lo, mut row_hi, mut written, mut full) = (u64::MAX, 0, 0, true);
+        for k in 0..dd {
+            match touched(k) {
+                Some((a, b)) => {
+                    row_lo = row_lo.min(a);
+                    row_hi = row_hi.max(b);
+                    written += b - a;
+                    full &= a == 0 && b == c;
+                }
+                None => full = false,
+            }
+        }
+        let row = row_hi - row_lo;
+        let base = s * c;
+        let (pd, qd) = self.parity_of(s);
+        op.stripe = s;
+        op.reads.clear();
+        op.writes.clear();
+        for k in 0..dd {
+            if let Some((a, b)) = touched(k) {
+                op.writes.push(Extent {
+                    member: self.data_member(s, k as usize) as u32,
+                    offset: base + a,
+                    len: b - a,
+                });
+            }
+        }
+        for p in std::iter::once(pd).chain(qd) {
+            op.writes.push(Extent {
+                member: p as u32,
+                offset: base + row_lo,
+                len: row,
+            });
+        }
+        let nparity = 1 + qd.is_some() as u64;
+        // Bytes each method reads: RMW the old data and parity of the rows
+        // written; RCW the rest of those rows.
+        let rmw_bytes = written + nparity * row;
+        let rcw_bytes = row * dd - written;
+        if full && !rmw_only {
+            op.kind = WriteKind::FullStripe;
+            op.parity_bytes = c * dd;
+        } else if rmw_only || rmw_bytes < rcw_bytes {
+            op.kind = WriteKind::ReadModifyWrite;
+            // Read-modify-write reads exactly what it writes: the old
+            // data of the touched ranges and the old parity rows.
+            op.reads.extend_from_slice(&op.writes);
+            op.parity_bytes = written * 2;
+        } else {
+            op.kind = WriteKind::ReconstructWrite;
+            for k in 0..dd {
+                let m = self.data_member(s, k as usize) as u32;
+                let rest = match touched(k) {
+                    None => [(row_lo, row_hi), (0, 0)],
+                    Some((a, b)) => [(row_lo, a), (b, row_hi)],
+                };
+                for (x, y) in rest {
+                    if x < y {
+                        op.reads.push(Extent {
+                            member: m,
+                            offset: base + x,
+                            len: y - x,
+                        });
+                    }
+                }
+            }
+            op.parity_bytes = row * dd;
+        }
     }
 }
 

@@ -590,9 +590,48 @@ pub fn axis_label(col: &str) -> String {
 
 /// Build a chart from a results table.
 pub fn chart(t: &Table, spec: &PlotSpec) -> Result<Chart, PlotError> {
+    // Unknown columns are reported before anything about the rows.
     let xi = t.col(&spec.x)?;
-    let yi = t.col(&spec.y)?;
-    let si = spec.series.as_deref().map(|s| t.col(s)).transpose()?;
+    t.col(&spec.y)?;
+    spec.series.as_deref().map(|s| t.col(s)).transpose()?;
+    let rows = filtered_rows(t, spec)?;
+    let (numeric, cats) = x_values(&rows, xi);
+    if spec.log_x && !numeric {
+        return input(format!(
+            "--log-x needs numeric x values; '{}' holds categories",
+            spec.x
+        ));
+    }
+    let series = collect_series(t, spec, &rows, numeric, &cats)?;
+    let kind = spec
+        .kind
+        .unwrap_or(if numeric { Kind::Line } else { Kind::Bar });
+    if kind == Kind::Bar && numeric {
+        return input("bars need categories on x; use --kind line for numeric x");
+    }
+    Ok(Chart {
+        title: spec.title.clone().unwrap_or_else(|| match &spec.series {
+            Some(s) => format!("{} vs {} by {s}", spec.y, spec.x),
+            None => format!("{} vs {}", spec.y, spec.x),
+        }),
+        x_label: axis_label(&spec.x),
+        y_label: axis_label(&spec.y),
+        x: if numeric {
+            XAxis::Numeric
+        } else {
+            XAxis::Categories(cats)
+        },
+        series,
+        kind,
+        log_x: spec.log_x,
+        log_y: spec.log_y,
+        width: 960,
+        height: 540,
+    })
+}
+
+/// The rows `--where` keeps; none is an error.
+fn filtered_rows<'t>(t: &'t Table, spec: &PlotSpec) -> Result<Vec<&'t Vec<String>>, PlotError> {
     let mut filt = Vec::new();
     for (k, v) in &spec.filters {
         filt.push((t.col(k)?, v.as_str()));
@@ -605,7 +644,12 @@ pub fn chart(t: &Table, spec: &PlotSpec) -> Result<Chart, PlotError> {
     if rows.is_empty() {
         return input("no rows left to plot (check --where)");
     }
-    // X: numbers, sizes (ordered by size), or categories (first appearance).
+    Ok(rows)
+}
+
+/// Whether column `xi` holds numbers, and its distinct values as
+/// categories: sizes ordered by size, anything else by first appearance.
+fn x_values(rows: &[&Vec<String>], xi: usize) -> (bool, Vec<String>) {
     let xs: Vec<&str> = rows.iter().map(|r| r[xi].as_str()).collect();
     let numeric = xs
         .iter()
@@ -620,14 +664,23 @@ pub fn chart(t: &Table, spec: &PlotSpec) -> Result<Chart, PlotError> {
     if sizes {
         cats.sort_by_key(|c| parse_size(c).unwrap_or(u64::MAX));
     }
-    if spec.log_x && !numeric {
-        return input(format!(
-            "--log-x needs numeric x values; '{}' holds categories",
-            spec.x
-        ));
-    }
+    (numeric, cats)
+}
+
+/// One series per `--series` value, its points in x order; two rows at one
+/// x of one series are an error naming columns that could tell them apart.
+fn collect_series(
+    t: &Table,
+    spec: &PlotSpec,
+    rows: &[&Vec<String>],
+    numeric: bool,
+    cats: &[String],
+) -> Result<Vec<Series>, PlotError> {
+    let xi = t.col(&spec.x)?;
+    let yi = t.col(&spec.y)?;
+    let si = spec.series.as_deref().map(|s| t.col(s)).transpose()?;
     let mut series: Vec<Series> = Vec::new();
-    for r in &rows {
+    for r in rows {
         let name = si.map_or(String::new(), |i| r[i].clone());
         let y: f64 = r[yi]
             .parse()
@@ -673,32 +726,7 @@ pub fn chart(t: &Table, spec: &PlotSpec) -> Result<Chart, PlotError> {
     for s in &mut series {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    let kind = spec
-        .kind
-        .unwrap_or(if numeric { Kind::Line } else { Kind::Bar });
-    if kind == Kind::Bar && numeric {
-        return input("bars need categories on x; use --kind line for numeric x");
-    }
-    let series_name = spec.series.clone();
-    Ok(Chart {
-        title: spec.title.clone().unwrap_or_else(|| match &series_name {
-            Some(s) => format!("{} vs {} by {s}", spec.y, spec.x),
-            None => format!("{} vs {}", spec.y, spec.x),
-        }),
-        x_label: axis_label(&spec.x),
-        y_label: axis_label(&spec.y),
-        x: if numeric {
-            XAxis::Numeric
-        } else {
-            XAxis::Categories(cats)
-        },
-        series,
-        kind,
-        log_x: spec.log_x,
-        log_y: spec.log_y,
-        width: 960,
-        height: 540,
-    })
+    Ok(series)
 }
 
 #[cfg(test)]
