@@ -83,7 +83,7 @@ impl MemberCounters {
         b.inflight += 1;
     }
 
-    fn end(&self, now: Instant, write: bool, bytes: usize) {
+    fn end(&self, now: Instant, dir: Dir, bytes: usize) {
         {
             let mut b = self.busy.lock().unwrap_or_else(|e| e.into_inner());
             b.inflight -= 1;
@@ -93,10 +93,11 @@ impl MemberCounters {
                 }
             }
         }
-        let (n, by) = if write {
-            (&self.writes, &self.write_bytes)
-        } else {
-            (&self.reads, &self.read_bytes)
+        let (n, by) = match dir {
+            Dir::Write => (&self.writes, &self.write_bytes),
+            Dir::Read => (&self.reads, &self.read_bytes),
+            // A flush moves no data: it counts as busy time only.
+            Dir::Flush => return,
         };
         n.fetch_add(1, Ordering::Relaxed);
         by.fetch_add(bytes as u64, Ordering::Relaxed);
@@ -129,14 +130,34 @@ pub(crate) struct Sched {
     pub lock_wait: RefCell<Vec<usize>>,
 }
 
+/// What a member operation does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Read,
+    Write,
+    /// Make the member's written data durable (`fdatasync`).
+    Flush,
+}
+
+impl Dir {
+    fn word(self) -> &'static str {
+        match self {
+            Dir::Read => "read",
+            Dir::Write => "write",
+            Dir::Flush => "flush",
+        }
+    }
+}
+
 /// One member operation as an engine sees it: member, offset, and the
-/// buffer (address and length) the data comes from or goes to.
+/// buffer (address and length) the data comes from or goes to (none for a
+/// flush).
 struct MemberOp {
     m: usize,
     off: u64,
     ptr: *mut u8,
     len: usize,
-    write: bool,
+    dir: Dir,
 }
 
 /// Where an operation stands once an engine was handed it.
@@ -181,15 +202,19 @@ struct Psync;
 impl Engine for Psync {
     unsafe fn start(&self, members: &Members, _task: usize, op: &MemberOp) -> Started {
         let f = &members.files[op.m];
-        Started::Done(if op.write {
-            // SAFETY: the caller keeps ptr/len valid while this runs.
-            let b = unsafe { std::slice::from_raw_parts(op.ptr, op.len) };
-            f.write_all_at(b, op.off)
-        } else {
-            // SAFETY: the caller keeps ptr/len valid and writable while this
-            // runs, and lends them to no one else.
-            let b = unsafe { std::slice::from_raw_parts_mut(op.ptr, op.len) };
-            f.read_exact_at(b, op.off)
+        Started::Done(match op.dir {
+            Dir::Write => {
+                // SAFETY: the caller keeps ptr/len valid while this runs.
+                let b = unsafe { std::slice::from_raw_parts(op.ptr, op.len) };
+                f.write_all_at(b, op.off)
+            }
+            Dir::Read => {
+                // SAFETY: the caller keeps ptr/len valid and writable while
+                // this runs, and lends them to no one else.
+                let b = unsafe { std::slice::from_raw_parts_mut(op.ptr, op.len) };
+                f.read_exact_at(b, op.off)
+            }
+            Dir::Flush => f.sync_data(),
         })
     }
 
@@ -293,12 +318,18 @@ impl<'m> Backend<'m> {
 
     /// Read `buf.len()` bytes of member `m` at `off`.
     pub fn read<'a>(&'a self, m: usize, off: u64, buf: &'a mut [u8]) -> Leaf<'a, 'm> {
-        Leaf::new(self, m, off, buf.as_mut_ptr(), buf.len(), false)
+        Leaf::new(self, m, off, buf.as_mut_ptr(), buf.len(), Dir::Read)
     }
 
     /// Write `buf` to member `m` at `off`.
     pub fn write<'a>(&'a self, m: usize, off: u64, buf: &'a [u8]) -> Leaf<'a, 'm> {
-        Leaf::new(self, m, off, buf.as_ptr() as *mut u8, buf.len(), true)
+        Leaf::new(self, m, off, buf.as_ptr() as *mut u8, buf.len(), Dir::Write)
+    }
+
+    /// Make member `m`'s written data durable (`fdatasync`). It moves no
+    /// data: the null buffer of length 0 is never touched.
+    pub fn flush<'a>(&'a self, m: usize) -> Leaf<'a, 'm> {
+        Leaf::new(self, m, 0, std::ptr::null_mut(), 0, Dir::Flush)
     }
 
     /// Operations queued or in flight in the kernel.
@@ -318,7 +349,7 @@ impl<'m> Backend<'m> {
             format!(
                 "{} {} at offset {}: {e}",
                 self.members.paths[op.m],
-                if op.write { "write" } else { "read" },
+                op.dir.word(),
                 op.off
             ),
         )
@@ -348,15 +379,20 @@ impl Engine for Uring {
         let len = op.len as u32;
         macro_rules! build {
             ($fd:expr) => {
-                match (op.write, fixed_buf) {
-                    (false, Some(i)) => opcode::ReadFixed::new($fd, op.ptr, len, i)
+                match (op.dir, fixed_buf) {
+                    (Dir::Read, Some(i)) => opcode::ReadFixed::new($fd, op.ptr, len, i)
                         .offset(op.off)
                         .build(),
-                    (false, None) => opcode::Read::new($fd, op.ptr, len).offset(op.off).build(),
-                    (true, Some(i)) => opcode::WriteFixed::new($fd, op.ptr, len, i)
+                    (Dir::Read, None) => opcode::Read::new($fd, op.ptr, len).offset(op.off).build(),
+                    (Dir::Write, Some(i)) => opcode::WriteFixed::new($fd, op.ptr, len, i)
                         .offset(op.off)
                         .build(),
-                    (true, None) => opcode::Write::new($fd, op.ptr, len).offset(op.off).build(),
+                    (Dir::Write, None) => {
+                        opcode::Write::new($fd, op.ptr, len).offset(op.off).build()
+                    }
+                    (Dir::Flush, _) => opcode::Fsync::new($fd)
+                        .flags(types::FsyncFlags::DATASYNC)
+                        .build(),
                 }
             };
         }
@@ -445,7 +481,7 @@ pub(crate) struct Leaf<'a, 'm> {
 }
 
 impl<'a, 'm> Leaf<'a, 'm> {
-    fn new(be: &'a Backend<'m>, m: usize, off: u64, ptr: *mut u8, len: usize, write: bool) -> Self {
+    fn new(be: &'a Backend<'m>, m: usize, off: u64, ptr: *mut u8, len: usize, dir: Dir) -> Self {
         Leaf {
             be,
             op: MemberOp {
@@ -453,7 +489,7 @@ impl<'a, 'm> Leaf<'a, 'm> {
                 off,
                 ptr,
                 len,
-                write,
+                dir,
             },
             slot: None,
             _buf: PhantomData,
@@ -486,7 +522,7 @@ impl Future for Leaf<'_, '_> {
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let be = self.be;
         let counters = &be.members.counters[self.op.m];
-        let (write, len) = (self.op.write, self.op.len);
+        let (dir, len) = (self.op.dir, self.op.len);
         match self.slot {
             None => {
                 counters.begin(Instant::now());
@@ -501,7 +537,7 @@ impl Future for Leaf<'_, '_> {
                         .start(be.members, be.sched.current.get(), &self.op)
                 } {
                     Started::Done(r) => {
-                        counters.end(Instant::now(), write, if r.is_ok() { len } else { 0 });
+                        counters.end(Instant::now(), dir, if r.is_ok() { len } else { 0 });
                         Poll::Ready(r.map_err(|e| be.err(&self.op, e)))
                     }
                     Started::Queued(slot) => {
@@ -514,7 +550,7 @@ impl Future for Leaf<'_, '_> {
                 None => Poll::Pending,
                 Some(res) => {
                     self.slot = None;
-                    counters.end(Instant::now(), write, res.max(0) as usize);
+                    counters.end(Instant::now(), dir, res.max(0) as usize);
                     Poll::Ready(self.outcome(res))
                 }
             },

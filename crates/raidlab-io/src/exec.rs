@@ -302,6 +302,20 @@ impl<'a, 'm> Exec<'a, 'm> {
         })
     }
 
+    /// Make what was written to node `n` durable: every member of an array
+    /// is flushed, as md forwards a flush to each device.
+    pub fn flush<'b>(&'b self, n: usize) -> BoxFut<'b, Res> {
+        Box::pin(async move {
+            match &self.vol.nodes[n] {
+                VNode::Member(m) => self.be.flush(*m).await,
+                VNode::Missing => Ok(()),
+                VNode::Array { children, .. } => {
+                    join_all(children.iter().map(|&c| self.flush(c)).collect()).await
+                }
+            }
+        })
+    }
+
     fn array_read<'b>(
         &'b self,
         geo: &'b Geometry,

@@ -56,8 +56,7 @@ pub enum ErrorKind {
     Size,
     /// The I/O engine asked for is not available here.
     Engine,
-    /// A workload key the real engine does not carry out yet.
-    Workload,
+
     /// An operation on a member failed (create, open, read, write).
     Io,
 }
@@ -89,7 +88,7 @@ impl Error {
     pub fn is_input(&self) -> bool {
         matches!(
             self.kind,
-            ErrorKind::Expression | ErrorKind::Refused | ErrorKind::Size | ErrorKind::Workload
+            ErrorKind::Expression | ErrorKind::Refused | ErrorKind::Size
         )
     }
 }
@@ -234,12 +233,6 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let wall = Instant::now();
     let seed = w.seed.unwrap_or(seed);
     let topo: RealTopology = topo::parse_real(expr)?;
-    if w.sync || w.fsync > 0 {
-        return Err(Error::new(
-            ErrorKind::Workload,
-            "sync= and fsync=/fdatasync= are simulated by 'raidlab sim'; 'raidlab run' does not issue flushes yet",
-        ));
-    }
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
     let kinds = prepare_members(&topo, w, writes, opts.force)?;
     let (members, sizes, all_direct) = open_members(&topo, writes, opts.direct)?;
@@ -269,6 +262,8 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         stop: AtomicBool::new(false),
         max_bs: w.max_bs() as usize,
         seed,
+        sync: w.sync,
+        fsync: w.fsync,
     };
     let outs = run_workers(
         &shared,

@@ -42,6 +42,11 @@ pub struct Shared<'a> {
     pub max_bs: usize,
     /// Seed of the buffer contents.
     pub seed: u64,
+    /// `sync=1`: a write returns once a flush of the volume behind it has.
+    pub sync: bool,
+    /// `fsync=N`: after every N writes the worker lets its I/Os drain,
+    /// flushes the volume and carries on (0: never).
+    pub fsync: u32,
 }
 
 /// Where a worker gets its I/Os.
@@ -108,6 +113,18 @@ struct Task<'w> {
     fut: BoxFut<'w, Done>,
     t0: Instant,
     io: Io,
+    /// An `fsync=N` flush rather than a host I/O.
+    flush: bool,
+}
+
+/// An `fsync=N` flush of the whole volume, as a task of its own.
+async fn host_flush(ex: &Exec<'_, '_>, buf: ABuf) -> Done {
+    Done {
+        res: ex.flush(0).await,
+        buf,
+        checked: 0,
+        bad: Vec::new(),
+    }
 }
 
 async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> Done {
@@ -151,6 +168,9 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
             verify::fill(&mut buf[..len], io.offset, gen);
         }
         out.res = ex.write(0, io.offset, &buf[..len]).await;
+        if out.res.is_ok() && sh.sync {
+            out.res = ex.flush(0).await;
+        }
         if out.res.is_ok() && sh.verify {
             sh.gens.wrote(io.offset, len, gen);
         }
@@ -188,9 +208,28 @@ pub fn run_worker(
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut active = 0;
     let mut exhausted = false;
+    // fsync=N: writes since the last flush, and whether the worker holds
+    // back its I/Os for the next one.
+    let (mut since_flush, mut holding) = (0u32, false);
     let mut cx = Context::from_waker(Waker::noop());
     loop {
-        while !exhausted && active < depth {
+        if holding && active == 0 && !exhausted {
+            let id = free.pop().expect("a free task slot");
+            let buf = pool.pop().expect("a free buffer");
+            tasks[id] = Some(Task {
+                fut: Box::pin(host_flush(&ex, buf)),
+                t0: Instant::now(),
+                io: Io {
+                    offset: 0,
+                    len: 0,
+                    read: false,
+                },
+                flush: true,
+            });
+            active += 1;
+            be.sched.ready.borrow_mut().push(id);
+        }
+        while !exhausted && !holding && active < depth {
             if sh.stop.load(Ordering::Relaxed) || sh.end.is_some_and(|e| Instant::now() >= e) {
                 exhausted = true;
                 break;
@@ -205,6 +244,7 @@ pub fn run_worker(
                 fut: Box::pin(host_io(&ex, sh, io, buf)),
                 t0: Instant::now(),
                 io,
+                flush: false,
             });
             active += 1;
             be.sched.ready.borrow_mut().push(id);
@@ -221,6 +261,15 @@ pub fn run_worker(
                 free.push(id);
                 active -= 1;
                 let now = Instant::now();
+                if t.flush {
+                    holding = false;
+                } else if !t.io.read && sh.fsync > 0 {
+                    since_flush += 1;
+                    if since_flush >= sh.fsync {
+                        since_flush = 0;
+                        holding = true;
+                    }
+                }
                 finish(&mut out, sh, t, done, now, &mut pool);
             }
         }
@@ -299,6 +348,10 @@ fn finish(
     if let Err(e) = done.res {
         out.error.get_or_insert(e);
         sh.stop.store(true, Ordering::Relaxed);
+        return;
+    }
+    if t.flush {
+        // A flush is not a host I/O: it is neither counted nor timed.
         return;
     }
     let d = &mut out.totals[usize::from(!t.io.read)];

@@ -444,6 +444,34 @@ fn runtime_bounds_a_real_run_and_ramp_is_not_measured() {
     assert!(real.read.ios as f64 > r.summary.iops * r.sim.simulated_s);
 }
 
+#[test]
+fn sync_and_fsync_writes_are_flushed_and_verified() {
+    for engine in engines() {
+        let d = TempDir::new("sync");
+        let f = d.files(3);
+        let expr = format!("raid5({})", f.join(","));
+        let o = opts(engine, true);
+        for wl in [
+            "rw=randwrite bs=4k iodepth=4 size=1m sync=1",
+            "rw=randwrite bs=4k iodepth=4 size=1m fsync=8",
+            "rw=write bs=16k iodepth=2 size=1m fdatasync=1",
+        ] {
+            let r = go(&expr, wl, &o);
+            let real = r.real.as_ref().unwrap();
+            // Flushes are not I/Os: the host writes are the workload's.
+            let bs = if wl.contains("16k") { 16384 } else { 4096 };
+            assert_eq!(real.write.ios, (1 << 20) / bs, "{engine:?} {wl}");
+            assert_eq!(mismatches(&r), (0, 0), "{engine:?} {wl}");
+            assert_eq!(
+                r.workload["sync"].as_u64().is_some(),
+                wl.contains(" sync=1")
+            );
+        }
+        let r = go(&expr, "rw=randread bs=4k iodepth=4 size=1m", &o);
+        assert!(r.real.unwrap().read.ios > 0);
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
     /// Random arrays, layouts, failed members and workloads: everything
