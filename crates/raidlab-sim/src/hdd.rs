@@ -53,6 +53,8 @@ pub struct Hdd {
     busy: bool,
     head: f64,
     last_end: u64,
+    /// When the last media transfer ended.
+    last_done: Ns,
     /// Busy ns of the actuator.
     pub busy_ns: Ns,
 }
@@ -94,6 +96,7 @@ impl Hdd {
             busy: false,
             head: 0.0,
             last_end: u64::MAX,
+            last_done: 0,
             busy_ns: 0,
         }
     }
@@ -115,8 +118,13 @@ impl Hdd {
     }
 
     fn positioning(&self, now: Ns, r: &Req) -> f64 {
-        if r.offset == self.last_end {
-            return 0.0; // streaming: the head is already there
+        // Streaming: the head is already there for a write the drive takes
+        // up the moment its last transfer ends (it was queued), and for a
+        // read (the drive reads ahead into its segment cache). A write that
+        // arrives after the platter moved on waits for its sector to come
+        // round again (the same track: no seek, the rotational wait below).
+        if r.offset == self.last_end && (r.op == Op::Read || now <= self.last_done) {
+            return 0.0;
         }
         let x = r.offset as f64 / self.capacity as f64;
         let d = (x - self.head).abs();
@@ -197,6 +205,7 @@ impl Hdd {
         let end = r.offset + r.len as u64;
         self.head = end as f64 / self.capacity as f64;
         self.last_end = end;
+        self.last_done = now + service;
         ctx.schedule(now + service, self.id, id, Ev::Done);
     }
 

@@ -461,7 +461,7 @@ fn p18_paced_gc_bounds_write_latency_and_greedy_gc_does_not() {
 }
 
 /// 19 (synchronous writes). fio's `sync=1` and `fsync=N` flush the write
-///    cache. A drive with power-loss protection answers a flush at once and
+///    cache, and a disk without one commits a write per revolution. A drive with power-loss protection answers a flush at once and
 ///    keeps most of its rate (the DC S3500); one without must program its
 ///    buffer first and falls to its NAND program time per write (the X25-E,
 ///    about 0.5 ms), recovering as `fsync` flushes less often. A
