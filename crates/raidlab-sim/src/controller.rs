@@ -704,10 +704,16 @@ impl CtrlVol {
     }
 
     /// The lines of `line`'s stripe, if every one of them is wholly dirty
-    /// and none is being destaged (a full-stripe write).
+    /// and none is being destaged: one destage writes the whole row (a
+    /// full-stripe write for parity; for RAID 0 and 10 the controller
+    /// coalesces the row's dirty chunks into one flush operation, as
+    /// sequential writes fill them).
     fn full_stripe(&self, line: u64) -> Option<std::ops::Range<u64>> {
         let g = self.cfg.geo.as_ref()?;
-        if !matches!(g.level(), Level::Raid5 | Level::Raid6) {
+        if !matches!(
+            g.level(),
+            Level::Raid0 | Level::Raid10 | Level::Raid5 | Level::Raid6
+        ) {
             return None;
         }
         let dd = g.data_disks() as u64;
