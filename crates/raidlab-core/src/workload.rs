@@ -130,6 +130,10 @@ pub struct Workload {
     /// reads nothing from it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub buffered: bool,
+    /// fio's `blockalign`: random offsets are multiples of this (`None`:
+    /// of the I/O's own size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blockalign: Option<u64>,
     /// fio's `sync=1` (O_DSYNC): every write completes only once it is
     /// durable, so each is followed by a cache flush down the tree.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -175,6 +179,7 @@ impl Default for Workload {
             preset: None,
             state: None,
             buffered: false,
+            blockalign: None,
             sync: false,
             fsync: 0,
         }
@@ -208,6 +213,8 @@ pub const KEYS: &[&str] = &[
     "sync",
     "fsync",
     "fdatasync",
+    "blockalign",
+    "ba",
 ];
 
 fn werr<T>(msg: impl Into<String>) -> Result<T> {
@@ -326,6 +333,7 @@ impl Workload {
                 }
                 "direct" => w.buffered = int(k, v, 0, 1)? == 0,
                 "sync" => w.sync = parse_sync(v)?,
+                "blockalign" | "ba" => w.blockalign = Some(block("blockalign", v)?),
                 "fsync" | "fdatasync" => w.fsync = int(k, v, 0, 1_000_000)? as u32,
                 _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
             }
@@ -427,6 +435,9 @@ impl Workload {
         if self.buffered {
             m.insert("direct".into(), 0.into());
         }
+        if let Some(a) = self.blockalign {
+            m.insert("blockalign".into(), a.into());
+        }
         if self.sync {
             m.insert("sync".into(), 1.into());
         }
@@ -472,6 +483,9 @@ impl Workload {
         }
         if self.thinktime > 0 {
             v.push(("thinktime".into(), (self.thinktime / 1000).to_string()));
+        }
+        if let Some(a) = self.blockalign {
+            v.push(("blockalign".into(), format_size(a)));
         }
         if self.sync {
             v.push(("sync".into(), "1".into()));
@@ -649,6 +663,8 @@ pub struct JobStream {
     split: Vec<(u64, u32)>,
     /// Writes' sizes when they have their own list.
     split_write: Vec<(u64, u32)>,
+    /// `blockalign`, if given.
+    align: Option<u64>,
     mix: u32,
     pct_random: u32,
     span: u64,
@@ -664,7 +680,7 @@ impl JobStream {
     /// `span` must be at least the largest block size.
     pub fn new(w: &Workload, span: u64, seed: u64, job: u32, limit_ios: Option<u64>) -> JobStream {
         let dist = w.random_distribution;
-        let blocks = (span / w.bs.max(1)).max(1) as f64;
+        let blocks = (span / w.blockalign.unwrap_or(w.bs).max(1)).max(1) as f64;
         let zipf_norm = match dist {
             Dist::Zipf(t) => (blocks.powf(1.0 - t) - 1.0) / (1.0 - t),
             _ => 0.0,
@@ -675,6 +691,7 @@ impl JobStream {
             bs: w.bs,
             split: w.bssplit.clone(),
             split_write: w.bssplit_write.clone(),
+            align: w.blockalign,
             mix: w.rwmixread,
             pct_random: w.percentage_random,
             span,
@@ -789,8 +806,10 @@ impl Iterator for JobStream {
         let random = self.pct_random >= 100
             || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64);
         let offset = if random {
-            let nblocks = (self.span / len).max(1);
-            self.pick_block(nblocks) * len
+            // Slots of the alignment that leave room for the whole I/O.
+            let a = self.align.unwrap_or(len);
+            let slots = (self.span.saturating_sub(len) / a + 1).max(1);
+            self.pick_block(slots) * a
         } else {
             if self.cursor + len > self.span {
                 self.cursor = 0;
@@ -811,6 +830,25 @@ impl Iterator for JobStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blockalign_sets_the_grain_of_random_offsets() {
+        let w = Workload::parse("rw=randwrite bs=4k blockalign=512").unwrap();
+        assert_eq!(w.blockalign, Some(512));
+        let span = 1 << 20;
+        let mut misaligned = 0;
+        for io in JobStream::new(&w, span, 3, 0, Some(5000)) {
+            assert_eq!(io.offset % 512, 0);
+            assert!(io.offset + io.len as u64 <= span);
+            misaligned += u32::from(io.offset % 4096 != 0);
+        }
+        assert!(misaligned > 4000, "{misaligned} of 5000 off the 4 KiB grid");
+        assert!(w
+            .to_pairs()
+            .contains(&("blockalign".to_string(), "512".to_string())));
+        assert_eq!(Workload::parse("ba=2k").unwrap().blockalign, Some(2048));
+        assert!(Workload::parse("blockalign=100").is_err());
+    }
 
     #[test]
     fn bssplit_per_direction_follows_fio() {
