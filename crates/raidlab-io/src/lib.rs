@@ -456,7 +456,7 @@ fn run_workers(
                 .into_iter()
                 .enumerate()
                 .map(|(j, st)| {
-                    let src = worker::Source::Own(st, trace.then(Vec::new));
+                    let src = worker::Source::Own(Box::new(st), trace.then(Vec::new));
                     (
                         j,
                         s.spawn(move || worker::run_worker(shared, engine, depth, src)),

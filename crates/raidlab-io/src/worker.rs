@@ -52,7 +52,7 @@ pub struct Shared<'a> {
 /// Where a worker gets its I/Os.
 pub enum Source<'s> {
     /// A job's own stream (io_uring: one worker per job), with its trace.
-    Own(JobStream, Option<Vec<Io>>),
+    Own(Box<JobStream>, Option<Vec<Io>>),
     /// A stream shared by the `iodepth` workers of one job (psync).
     Shared(&'s Mutex<(JobStream, Option<Vec<Io>>)>),
 }
