@@ -2,6 +2,13 @@
 //! devices that are mounted, used as swap or held by another driver (md,
 //! device mapper), and devices or existing files that carry a partition
 //! table or a file-system (or RAID, LVM, LUKS) signature.
+//!
+//! Signatures are found by libblkid, through util-linux's `blkid -p` (its
+//! low-level probe of every superblock and partition-table type it knows,
+//! wherever on the device they live: md 0.90/1.0 at the end, minix,
+//! cramfs, LVM in its first four sectors, ...). A quick check of the
+//! commonest formats at the start of the device runs first, and alone
+//! where `blkid` is not installed.
 
 use crate::{Error, ErrorKind};
 use std::fs::File;
@@ -88,7 +95,58 @@ pub fn signature(head: &[u8]) -> Option<&'static str> {
 }
 
 /// Read the start of `path` and look for a signature.
-pub fn probe(path: &Path) -> std::io::Result<Option<&'static str>> {
+pub fn probe(path: &Path) -> std::io::Result<Option<String>> {
+    if let Some(what) = quick_probe(path)? {
+        return Ok(Some(what.to_string()));
+    }
+    Ok(blkid_probe(path))
+}
+
+/// libblkid's verdict on `path` through `blkid -p`: what it found, or
+/// `None` when it found nothing or cannot be run (not installed).
+fn blkid_probe(path: &Path) -> Option<String> {
+    let out = std::process::Command::new(sbin_tool("blkid"))
+        .args(["-p", "-o", "export", "--"])
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    // blkid(8): 0 found, 2 nothing found, 8 ambivalent (several).
+    match out.status.code() {
+        Some(0) => Some(describe_blkid(&String::from_utf8_lossy(&out.stdout))),
+        Some(8) => Some("several signatures (blkid: ambivalent probe)".to_string()),
+        _ => None,
+    }
+}
+
+/// A util-linux tool: from the sbin directories util-linux installs it in
+/// (often left out of a user's `PATH`), else from `PATH`.
+fn sbin_tool(name: &str) -> PathBuf {
+    ["/usr/sbin", "/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// Words for what `blkid -p -o export` printed (`TYPE=`, `PTTYPE=`).
+fn describe_blkid(export: &str) -> String {
+    let get = |k: &str| {
+        export
+            .lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    match (get("TYPE"), get("PTTYPE")) {
+        (Some(t), _) => format!("a {t} signature (blkid)"),
+        (None, Some(p)) => format!("a {p} partition table (blkid)"),
+        (None, None) => "a signature (blkid)".to_string(),
+    }
+}
+
+/// The built-in check of the commonest signatures near the start.
+fn quick_probe(path: &Path) -> std::io::Result<Option<&'static str>> {
     let mut f = File::open(path)?;
     let mut head = vec![0u8; PROBE_BYTES];
     let mut got = 0;
@@ -272,6 +330,44 @@ mod tests {
             "reads are harmless"
         );
         assert_eq!(check(&f, true, true), Ok(Some(Kind::File)));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn blkid_words_name_the_type_or_table() {
+        assert_eq!(
+            describe_blkid("DEVNAME=x\nTYPE=minix\nUSAGE=filesystem\n"),
+            "a minix signature (blkid)"
+        );
+        assert_eq!(
+            describe_blkid("DEVNAME=x\nPTTYPE=atari\n"),
+            "a atari partition table (blkid)"
+        );
+    }
+
+    /// A signature the quick check does not know (minix, from util-linux's
+    /// mkfs.minix) is found through libblkid and refused.
+    #[test]
+    fn libblkid_finds_what_the_quick_check_does_not() {
+        let d = std::env::temp_dir().join(format!("raidlab-blkid-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("minix.img");
+        std::fs::write(&f, vec![0u8; 4 << 20]).unwrap();
+        let made = std::process::Command::new(sbin_tool("mkfs.minix"))
+            .arg(&f)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("mkfs.minix (util-linux) is needed by this test");
+        assert!(made.success());
+        assert_eq!(
+            quick_probe(&f).unwrap(),
+            None,
+            "not a format the quick check knows"
+        );
+        let e = check(&f, true, false).unwrap_err();
+        assert!(e.to_string().contains("minix"), "{e}");
+        assert_eq!(check(&f, true, true).unwrap(), Some(Kind::File), "--force");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
