@@ -130,6 +130,11 @@ pub struct Workload {
     /// reads nothing from it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub buffered: bool,
+    /// fio's `norandommap`: a one-pass random job may pick a block twice
+    /// and miss others. By default (fio's random map) one pass over `size`
+    /// visits every block once, in random order.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub norandommap: bool,
     /// fio's `blockalign`: random offsets are multiples of this (`None`:
     /// of the I/O's own size).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -179,6 +184,7 @@ impl Default for Workload {
             preset: None,
             state: None,
             buffered: false,
+            norandommap: false,
             blockalign: None,
             sync: false,
             fsync: 0,
@@ -215,6 +221,7 @@ pub const KEYS: &[&str] = &[
     "fdatasync",
     "blockalign",
     "ba",
+    "norandommap",
 ];
 
 fn werr<T>(msg: impl Into<String>) -> Result<T> {
@@ -334,6 +341,7 @@ impl Workload {
                 "direct" => w.buffered = int(k, v, 0, 1)? == 0,
                 "sync" => w.sync = parse_sync(v)?,
                 "blockalign" | "ba" => w.blockalign = Some(block("blockalign", v)?),
+                "norandommap" => w.norandommap = int(k, v, 0, 1)? == 1,
                 "fsync" | "fdatasync" => w.fsync = int(k, v, 0, 1_000_000)? as u32,
                 _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
             }
@@ -341,6 +349,9 @@ impl Workload {
         if !w.bssplit.is_empty() {
             w.bs = w.bssplit[0].0;
         }
+        // `norandommap` means something only where a random map would be
+        // kept; elsewhere it is dropped, so equal behaviour echoes equally.
+        w.norandommap &= w.map_applies();
         let outstanding = w.numjobs as u64 * w.iodepth as u64;
         if outstanding > MAX_OUTSTANDING {
             return werr(format!(
@@ -374,6 +385,24 @@ impl Workload {
             .max()
             .unwrap_or(self.bs)
             .max(self.bs)
+    }
+
+    /// Whether random offsets follow fio's random map (every block once per
+    /// pass, in random order): one-pass jobs of one block size and uniform
+    /// offsets, unless `norandommap`. Time-based jobs and other mixes pick
+    /// offsets with replacement.
+    pub fn uses_random_map(&self) -> bool {
+        !self.norandommap && self.map_applies()
+    }
+
+    /// Whether the workload is one whose random offsets could follow a
+    /// random map (one pass, one block size, uniform offsets).
+    fn map_applies(&self) -> bool {
+        self.runtime.is_none()
+            && self.bssplit.is_empty()
+            && self.bssplit_write.is_empty()
+            && self.random_distribution == Dist::Random
+            && self.blockalign.is_none()
     }
 
     /// `bssplit` as written: the reads' list, then the writes' if apart.
@@ -438,6 +467,9 @@ impl Workload {
         if let Some(a) = self.blockalign {
             m.insert("blockalign".into(), a.into());
         }
+        if self.norandommap {
+            m.insert("norandommap".into(), 1.into());
+        }
         if self.sync {
             m.insert("sync".into(), 1.into());
         }
@@ -486,6 +518,9 @@ impl Workload {
         }
         if let Some(a) = self.blockalign {
             v.push(("blockalign".into(), format_size(a)));
+        }
+        if self.norandommap {
+            v.push(("norandommap".into(), "1".into()));
         }
         if self.sync {
             v.push(("sync".into(), "1".into()));
@@ -554,7 +589,6 @@ const FIO_ACCEPTED: &[&str] = &[
     "ioengine",
     "time_based",
     "group_reporting",
-    "norandommap",
     "randrepeat",
     "buffered",
     "invalidate",
@@ -607,6 +641,11 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
         if FIO_ACCEPTED.contains(&k) {
             continue;
         }
+        if k == "norandommap" && v.is_empty() {
+            pairs.retain(|(pk, _)| pk != k);
+            pairs.push((k.to_string(), "1".to_string()));
+            continue;
+        }
         if !KEYS.contains(&k) {
             return werr(format!("job file line {lno}: unsupported fio option '{k}'"));
         }
@@ -637,6 +676,9 @@ pub fn job_streams(w: &Workload, span: u64, seed: u64) -> Vec<JobStream> {
             if w.runtime.is_none() {
                 s.budget = Some(span);
             }
+            if w.uses_random_map() {
+                s.map = Some(0);
+            }
             s
         })
         .collect()
@@ -665,6 +707,11 @@ pub struct JobStream {
     split_write: Vec<(u64, u32)>,
     /// `blockalign`, if given.
     align: Option<u64>,
+    /// fio's random map for one pass: the blocks are visited in the order
+    /// of a permutation; this counts the blocks handed out so far.
+    map: Option<u64>,
+    /// The job's key for that permutation.
+    seed_key: u64,
     mix: u32,
     pct_random: u32,
     span: u64,
@@ -692,6 +739,8 @@ impl JobStream {
             split: w.bssplit.clone(),
             split_write: w.bssplit_write.clone(),
             align: w.blockalign,
+            map: None,
+            seed_key: mix(seed, 0x4D41_5000 + job as u64),
             mix: w.rwmixread,
             pct_random: w.percentage_random,
             span,
@@ -720,6 +769,28 @@ impl JobStream {
                 let rank = ((nblocks as f64) * self.rng.unit().powf(1.0 / a)) as u64;
                 scatter(rank.min(nblocks - 1), nblocks)
             }
+        }
+    }
+}
+
+/// A keyed bijection on `0..n` (the random map's visiting order): on the
+/// power of two above `n`, rounds of an odd multiplier and an added key
+/// (both bijective modulo a power of two) and a xor-shift (bijective), walked
+/// until the value lands in `0..n` (cycle-walking keeps it a bijection).
+fn permute(i: u64, n: u64, key: u64) -> u64 {
+    debug_assert!(i < n);
+    let m = n.next_power_of_two();
+    let mask = m - 1;
+    let shift = (m.trailing_zeros() / 2).max(1);
+    let mut x = i;
+    loop {
+        for r in 0..3u64 {
+            let k = mix(key, r);
+            x = (x.wrapping_mul(k | 1).wrapping_add(k >> 17)) & mask;
+            x ^= x >> shift;
+        }
+        if x < n {
+            return x;
         }
     }
 }
@@ -809,7 +880,14 @@ impl Iterator for JobStream {
             // Slots of the alignment that leave room for the whole I/O.
             let a = self.align.unwrap_or(len);
             let slots = (self.span.saturating_sub(len) / a + 1).max(1);
-            self.pick_block(slots) * a
+            match &mut self.map {
+                Some(i) => {
+                    let k = permute(*i % slots, slots, self.seed_key);
+                    *i += 1;
+                    k * a
+                }
+                None => self.pick_block(slots) * a,
+            }
         } else {
             if self.cursor + len > self.span {
                 self.cursor = 0;
@@ -830,6 +908,47 @@ impl Iterator for JobStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_random_pass_visits_every_block_once_unless_norandommap() {
+        let span = 1 << 20;
+        let visited = |wl: &str| {
+            let w = Workload::parse(wl).unwrap();
+            let mut seen = std::collections::BTreeMap::new();
+            for io in job_streams(&w, span, 5).remove(0) {
+                *seen.entry(io.offset).or_insert(0u32) += 1;
+            }
+            seen
+        };
+        let map = visited("rw=randwrite bs=4k");
+        assert_eq!(map.len(), 256, "every 4 KiB block of 1 MiB");
+        assert!(map.values().all(|&n| n == 1));
+        let offsets: Vec<u64> = map.keys().copied().collect();
+        assert_eq!(offsets, (0..256).map(|b| b * 4096).collect::<Vec<_>>());
+        // Without the map about 1/e of the blocks are missed.
+        let free = visited("rw=randwrite bs=4k norandommap=1");
+        assert!((140..200).contains(&free.len()), "{}", free.len());
+        // The order is random, not sequential.
+        let w = Workload::parse("rw=randread bs=4k").unwrap();
+        let first: Vec<u64> = job_streams(&w, span, 5)
+            .remove(0)
+            .take(8)
+            .map(|io| io.offset)
+            .collect();
+        assert!(first.windows(2).any(|p| p[1] != p[0] + 4096), "{first:?}");
+        // Job files say it without a value.
+        let jf = parse_job_file("[j]\nrw=randread\nnorandommap\n").unwrap();
+        assert!(jf.norandommap);
+    }
+
+    #[test]
+    fn permutations_are_bijections() {
+        for n in [1u64, 2, 3, 7, 100, 1000, 4096] {
+            let mut v: Vec<u64> = (0..n).map(|i| permute(i, n, 42)).collect();
+            v.sort_unstable();
+            assert_eq!(v, (0..n).collect::<Vec<_>>(), "n = {n}");
+        }
+    }
 
     #[test]
     fn blockalign_sets_the_grain_of_random_offsets() {

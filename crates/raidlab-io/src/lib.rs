@@ -618,9 +618,12 @@ pub fn fio_job(
     let mut s = String::from("; written by raidlab export-fio\n[global]\n");
     s += &format!("ioengine={}\n", engine.word());
     s += &format!("direct={}\n", u8::from(direct));
-    // raidlab picks random offsets with replacement, as fio does without
-    // its random map.
-    s += "norandommap=1\nrandrepeat=0\n";
+    // Where raidlab picks random offsets with replacement, fio must too
+    // (no random map); where it keeps one, so does fio by default.
+    if !w.uses_random_map() {
+        s += "norandommap=1\n";
+    }
+    s += "randrepeat=0\n";
     s += &format!("randseed={}\n", w.seed.unwrap_or(seed));
     s += "group_reporting=1\n";
     if let Some(f) = filename {
@@ -640,6 +643,7 @@ pub fn fio_job(
         match k.as_str() {
             "rw" => s += &format!("rw={rw}\n"),
             "percentage_random" if w.percentage_random == 0 || w.percentage_random == 100 => {}
+            "norandommap" => {}
             _ => s += &format!("{k}={v}\n"),
         }
     }
