@@ -259,6 +259,9 @@ pub struct Exec<'a, 'm> {
     pub vol: &'a Vol,
     /// The worker's back end.
     pub be: &'a Backend<'m>,
+    /// Mirror reads taken so far: each goes to the next healthy copy in
+    /// turn, so every copy serves reads (md balances reads over mirrors).
+    pub mirror_turn: std::cell::Cell<usize>,
 }
 
 /// The touched part of data chunk `k` of a stripe write: chunk-relative
@@ -329,18 +332,20 @@ impl<'a, 'm> Exec<'a, 'm> {
         let mut futs: Vec<BoxFut<'b, Res>> = Vec::with_capacity(pieces.len());
         let mut rest = buf;
         let mut copies = Vec::new();
-        for (i, p) in pieces.into_iter().enumerate() {
+        for p in pieces {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(p.len as usize);
             rest = tail;
             let m = p.member as usize;
             match geo.level() {
                 Level::Raid1 | Level::Raid10 => {
-                    // Alternate between healthy copies piece by piece (md
-                    // balances mirror reads across copies).
+                    // Take the healthy copies in turn, read by read (md
+                    // balances mirror reads across copies): a chunk's reads
+                    // do not all land on one of its copies.
                     geo.copies(m, p.member_off, &mut copies);
                     copies.retain(|(c, _)| !failed[*c]);
-                    let (c, co) =
-                        copies[(p.vol_off / geo.chunk() + i as u64) as usize % copies.len()];
+                    let turn = self.mirror_turn.get();
+                    self.mirror_turn.set(turn.wrapping_add(1));
+                    let (c, co) = copies[turn % copies.len()];
                     futs.push(self.read(children[c], co, head));
                 }
                 Level::Raid5 | Level::Raid6 if failed[m] => {

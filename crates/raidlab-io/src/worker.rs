@@ -203,6 +203,7 @@ pub fn run_worker(
     let ex = Exec {
         vol: sh.vol,
         be: &be,
+        mirror_turn: std::cell::Cell::new(0),
     };
     let mut tasks: Vec<Option<Task>> = (0..depth).map(|_| None).collect();
     let mut free: Vec<usize> = (0..depth).rev().collect();

@@ -444,6 +444,32 @@ fn runtime_bounds_a_real_run_and_ramp_is_not_measured() {
     assert!(real.read.ios as f64 > r.summary.iops * r.sim.simulated_s);
 }
 
+/// md balances reads over mirror copies: small RAID 10 reads reach every
+/// member, not only the first copy of each chunk.
+#[test]
+fn raid10_reads_use_every_copy() {
+    for engine in engines() {
+        let d = TempDir::new("r10reads");
+        let f = d.files(4);
+        let expr = format!("raid10[stripe=64k]({})", f.join(","));
+        let o = opts(engine, false);
+        go(&expr, "rw=write bs=64k size=2m", &o);
+        for bs in ["4k", "16k", "64k"] {
+            let r = go(&expr, &format!("rw=randread bs={bs} iodepth=8 size=2m"), &o);
+            let members = &r.real.as_ref().unwrap().members;
+            let total: u64 = members.iter().map(|m| m.reads).sum();
+            for m in members {
+                assert!(
+                    m.reads * 8 > total,
+                    "{engine:?} bs={bs}: {} took {} of {total} reads",
+                    m.path,
+                    m.reads
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn sync_and_fsync_writes_are_flushed_and_verified() {
     for engine in engines() {
