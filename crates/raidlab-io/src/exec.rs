@@ -130,6 +130,28 @@ impl Vol {
         }
     }
 
+    /// Where the byte at volume offset `off` of node `n` is stored: every
+    /// (member file, member offset) holding a copy of it, down the tree
+    /// (one place on parity and striped arrays, each copy on mirrors; none
+    /// on a `missing` member).
+    pub fn places(&self, n: usize, off: u64, out: &mut Vec<(usize, u64)>) {
+        match &self.nodes[n] {
+            VNode::Member(m) => out.push((*m, off)),
+            VNode::Missing => {}
+            VNode::Array { geo, children, .. } => {
+                let (m, moff) = geo.locate(off);
+                let mut copies = Vec::new();
+                match geo.level() {
+                    Level::Raid1 | Level::Raid10 => geo.copies(m, moff, &mut copies),
+                    _ => copies.push((m, moff)),
+                }
+                for (c, coff) in copies {
+                    self.places(children[c], coff, out);
+                }
+            }
+        }
+    }
+
     /// The stripe locks a host I/O needs: every (array, stripe) of a parity
     /// array it may touch, down the tree. Two I/Os that share a stripe run
     /// one after the other, as md's stripe cache serialises them.
@@ -735,6 +757,37 @@ mod tests {
     fn vol(expr: &str, size: u64) -> Vol {
         let t = parse_real(expr).unwrap();
         Vol::build(&t.root, &vec![size; t.members.len()]).unwrap()
+    }
+
+    #[test]
+    fn places_name_every_copy_down_the_tree() {
+        let chunk = 64 << 10;
+        let places = |expr: &str, off: u64| {
+            let v = vol(expr, 1 << 20);
+            let mut out = Vec::new();
+            v.places(0, off, &mut out);
+            out
+        };
+        // RAID 5 over three: the second chunk is member 1's first.
+        assert_eq!(
+            places("raid5[stripe=64k](./a, ./b, ./c)", chunk + 5),
+            [(1, 5)]
+        );
+        // RAID 10 over four: chunk 0 on members 0 and 1, chunk 1 on 2 and 3.
+        assert_eq!(
+            places("raid10[stripe=64k](./a, ./b, ./c, ./d)", chunk + 7),
+            [(2, 7), (3, 7)]
+        );
+        // Nested: a RAID 1 of two RAID 0s has one place in each.
+        assert_eq!(
+            places(
+                "raid1(raid0[stripe=64k](./a, ./b), raid0[stripe=64k](./c, ./d))",
+                chunk
+            ),
+            [(1, 0), (3, 0)]
+        );
+        // A missing member holds nothing.
+        assert_eq!(places("raid1(./a, missing)", 9), [(0, 9)]);
     }
 
     #[test]

@@ -337,6 +337,20 @@ fn backend<'m>(
     }
 }
 
+/// ` (member PATH offset N[, ...])`: where volume offset `addr` lives.
+fn where_stored(sh: &Shared<'_>, addr: u64) -> String {
+    let mut places = Vec::new();
+    sh.vol.places(0, addr, &mut places);
+    if places.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = places
+        .iter()
+        .map(|&(m, off)| format!("{} offset {off}", sh.members.paths[m]))
+        .collect();
+    format!(" ({})", list.join(", "))
+}
+
 fn finish(
     out: &mut WorkerOut,
     sh: &Shared<'_>,
@@ -362,7 +376,10 @@ fn finish(
     for (addr, m) in done.bad {
         out.mismatches += 1;
         if out.first_bad.len() < 10 {
-            out.first_bad.push(format!("volume offset {addr}: {m}"));
+            out.first_bad.push(format!(
+                "volume offset {addr}{}: {m}",
+                where_stored(sh, addr)
+            ));
         }
     }
     out.last_done = Some(now);

@@ -377,7 +377,14 @@ fn run_verify_failures_exit_1_and_export_fio_round_trips() {
     let o = raidlab(&["run", "-t", &t, "-w", "rw=read bs=16k size=1m", "--verify"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("verify:"), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("no verify header"));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("no verify header"));
+    // A failure names the member file and offset holding the bad unit.
+    assert!(
+        out.lines()
+            .any(|l| l.contains("no verify header") && l.contains(&format!("{} offset", m[0]))),
+        "{out}"
+    );
 
     let wl = "rw=randrw bssplit=4k/60:64k/40 rwmixread=70 iodepth=8 numjobs=2 size=1g runtime=5 ramp_time=1 random_distribution=zipf:1.2 thinktime=10";
     let o = raidlab(&["export-fio", "-w", wl, "--filename", "/dev/sdz"]);
