@@ -352,6 +352,18 @@ fn prepare_members(
         if kinds[i].is_some() {
             continue;
         }
+        if !writes {
+            // A read run has nothing to read from a file it would create
+            // blank: a path that does not exist is a mistake (a misspelt
+            // member), not a member to make.
+            return Err(Error::new(
+                ErrorKind::Refused,
+                format!(
+                    "{} does not exist: a read-only run does not create members (check the path, or write first)",
+                    m.path.display()
+                ),
+            ));
+        }
         let size = m
             .size
             .or_else(|| needed.iter().find(|(j, _)| *j == i).map(|(_, s)| *s))

@@ -308,7 +308,16 @@ fn members_are_created_and_bad_paths_refused() {
     // Each refusal is of its kind, and all are the input's fault.
     let kind = |e: &str| run(e, &w, 1, &RunOptions::default()).err().unwrap();
     let missing = kind(&format!("raid0({},{})", d.0.join("nope").display(), f[0]));
-    assert_eq!(missing.kind(), raidlab_io::ErrorKind::Size);
+    // A read run does not create a member it would read blank.
+    assert_eq!(missing.kind(), raidlab_io::ErrorKind::Refused);
+    let wr = Workload::parse("rw=write bs=4k size=1m").unwrap();
+    let created = run(
+        &format!("raid0({},{})", d.0.join("new").display(), f[0]),
+        &wr,
+        1,
+        &RunOptions::default(),
+    );
+    assert!(created.is_ok(), "a write run creates it");
     let dir = kind(&format!("raid0({},{})", d.0.display(), f[0]));
     assert_eq!(dir.kind(), raidlab_io::ErrorKind::Refused);
     let ctrl = kind("adaptec5085(raid0(./a, ./b))");
@@ -429,6 +438,11 @@ fn block_devices_with_a_mounted_file_system_are_refused() {
 fn runtime_bounds_a_real_run_and_ramp_is_not_measured() {
     let d = TempDir::new("time");
     let f = d.files(2);
+    go(
+        &format!("raid1({})", f.join(",")),
+        "rw=write bs=64k size=1m",
+        &RunOptions::default(),
+    );
     let r = go(
         &format!("raid1({})", f.join(",")),
         "rw=randread bs=4k iodepth=4 size=1m runtime=0.3 ramp_time=0.1",
