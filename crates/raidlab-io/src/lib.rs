@@ -235,6 +235,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let topo: RealTopology = topo::parse_real(expr)?;
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
     let kinds = prepare_members(&topo, w, writes, opts.force)?;
+    check_aliases(&topo)?;
     let (members, sizes, all_direct) = open_members(&topo, writes, opts.direct)?;
     let vol = exec::Vol::build(&topo.root, &sizes)?;
     let span = check_span(w, vol.capacity)?;
@@ -352,6 +353,12 @@ fn prepare_members(
         if kinds[i].is_some() {
             continue;
         }
+        if m.path.exists() {
+            // Another name for it (an alias) created it a moment ago;
+            // `check_aliases` refuses the pair.
+            kinds[i] = Some(safety::Kind::File);
+            continue;
+        }
         if !writes {
             // A read run has nothing to read from a file it would create
             // blank: a path that does not exist is a mistake (a misspelt
@@ -381,6 +388,33 @@ fn prepare_members(
         kinds[i] = Some(safety::Kind::File);
     }
     Ok(kinds)
+}
+
+/// Refuse two members that are one file or device under different names
+/// (`a.img` and `$PWD/a.img`, a hard link, a symlink, a loop device and its
+/// backing file): the array would write one member's data over another's.
+fn check_aliases(topo: &RealTopology) -> Result<(), Error> {
+    let mut seen: Vec<((u64, u64), usize)> = Vec::new();
+    for (i, m) in topo.members.iter().enumerate() {
+        let ids = safety::identity(&m.path)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", m.path.display())))?;
+        for id in ids {
+            if let Some(&(_, j)) = seen.iter().find(|(s, _)| *s == id) {
+                return Err(Error::new(
+                    ErrorKind::Expression,
+                    format!(
+                        "'{}' (column {}) and '{}' (column {}) are the same file or device: a member can appear once",
+                        topo.members[j].path.display(),
+                        topo.members[j].col,
+                        m.path.display(),
+                        m.col
+                    ),
+                ));
+            }
+            seen.push((id, i));
+        }
+    }
+    Ok(())
 }
 
 /// Open every member (O_DIRECT when asked and the file system allows it):

@@ -221,6 +221,27 @@ fn rdev_str(rdev: u64) -> String {
     format!("{maj}:{min}")
 }
 
+/// What a member path is underneath its name, so two names for one thing
+/// can be told apart: a file by its device and inode (hard links,
+/// symlinks, `./d/../a.img` all agree), a block device by its device
+/// number, and a loop device also by its backing file's.
+pub fn identity(path: &Path) -> std::io::Result<Vec<(u64, u64)>> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.file_type().is_block_device() {
+        return Ok(vec![(meta.dev(), meta.ino())]);
+    }
+    // (0, rdev) cannot clash with a file's (dev, ino): no file lives on
+    // device 0.
+    let mut ids = vec![(0, meta.rdev())];
+    let backing = sys_dir(meta.rdev()).join("loop/backing_file");
+    if let Ok(b) = std::fs::read_to_string(backing) {
+        if let Ok(bm) = std::fs::metadata(b.trim_end()) {
+            ids.push((bm.dev(), bm.ino()));
+        }
+    }
+    Ok(ids)
+}
+
 /// Check that `path` may be used as a member. `writes`: the run writes to
 /// it. Returns its kind, or the reason it is refused.
 pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, Error> {

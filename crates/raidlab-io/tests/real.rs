@@ -325,6 +325,43 @@ fn members_are_created_and_bad_paths_refused() {
     assert!(missing.is_input() && dir.is_input() && ctrl.is_input());
 }
 
+/// Two names for one file are one member: other spellings of the path,
+/// hard links and symlinks are refused before anything is written, for new
+/// and existing files alike.
+#[test]
+fn aliases_of_one_file_are_refused() {
+    let d = TempDir::new("alias");
+    let f = d.files(2);
+    let wl = Workload::parse("rw=write bs=4k size=1m").unwrap();
+    let err = |e: &str| {
+        run(e, &wl, 1, &RunOptions::default())
+            .err()
+            .unwrap_or_else(|| panic!("{e} was accepted"))
+            .to_string()
+    };
+    let a = std::path::Path::new(&f[0]);
+    let sub = a.parent().unwrap().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let dotted = sub.join("..").join(a.file_name().unwrap());
+    // Not yet created: the second spelling is the file the first made.
+    let e = err(&format!("raid1({}, {})", f[0], dotted.display()));
+    assert!(e.contains("same file"), "{e}");
+    // Existing: a hard link and a symlink.
+    go(
+        &format!("raid1({}, {})", f[0], f[1]),
+        "rw=write bs=4k size=1m",
+        &RunOptions::default(),
+    );
+    let hard = a.with_extension("hard");
+    std::fs::hard_link(a, &hard).unwrap();
+    let soft = a.with_extension("soft");
+    std::os::unix::fs::symlink(a, &soft).unwrap();
+    for other in [&hard, &soft] {
+        let e = err(&format!("raid1({}, {})", f[0], other.display()));
+        assert!(e.contains("same file"), "{e}");
+    }
+}
+
 /// A loop device over an image file, detached on drop.
 struct Loop(String);
 
@@ -386,6 +423,10 @@ fn block_devices_with_signatures_or_mounts_are_refused() {
     };
     let out = run(&lo.0, &w, 1, &forced).unwrap();
     assert_eq!(out.result.real.as_ref().unwrap().members[0].kind, "block");
+    // A loop device and its backing file are one member, --force or not.
+    let both = format!("raid1({}, {})", lo.0, img.display());
+    let e = run(&both, &w, 1, &forced).err().unwrap().to_string();
+    assert!(e.contains("same file"), "{e}");
 }
 
 #[test]
