@@ -45,52 +45,70 @@ pub enum RealNode {
 }
 
 impl RealNode {
-    /// Failed members this node has, and the most it tolerates.
-    fn check_redundancy(&self) -> Result<(), Error> {
-        if let RealNode::Array {
-            level,
-            children,
-            col,
-            ..
+    /// Replace every array below this node that has lost more members
+    /// than it tolerates by `missing` (it is a failed member of its parent,
+    /// which may survive it: a mirror of two stripes with one member gone
+    /// each side of nothing), and say whether this node itself has failed.
+    fn fail_lost_arrays(&mut self) -> bool {
+        let RealNode::Array {
+            level, children, ..
         } = self
-        {
-            for c in children {
-                c.check_redundancy()?;
-            }
-            let missing: Vec<usize> = children
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| matches!(c, RealNode::Missing))
-                .map(|(i, _)| i)
-                .collect();
-            let ok = match level {
-                Level::Raid0 | Level::Concat => missing.is_empty(),
-                Level::Raid1 => missing.len() < children.len(),
-                Level::Raid5 => missing.len() <= 1,
-                Level::Raid6 => missing.len() <= 2,
-                // near-2: chunk x lives on members 2x and 2x+1 (mod n). With
-                // n even those are fixed pairs; with n odd every two
-                // neighbours (m, m+1 mod n) share some chunk.
-                Level::Raid10 => {
-                    let n = children.len();
-                    missing.iter().all(|&m| {
-                        let partner = if n % 2 == 0 { m ^ 1 } else { (m + 1) % n };
-                        !missing.contains(&partner)
-                    })
-                }
-            };
-            if !ok {
-                return Err(Error::new(
-                    ErrorKind::Expression,
-                    format!(
-                        "{} at column {col} has {} missing member(s): more than it can lose",
-                        level.word(),
-                        missing.len()
-                    ),
-                ));
+        else {
+            return false;
+        };
+        for c in children.iter_mut() {
+            if c.fail_lost_arrays() {
+                *c = RealNode::Missing;
             }
         }
-        Ok(())
+        let missing: Vec<usize> = children
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c, RealNode::Missing))
+            .map(|(i, _)| i)
+            .collect();
+        !survives(*level, children.len(), &missing)
+    }
+
+    /// The error for a root that has lost too much.
+    fn lost(&self) -> Error {
+        match self {
+            RealNode::Array {
+                level,
+                children,
+                col,
+                ..
+            } => Error::new(
+                ErrorKind::Expression,
+                format!(
+                    "{} at column {col} has {} missing member(s): more than it can lose",
+                    level.word(),
+                    children
+                        .iter()
+                        .filter(|c| matches!(c, RealNode::Missing))
+                        .count()
+                ),
+            ),
+            _ => Error::new(ErrorKind::Expression, "the volume is missing"),
+        }
+    }
+}
+
+/// Whether an array of `n` members at `level` still serves every byte with
+/// the members at `missing` gone.
+fn survives(level: Level, n: usize, missing: &[usize]) -> bool {
+    match level {
+        Level::Raid0 | Level::Concat => missing.is_empty(),
+        Level::Raid1 => missing.len() < n,
+        Level::Raid5 => missing.len() <= 1,
+        Level::Raid6 => missing.len() <= 2,
+        // near-2: chunk x lives on members 2x and 2x+1 (mod n). With n
+        // even those are fixed pairs; with n odd every two neighbours
+        // (m, m+1 mod n) share some chunk.
+        Level::Raid10 => missing.iter().all(|&m| {
+            let partner = if n % 2 == 0 { m ^ 1 } else { (m + 1) % n };
+            !missing.contains(&partner)
+        }),
     }
 }
 
@@ -125,7 +143,10 @@ pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
             ));
         }
     }
-    root.check_redundancy()?;
+    let mut root = root;
+    if root.fail_lost_arrays() {
+        return Err(root.lost());
+    }
     Ok(RealTopology { root, members })
 }
 
@@ -296,6 +317,30 @@ mod tests {
             &children[0],
             RealNode::Array { chunk: 131072, .. }
         ));
+    }
+
+    #[test]
+    fn a_mirror_survives_a_failed_stripe() {
+        let t = parse_real("raid1(raid0(./a, missing), raid0(./b, ./c))").unwrap();
+        let RealNode::Array { children, .. } = &t.root else {
+            panic!()
+        };
+        assert_eq!(
+            children[0],
+            RealNode::Missing,
+            "the lost stripe is a failed member"
+        );
+        assert!(matches!(children[1], RealNode::Array { .. }));
+        let e = parse_real("raid1(raid0(./a, missing), raid0(./b, missing))").unwrap_err();
+        assert!(e.to_string().contains("more than it can lose"), "{e}");
+        // RAID 5 of RAID 1s loses one mirror pair, not two.
+        assert!(
+            parse_real("raid5(raid1(missing, missing), raid1(./a, ./b), raid1(./c, ./d))").is_ok()
+        );
+        assert!(parse_real(
+            "raid5(raid1(missing, missing), raid1(missing, missing), raid1(./c, ./d))"
+        )
+        .is_err());
     }
 
     #[test]

@@ -325,6 +325,24 @@ fn members_are_created_and_bad_paths_refused() {
     assert!(missing.is_input() && dir.is_input() && ctrl.is_input());
 }
 
+/// A mirror of two stripes keeps serving when one stripe has lost a
+/// member: the stripe is a failed member of the mirror.
+#[test]
+fn a_mirror_of_stripes_reads_through_a_failed_stripe() {
+    let d = TempDir::new("mirror-of-stripes");
+    let f = d.files(4);
+    let o = opts(EngineKind::Psync, true);
+    let healthy = format!(
+        "raid1(raid0({}, {}), raid0({}, {}))",
+        f[0], f[1], f[2], f[3]
+    );
+    go(&healthy, "rw=write bs=64k size=2m", &o);
+    let degraded = format!("raid1(raid0({}, missing), raid0({}, {}))", f[0], f[2], f[3]);
+    let r = go(&degraded, "rw=randread bs=4k iodepth=4 size=2m", &o);
+    let (checked, bad) = mismatches(&r);
+    assert!(checked > 0 && bad == 0, "{checked} checked, {bad} bad");
+}
+
 /// Two names for one file are one member: other spellings of the path,
 /// hard links and symlinks are refused before anything is written, for new
 /// and existing files alike.
