@@ -106,7 +106,11 @@ fn survives(level: Level, n: usize, missing: &[usize]) -> bool {
         // even those are fixed pairs; with n odd every two neighbours
         // (m, m+1 mod n) share some chunk.
         Level::Raid10 => missing.iter().all(|&m| {
-            let partner = if n.is_multiple_of(2) { m ^ 1 } else { (m + 1) % n };
+            let partner = if n.is_multiple_of(2) {
+                m ^ 1
+            } else {
+                (m + 1) % n
+            };
             !missing.contains(&partner)
         }),
     }
