@@ -74,6 +74,11 @@ impl Host {
         streams: Vec<JobStream>,
     ) -> Host {
         let n = streams.len();
+        // Job numbers share the creator's word with the flush flags.
+        assert!(
+            (n as u32) < FSYNC_FLUSH,
+            "{n} jobs do not fit beside the flush flags"
+        );
         Host {
             id,
             root,

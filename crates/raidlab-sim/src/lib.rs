@@ -874,33 +874,30 @@ fn call_component(comps: &mut [Comp], ctx: &mut Ctx, call: Call) -> bool {
     false
 }
 
-/// Every write-back cache's dirty level, a fraction of its size, in
-/// component order.
+/// Every controller volume with a write-back cache, with its component
+/// index: the caches the steady-state test watches, in one order.
+fn write_back_caches(comps: &[Comp]) -> impl Iterator<Item = (usize, &CtrlVol)> {
+    comps.iter().enumerate().filter_map(|(i, c)| match c {
+        Comp::Ctrl(v) if v.dirty_level().1 > 0 => Some((i, &**v)),
+        _ => None,
+    })
+}
+
+/// Every write-back cache's dirty level, a fraction of its size.
 fn cache_levels(comps: &[Comp]) -> Vec<f64> {
-    comps
-        .iter()
-        .filter_map(|c| match c {
-            Comp::Ctrl(v) => match v.dirty_level() {
-                (_, 0) => None,
-                (d, wb) => Some(d as f64 / wb as f64),
-            },
-            _ => None,
+    write_back_caches(comps)
+        .map(|(_, v)| {
+            let (d, wb) = v.dirty_level();
+            d as f64 / wb as f64
         })
         .collect()
 }
 
 /// Every write-back cache's level noise (`CtrlVol::level_noise`), a
-/// fraction of its size, in [`cache_levels`]' order.
+/// fraction of its size.
 fn cache_noise(comps: &[Comp]) -> Vec<f64> {
-    comps
-        .iter()
-        .filter_map(|c| match c {
-            Comp::Ctrl(v) => match v.dirty_level() {
-                (_, 0) => None,
-                (_, wb) => Some(v.level_noise() as f64 / wb as f64),
-            },
-            _ => None,
-        })
+    write_back_caches(comps)
+        .map(|(_, v)| v.level_noise() as f64 / v.dirty_level().1 as f64)
         .collect()
 }
 
@@ -908,7 +905,7 @@ fn cache_noise(comps: &[Comp]) -> Vec<f64> {
 /// they are seen filling (docs/workloads.md, "Steady state").
 struct Fill {
     /// Each write-back cache's component and the span of it the workload
-    /// addresses, in [`cache_levels`]' order.
+    /// addresses, in [`write_back_caches`]' order.
     caches: Vec<(CompId, u64)>,
     bs: u64,
     seed: u64,
@@ -921,16 +918,8 @@ impl Fill {
         if w.ramp_time.is_some() || w.runtime.is_none() || !writes || w.percentage_random == 0 {
             return None;
         }
-        let caches = sim
-            .comps
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| match c {
-                Comp::Ctrl(v) if v.dirty_level().1 > 0 => {
-                    Some((CompId(i as u32), ctrl_span(sim, i, v, span)))
-                }
-                _ => None,
-            })
+        let caches = write_back_caches(&sim.comps)
+            .map(|(i, v)| (CompId(i as u32), ctrl_span(sim, i, v, span)))
             .collect();
         Some(Fill {
             caches,

@@ -22,6 +22,11 @@ fn mbps(topo: &str, wl: &str) -> f64 {
     run(topo, wl).summary.mbps
 }
 
+/// Whether the run's measurement window was steady.
+fn steady(r: &RunResult) -> bool {
+    r.sim.steady.as_ref().expect("a simulation says").reached
+}
+
 fn lat(topo: &str, wl: &str) -> f64 {
     run(topo, wl).summary.lat_avg_ms
 }
@@ -391,11 +396,7 @@ fn p16_steady_state_does_not_depend_on_the_start() {
         let clean = simulate(&t, &w, 1).unwrap();
         let full = simulate_from_full_caches(&t, &w, 1).unwrap();
         for r in [&clean, &full] {
-            assert!(
-                r.sim.steady.as_ref().unwrap().reached,
-                "{topo}: {:?}",
-                r.sim.steady
-            );
+            assert!(steady(r), "{topo}: {:?}", r.sim.steady);
         }
         let (a, b) = (clean.summary.iops, full.summary.iops);
         assert!((a / b - 1.0).abs() < 0.05, "{topo}: clean {a} vs full {b}");
@@ -417,7 +418,7 @@ fn p17_a_given_ramp_is_kept_and_a_transient_is_flagged() {
     assert!(!st.reached, "{st:?}");
     assert!((st.after_s - 0.2).abs() < 1e-9, "{st:?}");
     let auto = run(t, "rw=randwrite bs=8k numjobs=4 iodepth=16 runtime=0.5");
-    assert!(auto.sim.steady.as_ref().unwrap().reached);
+    assert!(steady(&auto));
     assert!(
         given.summary.iops > 2.0 * auto.summary.iops,
         "burst {} vs steady {}",
@@ -438,7 +439,7 @@ fn p17_a_given_ramp_is_kept_and_a_transient_is_flagged() {
 fn p18_paced_gc_bounds_write_latency_and_greedy_gc_does_not() {
     let wl = "rw=randwrite bs=4k iodepth=32 state=steady runtime=1";
     let s = run("s3500-800", wl);
-    assert!(s.sim.steady.as_ref().unwrap().reached);
+    assert!(steady(&s));
     let iops = s.summary.iops;
     assert!((9_000.0..14_000.0).contains(&iops), "{iops}");
     assert!(s.summary.lat_p99_ms < 20.0, "p99 {}", s.summary.lat_p99_ms);
@@ -461,8 +462,9 @@ fn p18_paced_gc_bounds_write_latency_and_greedy_gc_does_not() {
 }
 
 /// 19 (synchronous writes). fio's `sync=1` and `fsync=N` flush the write
-///    cache, and a disk without one commits a write per revolution. A drive with power-loss protection answers a flush at once and
-///    keeps most of its rate (the DC S3500); one without must program its
+///    cache, and a disk without one commits a write per revolution. A drive
+///    with power-loss protection answers a flush at once and keeps most of
+///    its rate (the DC S3500); one without must program its
 ///    buffer first and falls to its NAND program time per write (the X25-E,
 ///    about 0.5 ms), recovering as `fsync` flushes less often. A
 ///    battery-backed write-back controller answers flushes itself; md
@@ -537,17 +539,13 @@ fn p21_a_slowly_filling_cache_is_not_steady() {
     let t = "areca1680(raid0(8*mtron7535))";
     let wl = "rw=randwrite bs=512 numjobs=10 iodepth=1 runtime=1";
     let burst = run(t, &format!("{wl} ramp_time=0"));
+    assert!(!steady(&burst), "{:?}", burst.sim.steady);
+    let settled = run(t, wl);
+    assert!(steady(&settled));
     assert!(
-        !burst.sim.steady.as_ref().unwrap().reached,
-        "{:?}",
-        burst.sim.steady
-    );
-    let steady = run(t, wl);
-    assert!(steady.sim.steady.as_ref().unwrap().reached);
-    assert!(
-        steady.summary.iops < 0.8 * burst.summary.iops,
+        settled.summary.iops < 0.8 * burst.summary.iops,
         "steady {} vs burst {}",
-        steady.summary.iops,
+        settled.summary.iops,
         burst.summary.iops
     );
 }

@@ -426,13 +426,11 @@ impl Ssd {
         let first = way as u32 * self.channels;
         let mut start = t;
         if !merge.is_empty() {
-            let dies: Vec<u32> = (first..first + self.channels).collect();
             let at = t.max(self.merge_until[way]);
-            // Every die of the way copies its own block's pages.
+            // Every die of the way copies its own block's share of pages.
+            let dies = first..first + self.channels;
             let per_die = merge.copied / self.channels;
-            self.merge_until[way] =
-                self.nand
-                    .merge(at, &dies, per_die * self.channels, merge.erases);
+            self.merge_until[way] = self.nand.merge(at, dies, per_die, merge.erases);
             start = self.merge_until[way];
         }
         self.nand.program(start, first + (page % ch) as u32)

@@ -82,21 +82,19 @@ impl Nand {
         }
     }
 
-    /// A block-mapped FTL's merge, started no earlier than `at`, spread
-    /// over the dies `dies` (a block striped across channels): each copies
-    /// its share of the pages and erases its part of each block. Returns
-    /// when the last die is done.
-    pub fn merge(&mut self, at: Ns, dies: &[u32], copied: u32, erases: u32) -> Ns {
-        let n = dies.len() as u32;
+    /// A block-mapped FTL's merge, started no earlier than `at`, on the
+    /// dies `dies` (a block striped across them): each copies `pages` of
+    /// its own block and erases `erases` blocks. Returns when the last die
+    /// is done.
+    pub fn merge(&mut self, at: Ns, dies: std::ops::Range<u32>, pages: u32, erases: u32) -> Ns {
+        let w = GcWork {
+            read_pages: pages,
+            program_pages: pages,
+            erases,
+            moved: 0,
+        };
         let mut end = at;
-        for (i, &die) in dies.iter().enumerate() {
-            let pages = copied / n + u32::from((i as u32) < copied % n);
-            let w = GcWork {
-                read_pages: pages,
-                program_pages: pages,
-                erases,
-                moved: 0,
-            };
+        for die in dies {
             self.gc(at, die, w);
             end = end.max(self.dies[die as usize].gc_until);
         }
