@@ -605,6 +605,148 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
     Ok(a)
 }
 
+/// An expression's root: the `host(...)` wrapper, if any, and the node it
+/// runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Root<'a> {
+    /// `host`'s options and column, when the expression is wrapped in it.
+    pub host: Option<(&'a [Opt], usize)>,
+    /// The node under the host.
+    pub inner: &'a Ast,
+}
+
+/// Split `host(...)` off the root of `ast`; the host wraps exactly one node.
+/// Both engines start their walk here.
+pub fn split_root(ast: &Ast) -> Result<Root<'_>> {
+    match ast {
+        Ast::Group {
+            name,
+            opts,
+            children,
+            col,
+        } if name == "host" => {
+            if children.len() != 1 {
+                return invalid(*col, "host(...) wraps exactly one node");
+            }
+            Ok(Root {
+                host: Some((opts, *col)),
+                inner: &children[0],
+            })
+        }
+        _ => Ok(Root {
+            host: None,
+            inner: ast,
+        }),
+    }
+}
+
+/// One node of an expression, classified by the grammar rules both engines
+/// share: the simulator gives leaves and other groups presets, the real
+/// engine paths and nothing.
+#[derive(Debug, Clone)]
+pub enum Element<'a> {
+    /// `[COUNT*]NAME[opts]`: a preset, a path or `missing`.
+    Leaf {
+        /// Name as written.
+        name: &'a str,
+        /// Repeat count.
+        count: u32,
+        /// Options, unchecked.
+        opts: &'a [Opt],
+        /// Column.
+        col: usize,
+    },
+    /// `LEVEL[opts](...)`, its options checked against the level.
+    Array {
+        /// RAID level.
+        level: Level,
+        /// Checked options.
+        opts: ArrayOpts,
+        /// Members.
+        children: &'a [Ast],
+        /// Column.
+        col: usize,
+    },
+    /// Any other `NAME[opts](...)`: a controller in the simulator.
+    Group {
+        /// Name as written.
+        name: &'a str,
+        /// Options, unchecked.
+        opts: &'a [Opt],
+        /// Children.
+        children: &'a [Ast],
+        /// Column.
+        col: usize,
+    },
+}
+
+/// Classify a node below the root: a RAID level or `host` without
+/// parentheses and a `host` that does not wrap the whole expression are
+/// refused here, for both engines.
+pub fn classify(ast: &Ast) -> Result<Element<'_>> {
+    match ast {
+        Ast::Leaf {
+            name,
+            count,
+            opts,
+            col,
+        } => {
+            if Level::from_word(name).is_some() || name == "host" {
+                return invalid(
+                    *col,
+                    format!("'{name}' needs members in parentheses: {name}(...)"),
+                );
+            }
+            Ok(Element::Leaf {
+                name,
+                count: *count,
+                opts,
+                col: *col,
+            })
+        }
+        Ast::Group { name, col, .. } if name == "host" => {
+            invalid(*col, "host(...) may only wrap the whole expression")
+        }
+        Ast::Group {
+            name,
+            opts,
+            children,
+            col,
+        } => Ok(match Level::from_word(name) {
+            Some(level) => Element::Array {
+                level,
+                opts: array_options(level, opts)?,
+                children,
+                col: *col,
+            },
+            None => Element::Group {
+                name,
+                opts,
+                children,
+                col: *col,
+            },
+        }),
+    }
+}
+
+/// Refuse an array of `level` with fewer `active` members (spares not
+/// counted) than the level needs.
+pub fn check_members(level: Level, active: usize, col: usize) -> Result<()> {
+    let min = level.min_members();
+    if active >= min {
+        return Ok(());
+    }
+    invalid(
+        col,
+        format!(
+            "{} with {active} active member{} ({} needs at least {min})",
+            level.word(),
+            if active == 1 { "" } else { "s" },
+            level.word()
+        ),
+    )
+}
+
 fn invalid<T>(col: usize, msg: impl Into<String>) -> Result<T> {
     Err(Error::Invalid {
         col,
@@ -659,19 +801,27 @@ impl Resolver<'_> {
     /// the controller it sits in, if any. A counted leaf (`4*x25e`) gives
     /// several devices.
     fn node(&mut self, ast: &Ast, in_ctrl: Option<(f64, &str)>) -> Result<Vec<Node>> {
-        match ast {
-            Ast::Leaf {
+        match classify(ast)? {
+            Element::Leaf {
                 name,
                 count,
                 opts,
                 col,
-            } => self.leaf_devices(name, *count, opts, *col, in_ctrl),
-            Ast::Group {
+            } => self.leaf_devices(name, count, opts, col, in_ctrl),
+            Element::Array {
+                level,
+                opts,
+                children,
+                col,
+            } => Ok(vec![Node::Array(
+                self.array(level, opts, children, col, in_ctrl)?,
+            )]),
+            Element::Group {
                 name,
                 opts,
                 children,
                 col,
-            } => self.group(name, opts, children, *col, in_ctrl),
+            } => self.group(name, opts, children, col, in_ctrl),
         }
     }
 
@@ -684,12 +834,6 @@ impl Resolver<'_> {
         col: usize,
         in_ctrl: Option<(f64, &str)>,
     ) -> Result<Vec<Node>> {
-        if Level::from_word(name).is_some() || name == "host" {
-            return invalid(
-                col,
-                format!("'{name}' needs members in parentheses: {name}(...)"),
-            );
-        }
         let model = match self.db.get(name) {
             Some(Preset::Ssd(p)) => DeviceModel::Ssd(Arc::new(p.clone())),
             Some(Preset::Hdd(p)) => DeviceModel::Hdd(Arc::new(p.clone())),
@@ -735,7 +879,7 @@ impl Resolver<'_> {
             .collect())
     }
 
-    /// `NAME(...)`: an array, or a controller (never inside another).
+    /// `NAME(...)` that is not an array: a controller (never inside another).
     fn group(
         &mut self,
         name: &str,
@@ -744,14 +888,6 @@ impl Resolver<'_> {
         col: usize,
         in_ctrl: Option<(f64, &str)>,
     ) -> Result<Vec<Node>> {
-        if name == "host" {
-            return invalid(col, "host[...] may only wrap the whole expression");
-        }
-        if let Some(level) = Level::from_word(name) {
-            return Ok(vec![Node::Array(
-                self.array(level, opts, children, col, in_ctrl)?,
-            )]);
-        }
         let params = match self.db.get(name) {
             Some(Preset::Controller(p)) => p.clone(),
             Some(Preset::Ssd(_) | Preset::Hdd(_)) => {
@@ -818,12 +954,11 @@ impl Resolver<'_> {
     fn array(
         &mut self,
         level: Level,
-        opts: &[Opt],
+        o: ArrayOpts,
         children: &[Ast],
         col: usize,
         in_ctrl: Option<(f64, &str)>,
     ) -> Result<Array> {
-        let o = array_options(level, opts)?;
         let (stripe, layout) = (o.stripe, o.layout);
         let spares = o.spares.map_or(0, |s| s.0);
         if let (Some((_, icol)), Some((_, ctrl))) = (&o.imp, in_ctrl) {
@@ -852,24 +987,7 @@ impl Resolver<'_> {
             }
         }
         let volumes: usize = members.iter().map(Node::volumes).sum();
-        let active = volumes as i64 - spares as i64;
-        if active < level.min_members() as i64 {
-            let hint = match level {
-                Level::Raid5 => " (raid5 needs at least 3)",
-                Level::Raid6 => " (raid6 needs at least 4)",
-                Level::Raid1 | Level::Raid10 => " (needs at least 2)",
-                _ => "",
-            };
-            return invalid(
-                col,
-                format!(
-                    "{} with {} active member{}{hint}",
-                    level.word(),
-                    active.max(0),
-                    if active == 1 { "" } else { "s" }
-                ),
-            );
-        }
+        check_members(level, volumes.saturating_sub(spares as usize), col)?;
         // Without a stripe, the array takes its RAID implementation's
         // default: the controller's or the host software RAID profile's
         // (filled in by `default_stripes` once the tree is built).
@@ -1063,6 +1181,38 @@ fn default_stripes(n: &mut Node, ctrl_default: Option<u64>, host: &HostParams) {
     }
 }
 
+/// Apply `host[cores=..,ghz=..]` to the host profile.
+fn host_options(host: &mut HostParams, opts: &[Opt]) -> Result<()> {
+    for o in opts {
+        match o.key.as_str() {
+            "cores" => {
+                host.cores = o
+                    .value
+                    .parse()
+                    .ok()
+                    .filter(|&c: &u32| (1..=1024).contains(&c))
+                    .ok_or_else(|| Error::Invalid {
+                        col: o.col,
+                        msg: format!("cores={}: expected 1..1024", o.value),
+                    })?
+            }
+            "ghz" => {
+                host.ghz = o
+                    .value
+                    .parse()
+                    .ok()
+                    .filter(|&g: &f64| g > 0.1 && g < 20.0)
+                    .ok_or_else(|| Error::Invalid {
+                        col: o.col,
+                        msg: format!("ghz={}: expected a clock such as 3.0", o.value),
+                    })?
+            }
+            _ => return unknown_key(o, "host", "cores, ghz"),
+        }
+    }
+    Ok(())
+}
+
 /// Parse and resolve an expression against presets.
 pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
     let ast = parse(expr)?;
@@ -1070,53 +1220,16 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
         return Err(Error::Preset("the 'host' preset is missing".into()));
     };
     let mut host = default_host.clone();
-    let inner = match &ast {
-        Ast::Group {
-            name,
-            opts,
-            children,
-            col,
-        } if name == "host" => {
-            for o in opts {
-                match o.key.as_str() {
-                    "cores" => {
-                        host.cores = o
-                            .value
-                            .parse()
-                            .ok()
-                            .filter(|&c: &u32| (1..=1024).contains(&c))
-                            .ok_or_else(|| Error::Invalid {
-                                col: o.col,
-                                msg: format!("cores={}: expected 1..1024", o.value),
-                            })?
-                    }
-                    "ghz" => {
-                        host.ghz = o
-                            .value
-                            .parse()
-                            .ok()
-                            .filter(|&g: &f64| g > 0.1 && g < 20.0)
-                            .ok_or_else(|| Error::Invalid {
-                                col: o.col,
-                                msg: format!("ghz={}: expected a clock such as 3.0", o.value),
-                            })?
-                    }
-                    _ => return unknown_key(o, "host", "cores, ghz"),
-                }
-            }
-            if children.len() != 1 {
-                return invalid(*col, "host(...) wraps exactly one node");
-            }
-            &children[0]
-        }
-        _ => &ast,
-    };
+    let root = split_root(&ast)?;
+    if let Some((opts, _)) = root.host {
+        host_options(&mut host, opts)?;
+    }
     let mut r = Resolver {
         db,
         counters: BTreeMap::new(),
         devices: 0,
     };
-    let mut nodes = r.node(inner, None)?;
+    let mut nodes = r.node(root.inner, None)?;
     let mut root = nodes.remove(0);
     let vols = root.volumes() + nodes.iter().map(Node::volumes).sum::<usize>();
     if vols != 1 || !nodes.is_empty() {
@@ -1214,6 +1327,35 @@ mod tests {
         assert!(err("").contains("empty"));
         assert!(err("x25e[wc=maybe]").contains("expected on or off"));
         assert!(err("raid0[stripe=64k,stripe=64k](x25e)").contains("twice"));
+    }
+
+    #[test]
+    fn both_engines_classify_nodes_alike() {
+        let ast = parse("host[cores=2](raid5[stripe=64k](a, b, c))").unwrap();
+        let root = split_root(&ast).unwrap();
+        assert_eq!(root.host.map(|(o, col)| (o.len(), col)), Some((1, 1)));
+        match classify(root.inner).unwrap() {
+            Element::Array {
+                level,
+                opts,
+                children,
+                ..
+            } => {
+                assert_eq!(level, Level::Raid5);
+                assert_eq!(opts.stripe, Some(64 << 10));
+                assert_eq!(children.len(), 3);
+            }
+            other => panic!("not an array: {other:?}"),
+        }
+        let two = parse("host(a, b)").unwrap();
+        assert!(split_root(&two).is_err());
+        let inner = parse("raid0(host(a))").unwrap();
+        let Ast::Group { children, .. } = &inner else {
+            panic!("not a group")
+        };
+        assert!(classify(&children[0]).is_err());
+        assert!(check_members(Level::Raid6, 3, 1).is_err());
+        assert!(check_members(Level::Raid6, 4, 1).is_ok());
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! `host(...)` wrapper is accepted; controllers are simulator-only.
 
 use crate::{Error, ErrorKind};
-use raidlab_core::topology::{array_options, parse, Ast, Opt};
+use raidlab_core::topology::{
+    check_members, classify, parse, split_root, ArrayOpts, Ast, Element, Opt,
+};
 use raidlab_core::units::parse_size;
 use raidlab_layout::{Level, ParityLayout};
 use std::path::PathBuf;
@@ -131,9 +133,16 @@ fn looks_like_path(name: &str) -> bool {
 
 /// Parse an expression whose leaves are paths.
 pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
-    let ast = parse(expr).map_err(|e| Error::new(ErrorKind::Expression, e.to_string()))?;
+    let ast = parse(expr).map_err(core_error)?;
+    let top = split_root(&ast).map_err(core_error)?;
+    if let Some(o) = top.host.and_then(|(opts, _)| opts.first()) {
+        return Err(expression(format!(
+            "host option '{}' at column {} is simulator-only: a real run uses this machine's CPU",
+            o.key, o.col
+        )));
+    }
     let mut members = Vec::new();
-    let root = node(&ast, &mut members)?;
+    let root = node(top.inner, &mut members)?;
     for (i, a) in members.iter().enumerate() {
         if let Some(b) = members[..i].iter().find(|b| b.path == a.path) {
             return Err(Error::new(
@@ -155,39 +164,28 @@ pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
 }
 
 fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {
-    match a {
-        Ast::Leaf {
+    match classify(a).map_err(core_error)? {
+        Element::Leaf {
             name,
             count,
             opts,
             col,
-        } => leaf(name, *count, opts, *col, members),
-        Ast::Group {
-            name,
+        } => leaf(name, count, opts, col, members),
+        Element::Array {
+            level,
             opts,
             children,
             col,
-        } if name == "host" => {
-            if let Some(o) = opts.first() {
-                return Err(expression(format!(
-                    "host option '{}' at column {} is simulator-only: a real run uses this machine's CPU",
-                    o.key, o.col
-                )));
-            }
-            if children.len() != 1 {
-                return Err(expression(format!(
-                    "host at column {col} takes exactly one node"
-                )));
-            }
-            node(&children[0], members)
-        }
-        Ast::Group {
-            name,
-            opts,
-            children,
-            col,
-        } => array(name, opts, children, *col, members),
+        } => array(level, opts, children, col, members),
+        Element::Group { name, col, .. } => Err(expression(format!(
+            "'{name}' at column {col} is a controller: controllers exist only in 'raidlab sim'; a real run executes software arrays (raid0/1/5/6/10, concat) over paths"
+        ))),
     }
+}
+
+/// A grammar error found by the shared walk.
+fn core_error(e: raidlab_core::Error) -> Error {
+    expression(e.to_string())
 }
 
 /// An expression error.
@@ -254,21 +252,14 @@ fn leaf(
     Ok(RealNode::Member(members.len() - 1))
 }
 
-/// A software array over its children; controllers and simulator-only
-/// options are refused.
+/// A software array over its children; simulator-only options are refused.
 fn array(
-    name: &str,
-    opts: &[Opt],
+    level: Level,
+    o: ArrayOpts,
     children: &[Ast],
     col: usize,
     members: &mut Vec<MemberSpec>,
 ) -> Result<RealNode, Error> {
-    let Some(level) = Level::from_word(name) else {
-        return Err(expression(format!(
-            "'{name}' at column {col} is a controller: controllers exist only in 'raidlab sim'; a real run executes software arrays (raid0/1/5/6/10, concat) over paths"
-        )));
-    };
-    let o = array_options(level, opts).map_err(|e| expression(e.to_string()))?;
     if let Some((_, c)) = o.spares {
         return Err(expression(format!(
             "spares at column {c}: hot spares are simulator-only"
@@ -285,13 +276,7 @@ fn array(
         .iter()
         .map(|c| node(c, members))
         .collect::<Result<Vec<_>, _>>()?;
-    if kids.len() < level.min_members() {
-        return Err(expression(format!(
-            "{name} at column {col} needs at least {} members, has {}",
-            level.min_members(),
-            kids.len()
-        )));
-    }
+    check_members(level, kids.len(), col).map_err(core_error)?;
     Ok(RealNode::Array {
         level,
         chunk,
@@ -364,6 +349,12 @@ mod tests {
             ("host[cores=2](./a)", "simulator-only"),
             ("raid0(./a[op=5%])", "unknown option 'op'"),
             ("raid0(./a,", "column"),
+            (
+                "raid1(host(./a), ./b)",
+                "may only wrap the whole expression",
+            ),
+            ("raid1(./a, raid5)", "needs members in parentheses"),
+            ("raid5(./a, ./b[size=8k])", "raid5 with 2 active members"),
         ] {
             let err = parse_real(e).unwrap_err().to_string();
             assert!(err.contains(want), "{e}: {err}");
