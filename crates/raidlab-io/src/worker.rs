@@ -205,32 +205,21 @@ pub fn run_worker(
         be: &be,
         mirror_turn: std::cell::Cell::new(0),
     };
-    let mut tasks: Vec<Option<Task>> = (0..depth).map(|_| None).collect();
-    let mut free: Vec<usize> = (0..depth).rev().collect();
-    let mut active = 0;
+    let mut slots = Slots::new(depth);
+    let mut pace = FlushPace::new(sh.fsync);
     let mut exhausted = false;
-    // fsync=N: writes since the last flush, and whether the worker holds
-    // back its I/Os for the next one.
-    let (mut since_flush, mut holding) = (0u32, false);
     let mut cx = Context::from_waker(Waker::noop());
     loop {
-        if holding && active == 0 && !exhausted {
-            let id = free.pop().expect("a free task slot");
+        if pace.holding && slots.active == 0 && !exhausted {
             let buf = pool.pop().expect("a free buffer");
-            tasks[id] = Some(Task {
-                fut: Box::pin(host_flush(&ex, buf)),
-                t0: Instant::now(),
-                io: Io {
-                    offset: 0,
-                    len: 0,
-                    read: false,
-                },
-                flush: true,
-            });
-            active += 1;
-            be.sched.ready.borrow_mut().push(id);
+            let io = Io {
+                offset: 0,
+                len: 0,
+                read: false,
+            };
+            slots.spawn(&be, Box::pin(host_flush(&ex, buf)), io, true);
         }
-        while !exhausted && !holding && active < depth {
+        while !exhausted && !pace.holding && slots.active < depth {
             if sh.stop.load(Ordering::Relaxed) || sh.end.is_some_and(|e| Instant::now() >= e) {
                 exhausted = true;
                 break;
@@ -239,69 +228,126 @@ pub fn run_worker(
                 exhausted = true;
                 break;
             };
-            let id = free.pop().expect("a free task slot");
             let buf = pool.pop().expect("a free buffer");
-            tasks[id] = Some(Task {
-                fut: Box::pin(host_io(&ex, sh, io, buf)),
-                t0: Instant::now(),
-                io,
-                flush: false,
-            });
-            active += 1;
-            be.sched.ready.borrow_mut().push(id);
+            slots.spawn(&be, Box::pin(host_io(&ex, sh, io, buf)), io, false);
         }
-        loop {
-            let next = be.sched.ready.borrow_mut().pop();
-            let Some(id) = next else { break };
-            let Some(t) = tasks[id].as_mut() else {
-                continue;
-            };
-            be.sched.current.set(id);
-            if let Poll::Ready(done) = t.fut.as_mut().poll(&mut cx) {
-                let t = tasks[id].take().expect("task present");
-                free.push(id);
-                active -= 1;
-                let now = Instant::now();
-                if t.flush {
-                    holding = false;
-                } else if !t.io.read && sh.fsync > 0 {
-                    since_flush += 1;
-                    if since_flush >= sh.fsync {
-                        since_flush = 0;
-                        holding = true;
-                    }
-                }
-                finish(&mut out, sh, t, done, now, &mut pool);
-            }
+        while let Some((t, done)) = slots.poll_ready(&be, &mut cx) {
+            pace.completed(&t);
+            finish(&mut out, sh, t, done, Instant::now(), &mut pool);
         }
-        if active == 0 {
+        if slots.active == 0 {
             if exhausted {
                 break;
             }
             continue;
         }
-        if be.inflight() > 0 {
-            if let Err(e) = be.wait() {
-                out.error.get_or_insert(e);
-                sh.stop.store(true, Ordering::Relaxed);
-                // Operations still in flight are waited for by their Drop.
-                break;
-            }
-        } else if be.sched.lock_wait.borrow().len() >= active {
-            // Every task waits for a lock another worker holds.
-            std::thread::yield_now();
+        if let Err(e) = wait_for_progress(&be, slots.active) {
+            out.error.get_or_insert(e);
+            sh.stop.store(true, Ordering::Relaxed);
+            // Operations still in flight are waited for by their Drop.
+            break;
         }
-        // Completions may have released locks: let the waiters try again.
-        be.sched
-            .ready
-            .borrow_mut()
-            .append(&mut be.sched.lock_wait.borrow_mut());
     }
-    drop(tasks);
+    drop(slots);
     if let Source::Own(_, t) = src {
         out.trace = t;
     }
     out
+}
+
+/// A worker's task table: `depth` slots, the free ones, and how many run.
+struct Slots<'w> {
+    tasks: Vec<Option<Task<'w>>>,
+    free: Vec<usize>,
+    active: usize,
+}
+
+impl<'w> Slots<'w> {
+    fn new(depth: usize) -> Self {
+        Slots {
+            tasks: (0..depth).map(|_| None).collect(),
+            free: (0..depth).rev().collect(),
+            active: 0,
+        }
+    }
+
+    /// Start `fut` in a free slot and schedule its first poll.
+    fn spawn(&mut self, be: &Backend<'_>, fut: BoxFut<'w, Done>, io: Io, flush: bool) {
+        let id = self.free.pop().expect("a free task slot");
+        self.tasks[id] = Some(Task {
+            fut,
+            t0: Instant::now(),
+            io,
+            flush,
+        });
+        self.active += 1;
+        be.sched.ready.borrow_mut().push(id);
+    }
+
+    /// Poll the scheduled tasks until one finishes; `None` once none of the
+    /// scheduled ones can.
+    fn poll_ready(&mut self, be: &Backend<'_>, cx: &mut Context<'_>) -> Option<(Task<'w>, Done)> {
+        loop {
+            let id = be.sched.ready.borrow_mut().pop()?;
+            let Some(t) = self.tasks[id].as_mut() else {
+                continue;
+            };
+            be.sched.current.set(id);
+            if let Poll::Ready(done) = t.fut.as_mut().poll(cx) {
+                let t = self.tasks[id].take().expect("task present");
+                self.free.push(id);
+                self.active -= 1;
+                return Some((t, done));
+            }
+        }
+    }
+}
+
+/// `fsync=N`: counts a worker's completed writes and holds its I/Os back
+/// for a flush after every N.
+struct FlushPace {
+    every: u32,
+    since: u32,
+    /// New I/Os wait until the flush has completed.
+    holding: bool,
+}
+
+impl FlushPace {
+    fn new(every: u32) -> Self {
+        FlushPace {
+            every,
+            since: 0,
+            holding: false,
+        }
+    }
+
+    fn completed(&mut self, t: &Task<'_>) {
+        if t.flush {
+            self.holding = false;
+        } else if !t.io.read && self.every > 0 {
+            self.since += 1;
+            if self.since >= self.every {
+                self.since = 0;
+                self.holding = true;
+            }
+        }
+    }
+}
+
+/// Wait for the back end to complete something, or give way while every
+/// active task waits for a lock another worker holds; then let the lock
+/// waiters try again.
+fn wait_for_progress(be: &Backend<'_>, active: usize) -> io::Result<()> {
+    if be.inflight() > 0 {
+        be.wait()?;
+    } else if be.sched.lock_wait.borrow().len() >= active {
+        std::thread::yield_now();
+    }
+    be.sched
+        .ready
+        .borrow_mut()
+        .append(&mut be.sched.lock_wait.borrow_mut());
+    Ok(())
 }
 
 /// `depth` host buffers of the largest block size, filled with
