@@ -31,7 +31,9 @@ fio_iops() { # files...
     sed -n '/^{/,$p' | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
 }
 raidlab_iops() { # topology
-  "$raidlab" run -t "$1" --engine io_uring --buffered --format json \
+  # --create: the first run writes md superblocks over the members' random
+  # contents (a read run assembles only arrays a run created).
+  "$raidlab" run -t "$1" --engine io_uring --buffered --create --format json \
       -w "rw=randread bs=4k iodepth=32 runtime=$secs" |
     python3 -c 'import json,sys; print(round(json.load(sys.stdin)["summary"]["iops"]))'
 }

@@ -298,6 +298,9 @@ pub struct MemberStats {
     pub write_bytes: u64,
     /// Share of the run with at least one operation in flight (iostat's %util).
     pub utilization: f64,
+    /// Where its data starts, after its md superblock (0 for a lone
+    /// member without metadata).
+    pub data_offset: u64,
 }
 
 /// Outcome of `--verify`.
@@ -331,4 +334,20 @@ pub struct RealStats {
     /// Verify outcome, when asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyStats>,
+    /// The array's metadata, when the root is an array.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub array: Option<ArrayMeta>,
+}
+
+/// What a real run did with its arrays' md superblocks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ArrayMeta {
+    /// UUID of the root array, as mdadm prints UUIDs.
+    pub uuid: String,
+    /// The run created the arrays (its members were blank, or `--create`).
+    pub created: bool,
+    /// Event count the members carry at the end of the run.
+    pub events: u64,
+    /// Bytes rewritten to resynchronise arrays found not cleanly stopped.
+    pub resynced_bytes: u64,
 }

@@ -26,8 +26,14 @@ type Res = io::Result<()>;
 
 /// A compiled node.
 pub enum VNode {
-    /// Member file `idx`.
-    Member(usize),
+    /// Member file `idx`, whose data starts `base` bytes in (after its md
+    /// superblock and data offset).
+    Member {
+        /// Member index.
+        idx: usize,
+        /// Byte offset of the data area.
+        base: u64,
+    },
     /// A failed member.
     Missing,
     /// An array.
@@ -52,14 +58,15 @@ pub struct Vol {
 }
 
 impl Vol {
-    /// Compile `root` over members of the given sizes.
-    pub fn build(root: &RealNode, sizes: &[u64]) -> Result<Vol, Error> {
+    /// Compile `root` over members whose data areas hold `sizes` bytes from
+    /// `bases` on.
+    pub fn build(root: &RealNode, sizes: &[u64], bases: &[u64]) -> Result<Vol, Error> {
         let mut v = Vol {
             nodes: Vec::new(),
             capacity: 0,
             has_parity: false,
         };
-        let (_, cap) = v.add(root, sizes, None)?;
+        let (_, cap) = v.add(root, sizes, bases, None)?;
         v.capacity = cap;
         Ok(v)
     }
@@ -69,12 +76,16 @@ impl Vol {
         &mut self,
         n: &RealNode,
         sizes: &[u64],
+        bases: &[u64],
         hint: Option<u64>,
     ) -> Result<(usize, u64), Error> {
         let id = self.nodes.len();
         match n {
             RealNode::Member(i) => {
-                self.nodes.push(VNode::Member(*i));
+                self.nodes.push(VNode::Member {
+                    idx: *i,
+                    base: bases[*i],
+                });
                 Ok((id, sizes[*i]))
             }
             RealNode::Missing => {
@@ -94,7 +105,7 @@ impl Vol {
                 let mut szs = vec![0; children.len()];
                 for (i, c) in children.iter().enumerate() {
                     if !matches!(c, RealNode::Missing) {
-                        (ids[i], szs[i]) = self.add(c, sizes, None)?;
+                        (ids[i], szs[i]) = self.add(c, sizes, bases, None)?;
                     }
                 }
                 let hint = children
@@ -105,7 +116,7 @@ impl Vol {
                     .min();
                 for (i, c) in children.iter().enumerate() {
                     if matches!(c, RealNode::Missing) {
-                        (ids[i], szs[i]) = self.add(c, sizes, hint)?;
+                        (ids[i], szs[i]) = self.add(c, sizes, bases, hint)?;
                     }
                 }
                 let geo = Geometry::new(*level, *chunk, *layout, &szs).map_err(|e| {
@@ -130,13 +141,39 @@ impl Vol {
         }
     }
 
+    /// Bytes of each of `members` members its array uses: the geometry's
+    /// member size (md's "Used Dev Size"); a lone member, its capacity.
+    pub fn member_use(&self, members: usize) -> Vec<u64> {
+        let mut used = vec![self.capacity; members];
+        for n in &self.nodes {
+            if let VNode::Array { geo, children, .. } = n {
+                for &c in children {
+                    if let VNode::Member { idx, .. } = self.nodes[c] {
+                        used[idx] = geo.member_size();
+                    }
+                }
+            }
+        }
+        used
+    }
+
+    /// Array nodes, every array after the arrays inside it: the order in
+    /// which nested arrays are resynchronised (children are compiled after
+    /// their parent, so higher ids first).
+    pub fn arrays_bottom_up(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .rev()
+            .filter(|&n| matches!(self.nodes[n], VNode::Array { .. }))
+            .collect()
+    }
+
     /// Where the byte at volume offset `off` of node `n` is stored: every
     /// (member file, member offset) holding a copy of it, down the tree
     /// (one place on parity and striped arrays, each copy on mirrors; none
     /// on a `missing` member).
     pub fn places(&self, n: usize, off: u64, out: &mut Vec<(usize, u64)>) {
         match &self.nodes[n] {
-            VNode::Member(m) => out.push((*m, off)),
+            VNode::Member { idx, base } => out.push((*idx, base + off)),
             VNode::Missing => {}
             VNode::Array { geo, children, .. } => {
                 let (m, moff) = geo.locate(off);
@@ -300,7 +337,7 @@ impl<'a, 'm> Exec<'a, 'm> {
     pub fn read<'b>(&'b self, n: usize, off: u64, buf: &'b mut [u8]) -> BoxFut<'b, Res> {
         Box::pin(async move {
             match &self.vol.nodes[n] {
-                VNode::Member(m) => self.be.read(*m, off, buf).await,
+                VNode::Member { idx, base } => self.be.read(*idx, base + off, buf).await,
                 VNode::Missing => Err(io::Error::other("read from a missing member")),
                 VNode::Array {
                     geo,
@@ -315,7 +352,7 @@ impl<'a, 'm> Exec<'a, 'm> {
     pub fn write<'b>(&'b self, n: usize, off: u64, data: &'b [u8]) -> BoxFut<'b, Res> {
         Box::pin(async move {
             match &self.vol.nodes[n] {
-                VNode::Member(m) => self.be.write(*m, off, data).await,
+                VNode::Member { idx, base } => self.be.write(*idx, base + off, data).await,
                 // A failed member takes no writes; parity carries its data.
                 VNode::Missing => Ok(()),
                 VNode::Array {
@@ -332,7 +369,7 @@ impl<'a, 'm> Exec<'a, 'm> {
     pub fn flush<'b>(&'b self, n: usize) -> BoxFut<'b, Res> {
         Box::pin(async move {
             match &self.vol.nodes[n] {
-                VNode::Member(m) => self.be.flush(*m).await,
+                VNode::Member { idx, .. } => self.be.flush(*idx).await,
                 VNode::Missing => Ok(()),
                 VNode::Array { children, .. } => {
                     join_all(children.iter().map(|&c| self.flush(c)).collect()).await
@@ -756,7 +793,12 @@ mod tests {
 
     fn vol(expr: &str, size: u64) -> Vol {
         let t = parse_real(expr).unwrap();
-        Vol::build(&t.root, &vec![size; t.members.len()]).unwrap()
+        Vol::build(
+            &t.root,
+            &vec![size; t.members.len()],
+            &vec![0; t.members.len()],
+        )
+        .unwrap()
     }
 
     #[test]

@@ -21,7 +21,10 @@
 pub mod backend;
 mod buf;
 mod exec;
+pub mod md;
+pub mod meta;
 pub mod parity;
+mod resync;
 pub mod safety;
 pub mod topo;
 mod verify;
@@ -30,8 +33,8 @@ mod worker;
 use backend::{EngineKind, MemberCounters, Members};
 use raidlab_core::metrics::Metrics;
 use raidlab_core::result::{
-    round3, Component, HostStats, IoCounts, IoTotals, MemberStats, RealStats, RunResult, SimStats,
-    VerifyStats, BOTTLENECK_UTIL, VERSION,
+    round3, ArrayMeta, Component, HostStats, IoCounts, IoTotals, MemberStats, RealStats, RunResult,
+    SimStats, VerifyStats, BOTTLENECK_UTIL, VERSION,
 };
 use raidlab_core::workload::{job_streams, Io, Rw, Workload};
 use raidlab_layout::Level;
@@ -106,6 +109,10 @@ pub struct RunOptions {
     pub force: bool,
     /// Record each job's I/Os in issue order.
     pub trace: bool,
+    /// Create new arrays over the members whatever metadata they carry
+    /// (`mdadm --create`); without it, members that carry metadata are
+    /// assembled and checked.
+    pub create: bool,
 }
 
 impl Default for RunOptions {
@@ -116,6 +123,7 @@ impl Default for RunOptions {
             verify: false,
             force: false,
             trace: false,
+            create: false,
         }
     }
 }
@@ -128,43 +136,73 @@ pub struct RunOutput {
     pub trace: Vec<Vec<Io>>,
 }
 
-/// Member size each leaf needs for the volume to hold `span` bytes.
+/// Member size each leaf needs for the volume to hold `span` bytes: its
+/// share of the data, plus md's data offset for a member of an array.
 fn needed_leaf_size(n: &RealNode, span: u64, out: &mut Vec<(usize, u64)>) {
-    if let RealNode::Array {
-        level,
-        chunk,
-        children,
-        ..
-    } = n
-    {
-        let k = children.len() as u64;
-        let per = match level {
-            Level::Raid0 => span.div_ceil(k * chunk) * chunk,
-            Level::Raid5 => span.div_ceil((k - 1) * chunk) * chunk,
-            Level::Raid6 => span.div_ceil((k - 2) * chunk) * chunk,
-            Level::Raid10 => (span * 2).div_ceil(k * chunk) * chunk + chunk,
-            Level::Raid1 => span.next_multiple_of(512),
-            Level::Concat => span.div_ceil(k).next_multiple_of(512),
-        };
-        for c in children {
-            needed_leaf_size(c, per, out);
+    match n {
+        RealNode::Array {
+            level,
+            chunk,
+            children,
+            ..
+        } => {
+            let k = children.len() as u64;
+            let per = match level {
+                Level::Raid0 => span.div_ceil(k * chunk) * chunk,
+                Level::Raid5 => span.div_ceil((k - 1) * chunk) * chunk,
+                Level::Raid6 => span.div_ceil((k - 2) * chunk) * chunk,
+                Level::Raid10 => (span * 2).div_ceil(k * chunk) * chunk + chunk,
+                Level::Raid1 => span.next_multiple_of(512),
+                Level::Concat => span.div_ceil(k).next_multiple_of(512),
+            };
+            let md_chunk = meta::md_chunk(*level, *chunk);
+            for c in children {
+                match c {
+                    RealNode::Member(i) => out.push((*i, md::device_for_data(per, md_chunk))),
+                    _ => needed_leaf_size(c, per, out),
+                }
+            }
         }
-    } else if let RealNode::Member(i) = n {
-        out.push((*i, span));
+        RealNode::Member(i) => out.push((*i, span)),
+        RealNode::Missing => {}
     }
 }
 
 /// Check that real runs made one after another on the same paths can all
 /// run: a member file that does not exist is created by the first run that
 /// names it, at the size that run needs, so a later run that needs more (or
-/// an existing file smaller than a run needs) would fail midway. Returns
-/// the index of the first run that would fail, and why.
-pub fn check_sequence(runs: &[(&str, &Workload)]) -> Result<(), (usize, Error)> {
+/// an existing file smaller than a run needs) would fail midway; and a
+/// later run that puts a path in another array (another level, chunk,
+/// layout, member count or slot) would find metadata it must refuse, unless
+/// `create` makes every run's arrays anew. Returns the index of the first
+/// run that would fail, and why.
+pub fn check_sequence(runs: &[(&str, &Workload)], create: bool) -> Result<(), (usize, Error)> {
     use std::collections::HashMap;
     // Path -> (bytes it will hold, run that decided it or None if it exists).
     let mut held: HashMap<std::path::PathBuf, (u64, Option<usize>)> = HashMap::new();
+    // Path -> (array shape, slot path, first run that put it there).
+    let mut placed: HashMap<std::path::PathBuf, (u64, Vec<u16>, usize)> = HashMap::new();
     for (i, (expr, w)) in runs.iter().enumerate() {
         let topo = topo::parse_real(expr).map_err(|e| (i, e))?;
+        for leaf in meta::leaves(&topo.root) {
+            let path = &topo.members[leaf.member].path;
+            let (shape, slot, first) =
+                placed
+                    .entry(path.clone())
+                    .or_insert((topo.shape, leaf.path.clone(), i));
+            if !create && (*shape != topo.shape || *slot != leaf.path) {
+                return Err((
+                    i,
+                    Error::new(
+                        ErrorKind::Refused,
+                        format!(
+                            "{} is a member of another array in run {first} than in this run: a real sweep whose arrays change needs --create, which creates each run's arrays anew",
+                            path.display()
+                        ),
+                    ),
+                ));
+            }
+        }
         let mut needed = Vec::new();
         if let Some(span) = w.size {
             needed_leaf_size(&topo.root, span, &mut needed);
@@ -234,10 +272,33 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let seed = w.seed.unwrap_or(seed);
     let topo: RealTopology = topo::parse_real(expr)?;
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
-    let kinds = prepare_members(&topo, w, writes, opts.force)?;
-    check_aliases(&topo)?;
-    let (members, sizes, all_direct) = open_members(&topo, writes, opts.direct)?;
-    let vol = exec::Vol::build(&topo.root, &sizes)?;
+    // Creating arrays writes their metadata, even in a read run.
+    let (kinds, made) = prepare_members(&topo, w, writes || opts.create, opts.force)?;
+    let arrays = check_aliases(&topo)
+        .and_then(|()| assemble_arrays(&topo, writes, opts))
+        .inspect_err(|_| {
+            // A refused run leaves no member files behind.
+            for &i in &made {
+                let _ = std::fs::remove_file(&topo.members[i].path);
+            }
+        })?;
+    let Arrays {
+        mut members,
+        sizes,
+        all_direct,
+        asm,
+        vol,
+    } = arrays;
+    let (resynced, mut events) = resync_if_dirty(&topo, &mut members, &vol, &asm, opts)?;
+    let used = vol.member_use(sizes.len());
+    if asm.has_metadata() && (writes || asm.created) {
+        // md marks the array active before its first write: a crash from
+        // here on leaves it to be resynced. A read run that creates its
+        // arrays writes them clean.
+        events += 1;
+        asm.write(&members.files, &sizes, &used, events, !writes)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    }
     let span = check_span(w, vol.capacity)?;
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
@@ -275,6 +336,17 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     );
     let wall_end = Instant::now();
     let merged = merge(outs, w.numjobs as usize, engine == EngineKind::IoUring)?;
+    if writes && asm.has_metadata() {
+        // Every write completed: the array is clean again once the data
+        // is durable.
+        events += 1;
+        for f in &members.files {
+            f.sync_data()
+                .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
+        }
+        asm.write(&members.files, &sizes, &used, events, true)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    }
     let window_end = match shared.end {
         Some(e) => e.min(wall_end),
         None => merged.last.unwrap_or(wall_end),
@@ -283,7 +355,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         .checked_duration_since(ramp_end)
         .map_or(0.0, |d| d.as_secs_f64());
     let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
-    let (mstats, components) = member_reports(&topo, &members, &kinds, run_ns);
+    let (mstats, components) = member_reports(&topo, &members, &kinds, &asm.offsets, run_ns);
     let cpu = cpu_seconds().map_or(0.0, |c| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         (c / (run_ns / 1e9) / cores * 100.0).min(100.0)
@@ -323,6 +395,12 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             },
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
+            array: asm.has_metadata().then(|| ArrayMeta {
+                uuid: md::uuid_text(&asm.root_uuid),
+                created: asm.created,
+                events,
+                resynced_bytes: resynced,
+            }),
         }),
         latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
     };
@@ -334,13 +412,14 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
 
 /// Check every member against the safety rules and create the member files
 /// that do not exist, at the size the workload needs. Returns each member's
-/// kind.
+/// kind and the members it created.
 fn prepare_members(
     topo: &RealTopology,
     w: &Workload,
     writes: bool,
     force: bool,
-) -> Result<Vec<Option<safety::Kind>>, Error> {
+) -> Result<(Vec<Option<safety::Kind>>, Vec<usize>), Error> {
+    let mut made = Vec::new();
     let mut kinds = Vec::new();
     for m in &topo.members {
         kinds.push(safety::check(&m.path, writes, force)?);
@@ -386,8 +465,94 @@ fn prepare_members(
                 Error::new(ErrorKind::Io, format!("creating {}: {e}", m.path.display()))
             })?;
         kinds[i] = Some(safety::Kind::File);
+        made.push(i);
     }
-    Ok(kinds)
+    Ok((kinds, made))
+}
+
+/// Open members, their arrays assembled (or created) and compiled.
+struct Arrays {
+    members: Members,
+    /// Device sizes.
+    sizes: Vec<u64>,
+    all_direct: bool,
+    asm: meta::Assembly,
+    vol: exec::Vol,
+}
+
+/// Open the members, read their superblocks and compile the volume over
+/// their data areas. A read run whose arrays need a resync opens its
+/// members for writing.
+fn assemble_arrays(topo: &RealTopology, writes: bool, opts: &RunOptions) -> Result<Arrays, Error> {
+    let (members, sizes, all_direct) = open_members(topo, writes, opts.direct)?;
+    let asm = meta::assemble(topo, &members.files, &sizes, opts.create)?;
+    if asm.created && !writes && !opts.create {
+        return Err(Error::new(
+            ErrorKind::Refused,
+            "the members hold no array metadata: a read-only run needs arrays a write run created (or --create, which writes new metadata and reads what the members hold)".to_string(),
+        ));
+    }
+    if (asm.dirty || asm.created) && !writes {
+        // Resyncing and creating write: reopen for it.
+        return assemble_arrays(topo, true, opts);
+    }
+    let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
+    let vol = exec::Vol::build(&topo.root, &data, &asm.offsets)?;
+    Ok(Arrays {
+        members,
+        sizes,
+        all_direct,
+        asm,
+        vol,
+    })
+}
+
+/// Resynchronise arrays whose superblocks say they were not stopped
+/// cleanly, then mark them clean (returns the bytes rewritten and the event
+/// count now on the members); a dirty array with a member missing is
+/// refused (its parity may not match its data) unless `--force`.
+fn resync_if_dirty(
+    topo: &RealTopology,
+    members: &mut Members,
+    vol: &exec::Vol,
+    asm: &meta::Assembly,
+    opts: &RunOptions,
+) -> Result<(u64, u64), Error> {
+    if !asm.dirty {
+        return Ok((0, asm.events));
+    }
+    if topo.root.has_missing() {
+        if opts.force {
+            return Ok((0, asm.events));
+        }
+        return Err(Error::new(
+            ErrorKind::Refused,
+            "the array was not stopped cleanly and a member is missing: its parity or copies may not match its data (the write hole), so a lost member could be rebuilt wrong. Run it once with every member to resynchronise it, or --force to use it as it is".to_string(),
+        ));
+    }
+    let bytes = resync::resync(vol, members)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("resynchronising: {e}")))?;
+    let sizes: Vec<u64> = members
+        .files
+        .iter()
+        .map(device_size)
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("member size: {e}")))?;
+    asm.write(
+        &members.files,
+        &sizes,
+        &vol.member_use(sizes.len()),
+        asm.events + 1,
+        true,
+    )
+    .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    // The run's own figures start after the resync.
+    members.counters = members
+        .counters
+        .iter()
+        .map(|_| MemberCounters::default())
+        .collect();
+    Ok((bytes, asm.events + 1))
 }
 
 /// Refuse two members that are one file or device under different names
@@ -598,6 +763,7 @@ fn member_reports(
     topo: &RealTopology,
     members: &Members,
     kinds: &[Option<safety::Kind>],
+    offsets: &[u64],
     run_ns: f64,
 ) -> (Vec<MemberStats>, Vec<Component>) {
     use std::sync::atomic::Ordering::Relaxed;
@@ -624,6 +790,7 @@ fn member_reports(
             read_bytes: io.read_bytes,
             write_bytes: io.write_bytes,
             utilization: round3(util),
+            data_offset: offsets[i],
         });
         components.push(Component {
             name: m.path.display().to_string(),

@@ -271,7 +271,9 @@ pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, Err
                 )));
             }
         }
-        if meta.len() > 0 || kind == Kind::BlockDevice {
+        // A member raidlab's own arrays wrote is checked by assembly.
+        let ours = crate::meta::is_raidlab_member(path);
+        if !ours && (meta.len() > 0 || kind == Kind::BlockDevice) {
             if let Some(what) = probe(path)
                 .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", path.display())))?
             {

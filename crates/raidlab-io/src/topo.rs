@@ -47,6 +47,15 @@ pub enum RealNode {
 }
 
 impl RealNode {
+    /// Whether a `missing` member is anywhere under this node.
+    pub fn has_missing(&self) -> bool {
+        match self {
+            RealNode::Missing => true,
+            RealNode::Member(_) => false,
+            RealNode::Array { children, .. } => children.iter().any(RealNode::has_missing),
+        }
+    }
+
     /// Replace every array below this node that has lost more members
     /// than it tolerates by `missing` (it is a failed member of its parent,
     /// which may survive it: a mirror of two stripes with one member gone
@@ -125,6 +134,9 @@ pub struct RealTopology {
     pub root: RealNode,
     /// Member files and devices, in expression order.
     pub members: Vec<MemberSpec>,
+    /// The expression's shape as written, before failed arrays became
+    /// `missing` (what the members' metadata records).
+    pub shape: u64,
 }
 
 fn looks_like_path(name: &str) -> bool {
@@ -157,10 +169,15 @@ pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
         }
     }
     let mut root = root;
+    let shape = crate::meta::shape(&root);
     if root.fail_lost_arrays() {
         return Err(root.lost());
     }
-    Ok(RealTopology { root, members })
+    Ok(RealTopology {
+        root,
+        members,
+        shape,
+    })
 }
 
 fn node(a: &Ast, members: &mut Vec<MemberSpec>) -> Result<RealNode, Error> {

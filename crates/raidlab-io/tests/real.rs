@@ -57,6 +57,20 @@ fn go(expr: &str, wl: &str, o: &RunOptions) -> raidlab_core::result::RunResult {
         .result
 }
 
+/// Where a member's data starts: its md superblock's data offset.
+fn data_offset(path: &str) -> usize {
+    let all = std::fs::read(path).unwrap();
+    let sb = raidlab_io::md::Superblock::decode(&all[4096..8192])
+        .unwrap()
+        .expect("an md superblock");
+    (sb.data_offset * 512) as usize
+}
+
+/// A member's data area: the file from its data offset on.
+fn data_area(path: &str) -> Vec<u8> {
+    std::fs::read(path).unwrap()[data_offset(path)..].to_vec()
+}
+
 fn mismatches(r: &raidlab_core::result::RunResult) -> (u64, u64) {
     let v = r.real.as_ref().unwrap().verify.as_ref().unwrap();
     (v.checked_units, v.mismatches)
@@ -73,7 +87,7 @@ fn check_parity(
     chunk: u64,
     min_units: usize,
 ) {
-    let data: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let data: Vec<Vec<u8>> = files.iter().map(|f| data_area(f)).collect();
     let sizes: Vec<u64> = data.iter().map(|d| d.len() as u64).collect();
     let g = Geometry::new(level, chunk, layout, &sizes).unwrap();
     let c = chunk as usize;
@@ -263,7 +277,8 @@ fn silent_corruption_of_a_healthy_member_is_caught() {
         // Flip payload bytes (not headers) in the middle of member 1 (data or
         // parity, whichever lies there): reads of data there must fail verify.
         let mut m1 = std::fs::read(&f[1]).unwrap();
-        for (i, b) in m1[100_000..100_000 + 20_000].iter_mut().enumerate() {
+        let at = data_offset(&f[1]) + 100_000;
+        for (i, b) in m1[at..at + 20_000].iter_mut().enumerate() {
             if (100_000 + i) % 512 >= 24 {
                 *b ^= 0x5a;
             }
@@ -289,8 +304,12 @@ fn members_are_created_and_bad_paths_refused() {
         &RunOptions::default(),
     );
     assert_eq!(r.engine, "real");
-    for p in &f {
-        assert_eq!(std::fs::metadata(p).unwrap().len(), 1 << 20);
+    // Each member holds its 1 MiB share after md's data offset (2 MiB:
+    // mdadm keeps four 512 KiB chunks of headroom), and says so.
+    let members = &r.real.as_ref().unwrap().members;
+    for (p, m) in f.iter().zip(members) {
+        assert_eq!(m.data_offset, 2 << 20);
+        assert_eq!(std::fs::metadata(p).unwrap().len(), (1 << 20) + (2 << 20));
     }
     let w = Workload::parse("rw=read bs=4k").unwrap();
     let err = |e: &str| {
@@ -311,12 +330,21 @@ fn members_are_created_and_bad_paths_refused() {
     // A read run does not create a member it would read blank.
     assert_eq!(missing.kind(), raidlab_io::ErrorKind::Refused);
     let wr = Workload::parse("rw=write bs=4k size=1m").unwrap();
-    let created = run(
-        &format!("raid0({},{})", d.0.join("new").display(), f[0]),
-        &wr,
-        1,
-        &RunOptions::default(),
+    let pair = format!("raid0({},{})", d.0.join("new").display(), f[0]);
+    // A blank member beside one of another array: a misspelt name is not
+    // taken for a new member...
+    let stray = run(&pair, &wr, 1, &RunOptions::default()).err().unwrap();
+    assert_eq!(stray.kind(), raidlab_io::ErrorKind::Refused);
+    assert!(
+        stray.to_string().contains("holds no array metadata"),
+        "{stray}"
     );
+    // ...unless a new array is asked for.
+    let create = RunOptions {
+        create: true,
+        ..RunOptions::default()
+    };
+    let created = run(&pair, &wr, 1, &create);
     assert!(created.is_ok(), "a write run creates it");
     let dir = kind(&format!("raid0({},{})", d.0.display(), f[0]));
     assert_eq!(dir.kind(), raidlab_io::ErrorKind::Refused);
@@ -625,4 +653,271 @@ proptest::proptest! {
             check_parity(&files, lv, lay, 1024 << chunk_k, size as usize / 512);
         }
     }
+}
+
+/// mdadm, from where Debian installs it.
+fn mdadm() -> &'static str {
+    ["/usr/sbin/mdadm", "/sbin/mdadm"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("mdadm")
+}
+
+/// Every member raidlab creates carries an md 1.2 superblock that mdadm
+/// reads, with the level, member count, role, chunk and layout the
+/// expression gave, a correct checksum and a clean state.
+#[test]
+#[cfg_attr(raidlab_no_mdadm, ignore = "mdadm is not installed here")]
+fn mdadm_examines_every_member() {
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "raid0[stripe=64k]",
+            3,
+            &["Raid Level : raid0", "Chunk Size : 64K"],
+        ),
+        ("raid1", 2, &["Raid Level : raid1"]),
+        (
+            "raid5[stripe=16k,layout=right-asymmetric]",
+            4,
+            &[
+                "Raid Level : raid5",
+                "Layout : right-asymmetric",
+                "Chunk Size : 16K",
+            ],
+        ),
+        (
+            "raid6",
+            5,
+            &[
+                "Raid Level : raid6",
+                "Layout : left-symmetric",
+                "Chunk Size : 512K",
+            ],
+        ),
+        (
+            "raid10[stripe=32k]",
+            4,
+            &["Raid Level : raid10", "Layout : near=2"],
+        ),
+        ("concat", 2, &["Raid Level : linear"]),
+    ];
+    for (array, n, want) in cases {
+        let d = TempDir::new("examine");
+        let f = d.files(*n);
+        let expr = format!("{array}({})", f.join(","));
+        let r = go(
+            &expr,
+            "rw=write bs=64k size=1m",
+            &opts(EngineKind::Psync, false),
+        );
+        let uuid = r
+            .real
+            .as_ref()
+            .unwrap()
+            .array
+            .as_ref()
+            .unwrap()
+            .uuid
+            .clone();
+        for (i, p) in f.iter().enumerate() {
+            let o = std::process::Command::new(mdadm())
+                .args(["--examine", p])
+                .output()
+                .expect("run mdadm");
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(o.status.success(), "{expr}: {text}");
+            let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            for w in want.iter().copied().chain([
+                "Version : 1.2",
+                "- correct",
+                "State : clean",
+                &format!("Raid Devices : {n}"),
+                &format!("Device Role : Active device {i}"),
+                &format!("Array UUID : {uuid}"),
+            ]) {
+                assert!(text.contains(w), "{expr}, member {i}: no '{w}' in {text}");
+            }
+        }
+    }
+    // Nested: each leaf describes its own array; the mirror's members are
+    // the stripes, so their leaves say raid0.
+    let d = TempDir::new("examine-nested");
+    let f = d.files(4);
+    let expr = format!("raid1(raid0({},{}), raid0({},{}))", f[0], f[1], f[2], f[3]);
+    go(
+        &expr,
+        "rw=write bs=64k size=1m",
+        &opts(EngineKind::Psync, false),
+    );
+    let o = std::process::Command::new(mdadm())
+        .args(["--examine", &f[3]])
+        .output()
+        .expect("run mdadm");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("raid0") && text.contains("raidlab:2"),
+        "{text}"
+    );
+}
+
+/// Members that are not where the expression puts them are refused before
+/// anything is written, each by name: reordered, another layout, chunk or
+/// level, a blank (misspelt) member, a member of another array, and a
+/// stale member that missed degraded writes.
+#[test]
+fn members_that_do_not_belong_are_refused() {
+    let d = TempDir::new("belong");
+    let f = d.files(6);
+    let o = opts(EngineKind::Psync, true);
+    let raid6 = |opts: &str, m: [&str; 4]| format!("raid6{opts}({})", m.join(","));
+    let healthy = raid6("[stripe=16k]", [&f[0], &f[1], &f[2], &f[3]]);
+    go(&healthy, "rw=write bs=32k size=1m", &o);
+    let refused = |expr: &str, wl: &str, want: &str| {
+        let w = Workload::parse(wl).unwrap();
+        let e = run(expr, &w, 1, &o)
+            .err()
+            .unwrap_or_else(|| panic!("{expr} ran"));
+        assert_eq!(e.kind(), raidlab_io::ErrorKind::Refused, "{e}");
+        assert!(e.to_string().contains(want), "{expr}: {e}");
+    };
+    let read = "rw=read bs=16k size=1m";
+    refused(
+        &raid6("[stripe=16k]", [&f[1], &f[0], &f[2], &f[3]]),
+        read,
+        "reordered",
+    );
+    refused(
+        &raid6("[stripe=16k,layout=ra]", [&f[0], &f[1], &f[2], &f[3]]),
+        read,
+        "layout=left-symmetric",
+    );
+    refused(
+        &raid6("[stripe=32k]", [&f[0], &f[1], &f[2], &f[3]]),
+        read,
+        "stripe=16k",
+    );
+    refused(
+        &format!("raid5[stripe=16k]({},{},{},{})", f[0], f[1], f[2], f[3]),
+        read,
+        "raid6 array",
+    );
+    // A misspelt member: a write run would create it blank.
+    refused(
+        &raid6("[stripe=16k]", [&f[0], &f[1], &f[2], &f[4]]),
+        "rw=write bs=32k size=1m",
+        "holds no array metadata",
+    );
+    assert!(
+        !Path::new(&f[4]).exists(),
+        "a refused run leaves no file behind"
+    );
+    // A member of another array.
+    go(
+        &format!("raid1({},{})", f[4], f[5]),
+        "rw=write bs=32k size=1m",
+        &o,
+    );
+    refused(
+        &raid6("[stripe=16k]", [&f[0], &f[1], &f[2], &f[4]]),
+        read,
+        "raid1 array",
+    );
+    // Nothing refused was written: the array still verifies.
+    let (checked, bad) = mismatches(&go(&healthy, read, &o));
+    assert!(checked > 0 && bad == 0);
+    // Degraded writes leave the absent member stale.
+    go(
+        &raid6("[stripe=16k]", [&f[0], &f[1], &f[2], "missing"]),
+        "rw=write bs=32k size=1m",
+        &o,
+    );
+    refused(&healthy, read, "is stale");
+    let degraded = raid6("[stripe=16k]", [&f[0], &f[1], &f[2], "missing"]);
+    let (checked, bad) = mismatches(&go(&degraded, read, &o));
+    assert!(checked > 0 && bad == 0);
+}
+
+/// Mark every member's superblock as not cleanly stopped (md's "active"),
+/// as a crash during writes leaves it.
+fn mark_dirty(path: &str) {
+    use raidlab_io::md::{checksum, Superblock};
+    let mut all = std::fs::read(path).unwrap();
+    let block = &mut all[4096..8192];
+    assert!(Superblock::decode(block).unwrap().unwrap().clean());
+    block[208..216].fill(0);
+    block[216..220].fill(0);
+    let c = checksum(block);
+    block[216..220].copy_from_slice(&c.to_le_bytes());
+    std::fs::write(path, all).unwrap();
+}
+
+/// The write hole: a crash between a stripe's data write and its parity
+/// write leaves the parity stale, and a member lost later would be rebuilt
+/// from it wrong. raidlab refuses to run such an array degraded, and
+/// resynchronises it when it runs whole; then every member can be lost and
+/// the data still reads back.
+#[test]
+fn an_unclean_array_is_resynced_before_it_runs_degraded() {
+    let d = TempDir::new("resync");
+    let f = d.files(3);
+    let o = opts(EngineKind::Psync, true);
+    let chunk = 16 << 10;
+    let expr = format!("raid5[stripe=16k]({})", f.join(","));
+    go(&expr, "rw=write bs=32k size=1m", &o);
+    // The crash: parity of every stripe left stale (as if the data writes
+    // landed and the parity writes did not), and the array marked active.
+    let sizes: Vec<u64> = f.iter().map(|p| data_area(p).len() as u64).collect();
+    let g = Geometry::new(Level::Raid5, chunk, ParityLayout::LeftSymmetric, &sizes).unwrap();
+    for s in 0..g.member_size() / chunk {
+        let (p, _) = g.parity_of(s);
+        let mut all = std::fs::read(&f[p]).unwrap();
+        let at = data_offset(&f[p]) + (s * chunk) as usize;
+        all[at + 100] ^= 0xff;
+        std::fs::write(&f[p], all).unwrap();
+    }
+    f.iter().for_each(|p| mark_dirty(p));
+    let degraded = |i: usize| {
+        let mut m: Vec<&str> = f.iter().map(String::as_str).collect();
+        m[i] = "missing";
+        format!("raid5[stripe=16k]({})", m.join(","))
+    };
+    let w = Workload::parse("rw=read bs=16k size=1m").unwrap();
+    let e = run(&degraded(0), &w, 1, &o).err().expect("refused");
+    assert!(e.to_string().contains("not stopped cleanly"), "{e}");
+    // Whole: resynchronised first, then read.
+    let r = go(&expr, "rw=read bs=16k size=1m", &o);
+    let meta = r.real.as_ref().unwrap().array.clone().unwrap();
+    assert!(meta.resynced_bytes >= 1 << 20, "{meta:?}");
+    assert_eq!(mismatches(&r).1, 0);
+    check_parity(&f, Level::Raid5, ParityLayout::LeftSymmetric, chunk, 1);
+    for i in 0..3 {
+        let (checked, bad) = mismatches(&go(&degraded(i), "rw=read bs=16k size=1m", &o));
+        assert!(checked > 0 && bad == 0, "member {i} lost: {bad} bad");
+    }
+}
+
+/// A read run assembles only arrays a run created: over blank members it
+/// is refused (they are not an array), unless `create` asks for new
+/// metadata, which it then writes clean.
+#[test]
+fn a_read_run_over_blank_members_needs_create() {
+    let d = TempDir::new("blank-read");
+    let f = d.files(2);
+    for p in &f {
+        std::fs::write(p, vec![0u8; 4 << 20]).unwrap();
+    }
+    let expr = format!("raid0[stripe=64k]({})", f.join(","));
+    let w = Workload::parse("rw=randread bs=4k size=1m").unwrap();
+    let e = run(&expr, &w, 1, &RunOptions::default()).err().unwrap();
+    assert!(e.to_string().contains("hold no array metadata"), "{e}");
+    let create = RunOptions {
+        create: true,
+        ..RunOptions::default()
+    };
+    let r = run(&expr, &w, 1, &create).unwrap().result;
+    let meta = r.real.unwrap().array.unwrap();
+    assert!(meta.created && meta.events == 1, "{meta:?}");
+    // Now an array: later read runs assemble it.
+    let again = run(&expr, &w, 1, &RunOptions::default()).unwrap().result;
+    assert!(!again.real.unwrap().array.unwrap().created);
 }

@@ -59,6 +59,11 @@ pub struct RealArgs {
     /// Write even to devices that are in use or carry signatures.
     #[arg(long)]
     pub force: bool,
+    /// Create new arrays over the members, replacing the md metadata they
+    /// carry (their data is lost), as `mdadm --create` does; without it,
+    /// members with metadata are assembled and checked.
+    #[arg(long)]
+    pub create: bool,
 }
 
 impl RealArgs {
@@ -71,6 +76,7 @@ impl RealArgs {
             verify: self.verify,
             force: self.force,
             trace: false,
+            create: self.create,
         }
     }
 }

@@ -184,7 +184,7 @@ fn sweep_runs_real_arrays_from_a_template_of_paths() {
         .map(|i| format!("{}[size=8m]", dir.join(format!("m{i}")).display()))
         .collect();
     let topo = format!("raid{{level}}({})", m.join(","));
-    let csv = ok(&raidlab(&[
+    let args = [
         "sweep",
         "--engine",
         "real",
@@ -198,7 +198,14 @@ fn sweep_runs_real_arrays_from_a_template_of_paths() {
         "bs=4k,64k",
         "--buffered",
         "--verify",
-    ]));
+    ];
+    // The level changes from run to run: each run must create its arrays
+    // anew, which the sweep refuses to do unasked, before anything runs.
+    let o = raidlab(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--create"), "{}", stderr(&o));
+    assert!(!dir.join("m0").exists(), "nothing ran");
+    let csv = ok(&raidlab(&[&args[..], &["--create"]].concat()));
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 7, "{csv}");
     let head: Vec<&str> = lines[0].split(',').collect();

@@ -98,7 +98,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let shard = args.shard.as_deref().map(sweep::parse_shard).transpose()?;
     let runs = sweep.runs(shard);
     let db = args.presets.load()?;
-    let inputs = check_runs(&sweep, &runs, &db, args.engine)?;
+    let inputs = check_runs(&sweep, &runs, &db, args.engine, args.real.create)?;
     let results = execute(&sweep, &runs, &inputs, &args)?;
     let rows: Vec<_> = runs
         .iter()
@@ -131,6 +131,7 @@ fn check_runs(
     runs: &[Run],
     db: &PresetDb,
     engine: Engine,
+    create: bool,
 ) -> Result<Vec<(Option<Topology>, Workload)>, Failure> {
     let inputs = runs
         .iter()
@@ -153,7 +154,7 @@ fn check_runs(
             .zip(&inputs)
             .map(|(r, (_, w))| (r.topology.as_str(), w))
             .collect();
-        raidlab_io::check_sequence(&seq)
+        raidlab_io::check_sequence(&seq, create)
             .map_err(|(i, e)| Failure::from(e).context(label(sweep, &runs[i])))?;
     }
     Ok(inputs)

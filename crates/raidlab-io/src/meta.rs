@@ -1,0 +1,500 @@
+//! Creating and assembling arrays from their members' md superblocks, as
+//! `mdadm --create` and `mdadm --assemble` do.
+//!
+//! A run whose members are all blank creates the arrays (or any run given
+//! `create`). Otherwise every present member must carry the superblock
+//! raidlab wrote for the slot the expression gives it: a blank member among
+//! written ones, a member of another array, a reordered member, a changed
+//! level, chunk or layout, and a stale member (one that missed updates
+//! while it was `missing`) are refused, each naming the member. An array
+//! not stopped cleanly is resynchronised before use (see `resync.rs`), and
+//! refused if it is also degraded (md's "dirty degraded array").
+
+use crate::buf::ABuf;
+use crate::md::{self, Lineage, Superblock, ROLE_FAULTY};
+use crate::topo::{RealNode, RealTopology};
+use crate::{Error, ErrorKind};
+use raidlab_layout::Level;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// Where a leaf member sits: its array and slot, and the path from the root.
+#[derive(Debug, Clone)]
+pub struct Leaf {
+    /// Member index.
+    pub member: usize,
+    /// Child indices from the root down to the leaf.
+    pub path: Vec<u16>,
+    /// The array it is a member of.
+    pub level: Level,
+    /// That array's chunk as md records it (0 for RAID 1 and concat).
+    pub chunk: u64,
+    /// md's layout value.
+    pub layout: u32,
+    /// Slots of that array.
+    pub slots: usize,
+    /// Which of that array's slots are `missing`.
+    pub missing: Vec<bool>,
+}
+
+/// md's chunk for an array: RAID 1 and linear record none.
+pub fn md_chunk(level: Level, chunk: u64) -> u64 {
+    match level {
+        Level::Raid1 | Level::Concat => 0,
+        _ => chunk,
+    }
+}
+
+/// Every leaf member under an array, in member order; empty when the root
+/// is a lone member (a plain file or device, without metadata).
+pub fn leaves(root: &RealNode) -> Vec<Leaf> {
+    fn walk(n: &RealNode, path: &mut Vec<u16>, out: &mut Vec<Leaf>) {
+        let RealNode::Array {
+            level,
+            chunk,
+            layout,
+            children,
+            ..
+        } = n
+        else {
+            return;
+        };
+        let missing: Vec<bool> = children
+            .iter()
+            .map(|c| matches!(c, RealNode::Missing))
+            .collect();
+        for (i, c) in children.iter().enumerate() {
+            path.push(i as u16);
+            match c {
+                RealNode::Member(m) => out.push(Leaf {
+                    member: *m,
+                    path: path.clone(),
+                    level: *level,
+                    chunk: md_chunk(*level, *chunk),
+                    layout: md::md_layout(*level, *layout),
+                    slots: children.len(),
+                    missing: missing.clone(),
+                }),
+                RealNode::Array { .. } => walk(c, path, out),
+                RealNode::Missing => {}
+            }
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut Vec::new(), &mut out);
+    out.sort_by_key(|l| l.member);
+    out
+}
+
+/// The expression's shape: levels, chunks, layouts and slot counts, not
+/// the paths; two expressions of one shape describe the same arrays.
+pub fn shape(root: &RealNode) -> u64 {
+    fn text(n: &RealNode, out: &mut String) {
+        match n {
+            RealNode::Member(_) | RealNode::Missing => out.push('m'),
+            RealNode::Array {
+                level,
+                chunk,
+                layout,
+                children,
+                ..
+            } => {
+                out.push_str(&format!(
+                    "{}/{}/{}(",
+                    md::md_level(*level),
+                    md_chunk(*level, *chunk),
+                    md::md_layout(*level, *layout)
+                ));
+                for c in children {
+                    text(c, out);
+                    out.push(',');
+                }
+                out.push(')');
+            }
+        }
+    }
+    let mut s = String::new();
+    text(root, &mut s);
+    md::fnv64(s.as_bytes())
+}
+
+/// What one member's superblock block holds.
+enum Found {
+    /// No md superblock.
+    Blank,
+    /// A superblock raidlab wrote, with its lineage.
+    Ours(Box<Superblock>, Lineage),
+    /// An md superblock without raidlab's lineage: another tool's array.
+    Foreign(Box<Superblock>),
+    /// An md magic whose block cannot be used.
+    Damaged(md::SbError),
+}
+
+/// Read the superblock block of an open member.
+fn read_block(f: &File) -> std::io::Result<ABuf> {
+    // Aligned: members may be open for direct I/O.
+    let mut b = ABuf::zeroed(md::BLOCK);
+    let mut got = 0;
+    while got < b.len() {
+        match f.read_at(&mut b[got..], md::SUPER_OFFSET + got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(b)
+}
+
+fn classify(block: &[u8]) -> Found {
+    match Superblock::decode(block) {
+        Ok(None) => Found::Blank,
+        Ok(Some(sb)) => match Lineage::load(block) {
+            Some(l) => Found::Ours(Box::new(sb), l),
+            None => Found::Foreign(Box::new(sb)),
+        },
+        Err(e) => Found::Damaged(e),
+    }
+}
+
+/// Whether the file or device at `path` carries a superblock raidlab
+/// wrote: the signature check leaves such members to assembly.
+pub fn is_raidlab_member(path: &std::path::Path) -> bool {
+    File::open(path)
+        .and_then(|f| read_block(&f))
+        .is_ok_and(|b| matches!(classify(&b), Found::Ours(..)))
+}
+
+/// An assembled (or newly created) set of arrays.
+#[derive(Debug, Clone)]
+pub struct Assembly {
+    /// The leaves under arrays, in member order.
+    pub leaves: Vec<Leaf>,
+    /// Byte offset of each member's data (0 without metadata).
+    pub offsets: Vec<u64>,
+    /// UUID of the root array.
+    pub root_uuid: [u8; 16],
+    /// Shape of the expression.
+    pub shape: u64,
+    /// Creation time (seconds).
+    pub ctime: u64,
+    /// Highest event count on the members.
+    pub events: u64,
+    /// The arrays were created by this run.
+    pub created: bool,
+    /// Some member says the array was not stopped cleanly.
+    pub dirty: bool,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A fresh UUID: the clock, the process and the member paths mixed by
+/// SplitMix64 (uniqueness is what matters, not secrecy).
+fn new_uuid(topo: &RealTopology) -> [u8; 16] {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let paths: String = topo
+        .members
+        .iter()
+        .map(|m| m.path.display().to_string())
+        .collect();
+    let mut s = nanos ^ ((std::process::id() as u64) << 32) ^ md::fnv64(paths.as_bytes());
+    let mut out = [0u8; 16];
+    for half in out.chunks_mut(8) {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        half.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out
+}
+
+/// A UUID derived from the root's for the array or device at `path` (the
+/// root array's is the root's own).
+fn derived_uuid(root: &[u8; 16], path: &[u16], tag: u8) -> [u8; 16] {
+    if path.is_empty() && tag == b'a' {
+        return *root;
+    }
+    let mut bytes = root.to_vec();
+    bytes.push(tag);
+    for p in path {
+        bytes.extend_from_slice(&p.to_le_bytes());
+    }
+    let a = md::fnv64(&bytes);
+    bytes.push(0xa5);
+    let b = md::fnv64(&bytes);
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&a.to_le_bytes());
+    out[8..].copy_from_slice(&b.to_le_bytes());
+    out
+}
+
+fn refused(msg: String) -> Error {
+    Error::new(ErrorKind::Refused, msg)
+}
+
+/// Create or assemble the arrays of `topo` over its open members of
+/// `sizes` bytes. `create`: make new arrays whatever the members hold
+/// (their signatures were checked already); `degraded`: some redundant
+/// array runs with a member `missing`.
+pub fn assemble(
+    topo: &RealTopology,
+    files: &[File],
+    sizes: &[u64],
+    create: bool,
+) -> Result<Assembly, Error> {
+    let leaves = leaves(&topo.root);
+    let shape = topo.shape;
+    let mut offsets = vec![0; topo.members.len()];
+    if leaves.is_empty() {
+        return Ok(Assembly {
+            leaves,
+            offsets,
+            root_uuid: [0; 16],
+            shape,
+            ctime: 0,
+            events: 0,
+            created: false,
+            dirty: false,
+        });
+    }
+    let path_of = |m: usize| topo.members[m].path.display().to_string();
+    let mut found = Vec::new();
+    for l in &leaves {
+        let b = read_block(&files[l.member])
+            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", path_of(l.member))))?;
+        found.push(classify(&b));
+    }
+    if create || found.iter().all(|f| matches!(f, Found::Blank)) {
+        for l in &leaves {
+            let smallest = leaves
+                .iter()
+                .filter(|o| o.path[..o.path.len() - 1] == l.path[..l.path.len() - 1])
+                .map(|o| sizes[o.member])
+                .min()
+                .unwrap_or(sizes[l.member]);
+            offsets[l.member] = md::data_offset(smallest, l.chunk);
+            if offsets[l.member] >= sizes[l.member] {
+                return Err(Error::new(
+                    ErrorKind::Size,
+                    format!(
+                        "{} holds {} bytes, not more than the {} bytes md's metadata and data offset take",
+                        path_of(l.member),
+                        sizes[l.member],
+                        offsets[l.member]
+                    ),
+                ));
+            }
+        }
+        return Ok(Assembly {
+            leaves,
+            offsets,
+            root_uuid: new_uuid(topo),
+            shape,
+            ctime: now_secs(),
+            events: 0,
+            created: true,
+            dirty: false,
+        });
+    }
+    let mut first: Option<(usize, &Superblock, &Lineage)> = None;
+    for (l, f) in leaves.iter().zip(&found) {
+        let who = path_of(l.member);
+        let (sb, lin) = match f {
+            Found::Ours(sb, lin) => (sb.as_ref(), lin),
+            Found::Blank => {
+                let other = leaves
+                    .iter()
+                    .zip(&found)
+                    .find(|(_, f)| matches!(f, Found::Ours(..)))
+                    .map_or(String::new(), |(o, _)| path_of(o.member));
+                return Err(refused(format!(
+                    "{who} holds no array metadata while {other} belongs to an array: a new or misspelt member? Write 'missing' in its place to run degraded, or pass --create to make a new array over these members (their data is lost)"
+                )));
+            }
+            Found::Foreign(sb) => {
+                return Err(refused(format!(
+                    "{who} is a member of an md array raidlab did not create (UUID {}): --force --create overwrites it",
+                    md::uuid_text(&sb.set_uuid)
+                )))
+            }
+            Found::Damaged(e) => {
+                return Err(refused(format!(
+                    "{who}: {e}; --create makes a new array over it"
+                )))
+            }
+        };
+        check_slot(l, sb, lin, &who)?;
+        match first {
+            Some((fm, _, flin)) if flin.root_uuid != lin.root_uuid => {
+                return Err(refused(format!(
+                    "{who} belongs to array {} but {} to array {}: members of different arrays",
+                    md::uuid_text(&lin.root_uuid),
+                    path_of(fm),
+                    md::uuid_text(&flin.root_uuid)
+                )));
+            }
+            Some(_) => {}
+            None => first = Some((l.member, sb, lin)),
+        }
+        if lin.shape != shape {
+            return Err(refused(format!(
+                "{who} belongs to an array of another shape (levels, chunks, layouts or member counts differ from the expression's): pass --create to make a new array (its data is lost)"
+            )));
+        }
+        offsets[l.member] = sb.data_offset * 512;
+    }
+    let sbs: Vec<&Superblock> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::Ours(sb, _) => Some(sb.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let events = sbs.iter().map(|s| s.events).max().unwrap_or(0);
+    for (l, sb) in leaves.iter().zip(&sbs) {
+        if sb.events < events {
+            return Err(refused(format!(
+                "{} is stale: its metadata was last updated at event {}, the array's at {}; it missed writes while it was missing. Write 'missing' in its place (raidlab does not rebuild members yet), or --create a new array",
+                path_of(l.member),
+                sb.events,
+                events
+            )));
+        }
+    }
+    let (_, fsb, flin) = first.expect("every leaf is ours");
+    Ok(Assembly {
+        leaves,
+        offsets,
+        root_uuid: flin.root_uuid,
+        shape,
+        ctime: fsb.ctime,
+        events,
+        created: false,
+        dirty: sbs.iter().any(|s| !s.clean()),
+    })
+}
+
+/// Check that the superblock on the leaf says what the expression does
+/// about its array and slot.
+fn check_slot(l: &Leaf, sb: &Superblock, lin: &Lineage, who: &str) -> Result<(), Error> {
+    let want_level = md::md_level(l.level);
+    if sb.level != want_level {
+        return Err(refused(format!(
+            "{who} is a member of a {} array, the expression makes it {}: pass --create to make a new array (its data is lost)",
+            md::level_word(sb.level),
+            md::level_word(want_level)
+        )));
+    }
+    if sb.layout != l.layout {
+        return Err(refused(format!(
+            "{who} was written with layout={}, the expression says layout={}: pass --create to make a new array (its data is lost)",
+            md::layout_word(sb.level, sb.layout),
+            md::layout_word(want_level, l.layout)
+        )));
+    }
+    if sb.chunk_sectors as u64 * 512 != l.chunk {
+        return Err(refused(format!(
+            "{who} was written with stripe={}k, the expression says stripe={}k: pass --create to make a new array (its data is lost)",
+            sb.chunk_sectors / 2,
+            l.chunk / 1024
+        )));
+    }
+    if sb.raid_disks as usize != l.slots {
+        return Err(refused(format!(
+            "{who} belongs to an array of {} members, the expression's has {}",
+            sb.raid_disks, l.slots
+        )));
+    }
+    if lin.path != l.path {
+        return Err(refused(format!(
+            "{who} is member {} of its array, the expression puts it at {}: members reordered? Give them in their order",
+            path_text(&lin.path),
+            path_text(&l.path)
+        )));
+    }
+    Ok(())
+}
+
+/// The md name of the array at `path`: `raidlab` for the root, then the
+/// slot path (`raidlab:2.1`).
+fn array_name(path: &[u16]) -> String {
+    let mut n = String::from("raidlab");
+    if !path.is_empty() {
+        n.push(':');
+        n.push_str(&path_text(path));
+    }
+    n.chars().take(32).collect()
+}
+
+/// A slot path as `2` or `1.2` (1-based, root first).
+fn path_text(p: &[u16]) -> String {
+    p.iter()
+        .map(|i| (i + 1).to_string())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+impl Assembly {
+    /// Whether there is metadata to keep (the root is an array).
+    pub fn has_metadata(&self) -> bool {
+        !self.leaves.is_empty()
+    }
+
+    /// Write every leaf's superblock with event count `events`, clean or
+    /// active, then make it durable. `used` gives, per member, the bytes
+    /// its array uses of it; `sizes` the device sizes.
+    pub fn write(
+        &self,
+        files: &[File],
+        sizes: &[u64],
+        used: &[u64],
+        events: u64,
+        clean: bool,
+    ) -> std::io::Result<()> {
+        for l in &self.leaves {
+            let array_path = &l.path[..l.path.len() - 1];
+            let slot = *l.path.last().expect("a leaf has a slot");
+            let roles = (0..l.slots)
+                .map(|i| if l.missing[i] { ROLE_FAULTY } else { i as u16 })
+                .collect();
+            let off = self.offsets[l.member];
+            let sb = Superblock {
+                set_uuid: derived_uuid(&self.root_uuid, array_path, b'a'),
+                name: array_name(array_path),
+                ctime: self.ctime,
+                level: md::md_level(l.level),
+                layout: l.layout,
+                size: used[l.member] / 512,
+                chunk_sectors: (l.chunk / 512) as u32,
+                raid_disks: l.slots as u32,
+                data_offset: off / 512,
+                data_size: (sizes[l.member] - off) / 512,
+                dev_number: slot as u32,
+                device_uuid: derived_uuid(&self.root_uuid, &l.path, b'd'),
+                utime: now_secs(),
+                events,
+                resync_offset: if clean { md::IN_SYNC } else { 0 },
+                roles,
+            };
+            let mut block = ABuf::zeroed(md::BLOCK);
+            block.copy_from_slice(&sb.encode());
+            Lineage {
+                root_uuid: self.root_uuid,
+                shape: self.shape,
+                path: l.path.clone(),
+            }
+            .store(&mut block);
+            files[l.member].write_all_at(&block, md::SUPER_OFFSET)?;
+        }
+        for l in &self.leaves {
+            files[l.member].sync_data()?;
+        }
+        Ok(())
+    }
+}
