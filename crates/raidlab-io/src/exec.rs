@@ -44,6 +44,8 @@ pub enum VNode {
         children: Vec<usize>,
         /// Which children are `missing`.
         failed: Vec<bool>,
+        /// Its column in the expression, for messages.
+        col: usize,
     },
 }
 
@@ -135,6 +137,7 @@ impl Vol {
                     geo,
                     children: ids,
                     failed,
+                    col: *col,
                 };
                 Ok((id, cap))
             }
@@ -155,6 +158,19 @@ impl Vol {
             }
         }
         used
+    }
+
+    /// A name for each node in messages: a member's path, an array's level
+    /// and column.
+    pub fn names(&self, paths: &[String]) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| match n {
+                VNode::Member { idx, .. } => paths[*idx].clone(),
+                VNode::Missing => "missing".into(),
+                VNode::Array { geo, col, .. } => format!("{} at column {col}", geo.level().word()),
+            })
+            .collect()
     }
 
     /// Array nodes, every array after the arrays inside it: the order in
@@ -343,6 +359,7 @@ impl<'a, 'm> Exec<'a, 'm> {
                     geo,
                     children,
                     failed,
+                    ..
                 } => self.array_read(geo, children, failed, off, buf).await,
             }
         })
@@ -359,6 +376,7 @@ impl<'a, 'm> Exec<'a, 'm> {
                     geo,
                     children,
                     failed,
+                    ..
                 } => self.array_write(geo, children, failed, off, data).await,
             }
         })

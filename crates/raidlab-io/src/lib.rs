@@ -26,8 +26,9 @@ pub mod meta;
 pub mod parity;
 mod resync;
 pub mod safety;
+pub mod scrub;
 pub mod topo;
-mod verify;
+pub(crate) mod verify;
 mod worker;
 
 use backend::{EngineKind, MemberCounters, Members};
@@ -468,6 +469,61 @@ fn prepare_members(
         made.push(i);
     }
     Ok((kinds, made))
+}
+
+/// Scrub the arrays of `expr` as md's `check` (`repair` false: read and
+/// compare only) or `repair` sync action (rewrite what is wrong); see
+/// `scrub.rs`. An array not stopped cleanly is resynchronised by repair and
+/// refused by check.
+pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport, Error> {
+    let topo: RealTopology = topo::parse_real(expr)?;
+    for m in &topo.members {
+        if safety::check(&m.path, repair, force)?.is_none() {
+            return Err(Error::new(
+                ErrorKind::Refused,
+                format!("{} does not exist", m.path.display()),
+            ));
+        }
+    }
+    check_aliases(&topo)?;
+    let opts = RunOptions {
+        force,
+        direct: false,
+        ..RunOptions::default()
+    };
+    let Arrays {
+        mut members,
+        asm,
+        vol,
+        ..
+    } = assemble_arrays(&topo, repair, &opts)?;
+    if !asm.has_metadata() {
+        return Err(Error::new(
+            ErrorKind::Expression,
+            "a lone path is no array: there is nothing to check".to_string(),
+        ));
+    }
+    if asm.dirty && !repair {
+        return Err(Error::new(
+            ErrorKind::Refused,
+            "the array was not stopped cleanly: 'raidlab repair' (or any run with every member) resynchronises it first".to_string(),
+        ));
+    }
+    resync_if_dirty(&topo, &mut members, &vol, &asm, &opts)?;
+    let paths: Vec<String> = topo
+        .members
+        .iter()
+        .map(|m| m.path.display().to_string())
+        .collect();
+    let report = scrub::scrub(&vol, &members, &vol.names(&paths), repair)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("scrubbing: {e}")))?;
+    if repair {
+        for f in &members.files {
+            f.sync_data()
+                .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
+        }
+    }
+    Ok(report)
 }
 
 /// Open members, their arrays assembled (or created) and compiled.

@@ -22,7 +22,10 @@ use std::task::{Context, Poll, Waker};
 const STEP_BYTES: u64 = 1 << 20;
 
 /// Drive one volume operation to completion on a psync back end.
-fn block_on<F: Future<Output = io::Result<()>>>(be: &Backend<'_>, fut: F) -> io::Result<()> {
+pub(crate) fn block_on<F: Future<Output = io::Result<()>>>(
+    be: &Backend<'_>,
+    fut: F,
+) -> io::Result<()> {
     let mut fut = std::pin::pin!(fut);
     let mut cx = Context::from_waker(Waker::noop());
     loop {

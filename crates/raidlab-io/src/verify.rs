@@ -85,6 +85,16 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
+/// Whether every unit of `block` is an intact verify unit (its magic and
+/// checksum right), whatever address it names: what a scrub uses to tell
+/// which of two disagreeing blocks of `--verify` data is the damaged one.
+pub fn intact(block: &[u8]) -> bool {
+    block.chunks_exact(UNIT).all(|u| {
+        u[0..4] == MAGIC
+            && u32::from_le_bytes(u[4..8].try_into().expect("4 bytes")) == checksum(&u[8..])
+    })
+}
+
 /// Check one unit read from volume address `addr`; returns its generation.
 pub fn check_unit(u: &[u8], addr: u64) -> Result<u64, Mismatch> {
     if u[0..4] != MAGIC {

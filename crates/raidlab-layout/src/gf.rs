@@ -43,6 +43,13 @@ pub fn mul(a: u8, b: u8) -> u8 {
     }
 }
 
+/// The discrete logarithm of a ≠ 0 to base g: log(g^i) = i.
+#[inline]
+pub fn log(a: u8) -> u8 {
+    debug_assert!(a != 0);
+    LOG[a as usize]
+}
+
 /// Multiplicative inverse (a ≠ 0).
 #[inline]
 pub fn inv(a: u8) -> u8 {

@@ -24,6 +24,8 @@ pub enum Cmd {
     Validate(cmd::validate::Args),
     Reproduce(cmd::reproduce::Args),
     Run(cmd::run::Args),
+    Check(cmd::scrub::CheckArgs),
+    Repair(cmd::scrub::RepairArgs),
     ExportFio(cmd::export_fio::Args),
     Model(cmd::model::Args),
     Sweep(cmd::sweep::Args),

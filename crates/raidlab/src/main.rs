@@ -22,6 +22,8 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Cmd::Validate(a) => cmd::validate::run(a),
         Cmd::Reproduce(a) => cmd::reproduce::run(a),
         Cmd::Run(a) => cmd::run::run(a),
+        Cmd::Check(a) => cmd::scrub::check(a),
+        Cmd::Repair(a) => cmd::scrub::repair(a),
         Cmd::ExportFio(a) => cmd::export_fio::run(a),
         Cmd::Model(a) => cmd::model::run(a),
         Cmd::Sweep(a) => cmd::sweep::run(a),

@@ -7,6 +7,7 @@ pub mod plot;
 pub mod presets;
 pub mod reproduce;
 pub mod run;
+pub mod scrub;
 pub mod sim;
 pub mod sweep;
 pub mod validate;
