@@ -25,6 +25,7 @@ pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 type Res = io::Result<()>;
 
 /// A compiled node.
+#[derive(Clone)]
 pub enum VNode {
     /// Member file `idx`, whose data starts `base` bytes in (after its md
     /// superblock and data offset).
@@ -50,6 +51,7 @@ pub enum VNode {
 }
 
 /// A compiled volume: node 0 is the root.
+#[derive(Clone)]
 pub struct Vol {
     /// Nodes.
     pub nodes: Vec<VNode>,
@@ -158,6 +160,29 @@ impl Vol {
             }
         }
         used
+    }
+
+    /// The same volume with `members` failed (as if written `missing`):
+    /// node ids stay the same, so a node of one is the node of the other.
+    pub fn failing(&self, members: &[usize]) -> Vol {
+        let mut v = self.clone();
+        let gone: Vec<usize> = (0..v.nodes.len())
+            .filter(|&n| matches!(v.nodes[n], VNode::Member { idx, .. } if members.contains(&idx)))
+            .collect();
+        for &n in &gone {
+            v.nodes[n] = VNode::Missing;
+        }
+        for node in &mut v.nodes {
+            if let VNode::Array {
+                children, failed, ..
+            } = node
+            {
+                for (k, c) in children.iter().enumerate() {
+                    failed[k] |= gone.contains(c);
+                }
+            }
+        }
+        v
     }
 
     /// A name for each node in messages: a member's path, an array's level

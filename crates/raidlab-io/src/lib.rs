@@ -24,6 +24,7 @@ mod exec;
 pub mod md;
 pub mod meta;
 pub mod parity;
+mod rebuild;
 mod resync;
 pub mod safety;
 pub mod scrub;
@@ -526,6 +527,106 @@ pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport
     Ok(report)
 }
 
+/// What `rebuild` did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RebuildReport {
+    /// UUID of the root array.
+    pub uuid: String,
+    /// The members rebuilt.
+    pub rebuilt: Vec<String>,
+    /// Bytes written to them.
+    pub bytes: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Event count on the members afterwards.
+    pub events: u64,
+}
+
+/// Rebuild the blank or stale members of the arrays of `expr` (replacement
+/// files or devices) from the rest of their arrays, at most `max_rate`
+/// bytes per second; `progress` is told (bytes done, bytes in all). A
+/// replacement file that does not exist is created at the size of the
+/// largest member. See `rebuild.rs`.
+pub fn rebuild(
+    expr: &str,
+    max_rate: Option<f64>,
+    force: bool,
+    progress: &dyn Fn(u64, u64),
+) -> Result<RebuildReport, Error> {
+    let started = Instant::now();
+    let topo: RealTopology = topo::parse_real(expr)?;
+    create_replacements(&topo, force)?;
+    check_aliases(&topo)?;
+    let (members, sizes, _) = open_members(&topo, true, false)?;
+    let asm = meta::assemble(
+        &topo,
+        &members.files,
+        &sizes,
+        meta::Intent::Rebuild { force },
+    )?;
+    if !asm.has_metadata() {
+        return Err(Error::new(
+            ErrorKind::Expression,
+            "a lone path is no array: there is nothing to rebuild".to_string(),
+        ));
+    }
+    if asm.dirty && !force {
+        return Err(Error::new(
+            ErrorKind::Refused,
+            "the array was not stopped cleanly: run it once with its current members to resynchronise it before rebuilding (or --force)".to_string(),
+        ));
+    }
+    let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
+    let vol = exec::Vol::build(&topo.root, &data, &asm.offsets)?;
+    let pace = rebuild::Pace { max_rate, progress };
+    let bytes = rebuild::rebuild(&vol, &members, &asm.rebuild, &pace)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("rebuilding: {e}")))?;
+    let events = asm.events + 1;
+    asm.write(
+        &members.files,
+        &sizes,
+        &vol.member_use(sizes.len()),
+        events,
+        true,
+    )
+    .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    Ok(RebuildReport {
+        uuid: md::uuid_text(&asm.root_uuid),
+        rebuilt: asm
+            .rebuild
+            .iter()
+            .map(|&m| topo.members[m].path.display().to_string())
+            .collect(),
+        bytes,
+        seconds: started.elapsed().as_secs_f64(),
+        events,
+    })
+}
+
+/// Check every member of a rebuild against the safety rules (it writes),
+/// and create the replacement files that do not exist, at the size of the
+/// largest member.
+fn create_replacements(topo: &RealTopology, force: bool) -> Result<(), Error> {
+    let mut absent = Vec::new();
+    for m in &topo.members {
+        if safety::check(&m.path, true, force)?.is_none() {
+            absent.push(&m.path);
+        }
+    }
+    let size = topo
+        .members
+        .iter()
+        .filter_map(|m| std::fs::metadata(&m.path).ok().map(|md| md.len()))
+        .max()
+        .unwrap_or(0);
+    for p in absent {
+        File::create_new(p)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| Error::new(ErrorKind::Io, format!("creating {}: {e}", p.display())))?;
+    }
+    Ok(())
+}
+
 /// Open members, their arrays assembled (or created) and compiled.
 struct Arrays {
     members: Members,
@@ -541,7 +642,12 @@ struct Arrays {
 /// members for writing.
 fn assemble_arrays(topo: &RealTopology, writes: bool, opts: &RunOptions) -> Result<Arrays, Error> {
     let (members, sizes, all_direct) = open_members(topo, writes, opts.direct)?;
-    let asm = meta::assemble(topo, &members.files, &sizes, opts.create)?;
+    let intent = if opts.create {
+        meta::Intent::Create
+    } else {
+        meta::Intent::Assemble
+    };
+    let asm = meta::assemble(topo, &members.files, &sizes, intent)?;
     if asm.created && !writes && !opts.create {
         return Err(Error::new(
             ErrorKind::Refused,

@@ -183,6 +183,8 @@ pub struct Assembly {
     pub created: bool,
     /// Some member says the array was not stopped cleanly.
     pub dirty: bool,
+    /// Members to rebuild (replacements), in member order.
+    pub rebuild: Vec<usize>,
 }
 
 fn now_secs() -> u64 {
@@ -238,16 +240,32 @@ fn refused(msg: String) -> Error {
     Error::new(ErrorKind::Refused, msg)
 }
 
+/// What a command wants of the members' arrays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    /// Use the arrays the members hold; create them if all are blank.
+    Assemble,
+    /// Make new arrays whatever the members hold (their signatures were
+    /// checked already).
+    Create,
+    /// Use the arrays, taking blank and stale members as replacements to
+    /// rebuild (`force`: members with foreign or damaged md superblocks
+    /// too).
+    Rebuild {
+        /// Take foreign and damaged superblocks for blank.
+        force: bool,
+    },
+}
+
 /// Create or assemble the arrays of `topo` over its open members of
-/// `sizes` bytes. `create`: make new arrays whatever the members hold
-/// (their signatures were checked already); `degraded`: some redundant
-/// array runs with a member `missing`.
+/// `sizes` bytes, as `intent` says.
 pub fn assemble(
     topo: &RealTopology,
     files: &[File],
     sizes: &[u64],
-    create: bool,
+    intent: Intent,
 ) -> Result<Assembly, Error> {
+    let create = intent == Intent::Create;
     let leaves = leaves(&topo.root);
     let shape = topo.shape;
     let mut offsets = vec![0; topo.members.len()];
@@ -261,6 +279,7 @@ pub fn assemble(
             events: 0,
             created: false,
             dirty: false,
+            rebuild: Vec::new(),
         });
     }
     let path_of = |m: usize| topo.members[m].path.display().to_string();
@@ -300,10 +319,21 @@ pub fn assemble(
             events: 0,
             created: true,
             dirty: false,
+            rebuild: Vec::new(),
         });
     }
-    let mut first: Option<(usize, &Superblock, &Lineage)> = None;
+    let replacing = |f: &Found| match (intent, f) {
+        (Intent::Rebuild { .. }, Found::Blank) => true,
+        (Intent::Rebuild { force }, Found::Foreign(_) | Found::Damaged(_)) => force,
+        _ => false,
+    };
+    let mut rebuild = Vec::new();
+    let mut ours: Vec<(&Leaf, &Superblock, &Lineage)> = Vec::new();
     for (l, f) in leaves.iter().zip(&found) {
+        if replacing(f) {
+            rebuild.push(l.member);
+            continue;
+        }
         let who = path_of(l.member);
         let (sb, lin) = match f {
             Found::Ours(sb, lin) => (sb.as_ref(), lin),
@@ -314,7 +344,7 @@ pub fn assemble(
                     .find(|(_, f)| matches!(f, Found::Ours(..)))
                     .map_or(String::new(), |(o, _)| path_of(o.member));
                 return Err(refused(format!(
-                    "{who} holds no array metadata while {other} belongs to an array: a new or misspelt member? Write 'missing' in its place to run degraded, or pass --create to make a new array over these members (their data is lost)"
+                    "{who} holds no array metadata while {other} belongs to an array: a new or misspelt member? Write 'missing' in its place to run degraded, 'raidlab rebuild' to make it a replacement, or pass --create to make a new array over these members (their data is lost)"
                 )));
             }
             Found::Foreign(sb) => {
@@ -330,17 +360,15 @@ pub fn assemble(
             }
         };
         check_slot(l, sb, lin, &who)?;
-        match first {
-            Some((fm, _, flin)) if flin.root_uuid != lin.root_uuid => {
+        if let Some((f0, _, flin)) = ours.first() {
+            if flin.root_uuid != lin.root_uuid {
                 return Err(refused(format!(
                     "{who} belongs to array {} but {} to array {}: members of different arrays",
                     md::uuid_text(&lin.root_uuid),
-                    path_of(fm),
+                    path_of(f0.member),
                     md::uuid_text(&flin.root_uuid)
                 )));
             }
-            Some(_) => {}
-            None => first = Some((l.member, sb, lin)),
         }
         if lin.shape != shape {
             return Err(refused(format!(
@@ -348,36 +376,84 @@ pub fn assemble(
             )));
         }
         offsets[l.member] = sb.data_offset * 512;
+        ours.push((l, sb, lin));
     }
-    let sbs: Vec<&Superblock> = found
-        .iter()
-        .filter_map(|f| match f {
-            Found::Ours(sb, _) => Some(sb.as_ref()),
-            _ => None,
-        })
-        .collect();
-    let events = sbs.iter().map(|s| s.events).max().unwrap_or(0);
-    for (l, sb) in leaves.iter().zip(&sbs) {
-        if sb.events < events {
-            return Err(refused(format!(
-                "{} is stale: its metadata was last updated at event {}, the array's at {}; it missed writes while it was missing. Write 'missing' in its place (raidlab does not rebuild members yet), or --create a new array",
-                path_of(l.member),
-                sb.events,
-                events
-            )));
+    let events = ours.iter().map(|o| o.1.events).max().unwrap_or(0);
+    for (l, sb, _) in &ours {
+        if sb.events >= events {
+            continue;
         }
+        if matches!(intent, Intent::Rebuild { .. }) {
+            rebuild.push(l.member);
+            continue;
+        }
+        return Err(refused(format!(
+            "{} is stale: its metadata was last updated at event {}, the array's at {}; it missed writes while it was missing. Write 'missing' in its place, or 'raidlab rebuild' it",
+            path_of(l.member),
+            sb.events,
+            events
+        )));
     }
-    let (_, fsb, flin) = first.expect("every leaf is ours");
+    rebuild.sort_unstable();
+    replacement_offsets(&leaves, &rebuild, sizes, &mut offsets, &path_of)?;
+    let current: Vec<&(&Leaf, &Superblock, &Lineage)> = ours
+        .iter()
+        .filter(|(l, _, _)| !rebuild.contains(&l.member))
+        .collect();
+    let Some((_, fsb, flin)) = current.first() else {
+        return Err(refused(
+            "no member holds the array's current metadata: nothing to assemble or rebuild from"
+                .to_string(),
+        ));
+    };
     Ok(Assembly {
+        root_uuid: flin.root_uuid,
+        ctime: fsb.ctime,
+        dirty: current.iter().any(|(_, s, _)| !s.clean()),
         leaves,
         offsets,
-        root_uuid: flin.root_uuid,
         shape,
-        ctime: fsb.ctime,
         events,
         created: false,
-        dirty: sbs.iter().any(|s| !s.clean()),
+        rebuild,
     })
+}
+
+/// Give each replacement member the data offset of its array's current
+/// members, and check that it is large enough.
+fn replacement_offsets(
+    leaves: &[Leaf],
+    rebuild: &[usize],
+    sizes: &[u64],
+    offsets: &mut [u64],
+    path_of: &dyn Fn(usize) -> String,
+) -> Result<(), Error> {
+    for &m in rebuild {
+        let l = leaves.iter().find(|l| l.member == m).expect("a leaf");
+        let parent = &l.path[..l.path.len() - 1];
+        let sibling = leaves
+            .iter()
+            .find(|o| !rebuild.contains(&o.member) && &o.path[..o.path.len() - 1] == parent);
+        let Some(sib) = sibling else {
+            return Err(refused(format!(
+                "{}: every member of its array is blank or stale: nothing to rebuild it from",
+                path_of(m)
+            )));
+        };
+        offsets[m] = offsets[sib.member];
+        if sizes[m] < sizes[sib.member] {
+            return Err(Error::new(
+                ErrorKind::Size,
+                format!(
+                    "{} holds {} bytes, less than the {} bytes of the member it replaces",
+                    path_of(m),
+                    sizes[m],
+                    sizes[sib.member]
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Check that the superblock on the leaf says what the expression does

@@ -26,6 +26,7 @@ pub enum Cmd {
     Run(cmd::run::Args),
     Check(cmd::scrub::CheckArgs),
     Repair(cmd::scrub::RepairArgs),
+    Rebuild(cmd::scrub::RebuildArgs),
     ExportFio(cmd::export_fio::Args),
     Model(cmd::model::Args),
     Sweep(cmd::sweep::Args),

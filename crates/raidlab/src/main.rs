@@ -24,6 +24,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Cmd::Run(a) => cmd::run::run(a),
         Cmd::Check(a) => cmd::scrub::check(a),
         Cmd::Repair(a) => cmd::scrub::repair(a),
+        Cmd::Rebuild(a) => cmd::scrub::rebuild(a),
         Cmd::ExportFio(a) => cmd::export_fio::run(a),
         Cmd::Model(a) => cmd::model::run(a),
         Cmd::Sweep(a) => cmd::sweep::run(a),

@@ -668,6 +668,15 @@ fn check_and_repair_scrub_a_real_array() {
     assert_eq!(v["mismatches"][0]["repaired"], true);
     let o = raidlab(&["check", "-t", &t]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // A lost member, replaced and rebuilt.
+    std::fs::remove_file(&m[2]).unwrap();
+    let o = raidlab(&["rebuild", "-t", &t, "--format", "json", "--max-rate", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rebuilt"][0], m[2].as_str());
+    let o = raidlab(&["check", "-t", &t]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_input_error(&["rebuild", "-t", &t, "--max-rate=-1"], "--max-rate");
     assert_input_error(&["check", "-t", &m[0]], "nothing to check");
     assert_input_error(
         &["check", "-t", "raid1(./nope0.img, ./nope1.img)"],

@@ -1,0 +1,169 @@
+//! Rebuilding replacement members, as md's recovery does after
+//! `mdadm --add`: every chunk a replacement holds is computed from the
+//! rest of its array — the data read through the degraded array (which
+//! reconstructs what the replacement should hold) and, for parity chunks,
+//! P and Q computed from the stripe's data — and written to the
+//! replacement alone. A rate limit paces it as md's `speed_limit_max`
+//! does.
+
+use crate::backend::{Backend, Members};
+use crate::buf::ABuf;
+use crate::exec::{Exec, VNode, Vol};
+use crate::resync::block_on;
+use raidlab_layout::{gf, Geometry, Level};
+use std::io;
+use std::time::{Duration, Instant};
+
+/// What a rebuild moves and how fast it may go.
+pub(crate) struct Pace<'p> {
+    /// Bytes per second at most (`None`: as fast as the members go).
+    pub max_rate: Option<f64>,
+    /// Called with (bytes done, bytes in all).
+    pub progress: &'p dyn Fn(u64, u64),
+}
+
+/// A replacement: its array node, its slot, its own node.
+struct Target {
+    array: usize,
+    slot: usize,
+    node: usize,
+}
+
+/// Rebuild every member in `replace` from the rest of its array; returns
+/// the bytes written.
+pub(crate) fn rebuild(
+    vol: &Vol,
+    members: &Members,
+    replace: &[usize],
+    pace: &Pace<'_>,
+) -> io::Result<u64> {
+    let degraded = vol.failing(replace);
+    let targets = targets(vol, replace)?;
+    let total: u64 = targets
+        .iter()
+        .map(|t| geometry(vol, t.array).member_size())
+        .sum();
+    let be = Backend::psync(members);
+    let reader = Exec {
+        vol: &degraded,
+        be: &be,
+        mirror_turn: std::cell::Cell::new(0),
+    };
+    let writer = Exec {
+        vol,
+        be: &be,
+        mirror_turn: std::cell::Cell::new(0),
+    };
+    let start = Instant::now();
+    let mut done = 0;
+    for t in &targets {
+        let geo = geometry(vol, t.array);
+        let mut row = ABuf::zeroed((geo.chunk() * geo.data_disks().max(1) as u64) as usize);
+        let mut out = ABuf::zeroed(geo.chunk() as usize);
+        let mut off = 0;
+        while off < geo.member_size() {
+            let len = geo.chunk().min(geo.member_size() - off) as usize;
+            content(&reader, geo, t, off, &mut row, &mut out[..len])?;
+            block_on(&be, writer.write(t.node, off, &out[..len]))?;
+            off += len as u64;
+            done += len as u64;
+            (pace.progress)(done, total);
+            if let Some(rate) = pace.max_rate {
+                let due = Duration::from_secs_f64(done as f64 / rate);
+                if let Some(wait) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+    }
+    for t in &targets {
+        block_on(&be, writer.flush(t.node))?;
+    }
+    Ok(done)
+}
+
+fn geometry(vol: &Vol, n: usize) -> &Geometry {
+    match &vol.nodes[n] {
+        VNode::Array { geo, .. } => geo,
+        _ => unreachable!("targets name array nodes"),
+    }
+}
+
+/// Each replacement's array and slot; only arrays with redundancy can
+/// rebuild a member.
+fn targets(vol: &Vol, replace: &[usize]) -> io::Result<Vec<Target>> {
+    let mut out = Vec::new();
+    for (array, node) in vol.nodes.iter().enumerate() {
+        let VNode::Array { geo, children, .. } = node else {
+            continue;
+        };
+        for (slot, &c) in children.iter().enumerate() {
+            if matches!(vol.nodes[c], VNode::Member { idx, .. } if replace.contains(&idx)) {
+                if matches!(geo.level(), Level::Raid0 | Level::Concat) {
+                    return Err(io::Error::other(format!(
+                        "a member of {} holds the only copy of its data: it cannot be rebuilt",
+                        geo.level().word()
+                    )));
+                }
+                out.push(Target {
+                    array,
+                    slot,
+                    node: c,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What slot `t.slot` of its array holds at member offset `off`: read
+/// through the degraded array, parity computed from the stripe's data.
+fn content(
+    reader: &Exec<'_, '_>,
+    geo: &Geometry,
+    t: &Target,
+    off: u64,
+    row: &mut [u8],
+    out: &mut [u8],
+) -> io::Result<()> {
+    let c = geo.chunk();
+    let read = |at: u64, buf: &mut [u8]| block_on(reader.be, reader.read(t.array, at, buf));
+    match geo.level() {
+        Level::Raid1 => read(off, out),
+        Level::Raid10 => {
+            // The n members hold chunk rows of the doubled chunk sequence:
+            // this chunk is a copy of volume chunk x / 2.
+            let x = (off / c) * geo.members() as u64 + t.slot as u64;
+            read(x / 2 * c + off % c, out)
+        }
+        Level::Raid5 | Level::Raid6 => {
+            let s = off / c;
+            let dd = geo.data_disks();
+            read(s * dd as u64 * c, row)?;
+            let (pd, qd) = geo.parity_of(s);
+            if let Some(k) = (0..dd).find(|&k| geo.data_member(s, k) == t.slot) {
+                out.copy_from_slice(&row[k * c as usize..(k + 1) * c as usize]);
+                return Ok(());
+            }
+            let mut data: Vec<&[u8]> = vec![&[]; dd];
+            for k in 0..dd {
+                let m = geo.data_member(s, k);
+                let i = if geo.level() == Level::Raid6 {
+                    geo.q_index(s, m)
+                } else {
+                    k
+                };
+                data[i] = &row[k * c as usize..(k + 1) * c as usize];
+            }
+            let mut other = vec![0u8; c as usize];
+            if t.slot == pd {
+                gf::gen_pq(&data, out, &mut other);
+            } else {
+                debug_assert_eq!(Some(t.slot), qd);
+                gf::gen_pq(&data, &mut other, out);
+            }
+            Ok(())
+        }
+        Level::Raid0 | Level::Concat => unreachable!("refused in targets"),
+    }
+}
