@@ -301,6 +301,10 @@ pub struct MemberStats {
     /// Where its data starts, after its md superblock (0 for a lone
     /// member without metadata).
     pub data_offset: u64,
+    /// Why it failed during the run (an I/O error), when it did: the
+    /// array carried on without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// Outcome of `--verify`.

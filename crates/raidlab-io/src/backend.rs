@@ -17,7 +17,7 @@ use std::io;
 use std::marker::PhantomData;
 use std::os::unix::fs::FileExt;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -71,11 +71,19 @@ pub(crate) struct MemberCounters {
     pub read_bytes: AtomicU64,
     /// Bytes written.
     pub write_bytes: AtomicU64,
+    /// Operations in flight now (what mirror reads balance on).
+    pending: std::sync::atomic::AtomicU32,
     busy: Mutex<Busy>,
 }
 
 impl MemberCounters {
+    /// Operations in flight on the member now.
+    pub fn pending(&self) -> u32 {
+        self.pending.load(Ordering::Relaxed)
+    }
+
     fn begin(&self, now: Instant) {
+        self.pending.fetch_add(1, Ordering::Relaxed);
         let mut b = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         if b.inflight == 0 {
             b.since = Some(now);
@@ -84,6 +92,7 @@ impl MemberCounters {
     }
 
     fn end(&self, now: Instant, dir: Dir, bytes: usize) {
+        self.pending.fetch_sub(1, Ordering::Relaxed);
         {
             let mut b = self.busy.lock().unwrap_or_else(|e| e.into_inner());
             b.inflight -= 1;
@@ -117,6 +126,68 @@ pub(crate) struct Members {
     pub paths: Vec<String>,
     /// Counters.
     pub counters: Vec<MemberCounters>,
+    /// Failures: injected faults, and the members failed during the run.
+    pub health: Health,
+}
+
+/// Which members have failed during a run, and why; and the faults
+/// injected into them.
+#[derive(Default)]
+pub(crate) struct Health {
+    faults: Vec<crate::topo::Fault>,
+    /// Operations started per member (what `fail_after` counts).
+    ops: Vec<AtomicU64>,
+    dead: Vec<AtomicBool>,
+    /// Deaths so far: a host I/O that failed while this rose is retried.
+    deaths: AtomicU64,
+    why: Mutex<Vec<Option<String>>>,
+}
+
+impl Health {
+    /// Health of `n` members with these injected faults.
+    pub fn new(faults: Vec<crate::topo::Fault>) -> Self {
+        let n = faults.len();
+        Health {
+            faults,
+            ops: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            dead: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            deaths: AtomicU64::new(0),
+            why: Mutex::new(vec![None; n]),
+        }
+    }
+
+    /// Whether an operation on member `m` at `[off, off+len)` meets an
+    /// injected fault.
+    fn injected(&self, m: usize, off: u64, len: usize) -> bool {
+        let Some(f) = self.faults.get(m) else {
+            return false;
+        };
+        let nth = self.ops[m].fetch_add(1, Ordering::Relaxed);
+        f.hits(nth, off, len as u64)
+    }
+
+    /// Fail member `m` for the rest of the run, for `why`.
+    pub fn fail(&self, m: usize, why: &io::Error) {
+        if !self.dead[m].swap(true, Ordering::AcqRel) {
+            self.why.lock().unwrap_or_else(|e| e.into_inner())[m] = Some(why.to_string());
+            self.deaths.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Whether member `m` has failed.
+    pub fn is_dead(&self, m: usize) -> bool {
+        self.dead.get(m).is_some_and(|d| d.load(Ordering::Acquire))
+    }
+
+    /// Members failed so far.
+    pub fn deaths(&self) -> u64 {
+        self.deaths.load(Ordering::Acquire)
+    }
+
+    /// Why each member failed (`None`: it did not).
+    pub fn reasons(&self) -> Vec<Option<String>> {
+        self.why.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// Cooperative scheduling state of one worker's executor.
@@ -314,6 +385,16 @@ impl<'m> Backend<'m> {
     /// Whether host buffers are registered with the kernel.
     pub fn registered_buffers(&self) -> bool {
         self.engine.registered_buffers()
+    }
+
+    /// Operations in flight on member `m` now.
+    pub fn pending(&self, m: usize) -> u32 {
+        self.members.counters[m].pending()
+    }
+
+    /// The members' health: injected faults and failures.
+    pub fn health(&self) -> &Health {
+        &self.members.health
     }
 
     /// Read `buf.len()` bytes of member `m` at `off`.
@@ -525,6 +606,10 @@ impl Future for Leaf<'_, '_> {
         let (dir, len) = (self.op.dir, self.op.len);
         match self.slot {
             None => {
+                if be.members.health.injected(self.op.m, self.op.off, len) {
+                    let e = io::Error::other("injected fault");
+                    return Poll::Ready(Err(be.err(&self.op, e)));
+                }
                 counters.begin(Instant::now());
                 // SAFETY: `op` points into the buffer this Leaf borrows for
                 // 'a, which outlives it; while the operation is queued the

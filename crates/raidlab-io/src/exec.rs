@@ -185,6 +185,34 @@ impl Vol {
         v
     }
 
+    /// Member files and devices under the volume.
+    pub fn members(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n, VNode::Member { .. }))
+            .count()
+    }
+
+    /// Whether node `n` serves no data: a missing or failed member, or an
+    /// array that has lost more members than it tolerates.
+    pub(crate) fn down(&self, n: usize, h: &crate::backend::Health) -> bool {
+        match &self.nodes[n] {
+            VNode::Member { idx, .. } => h.is_dead(*idx),
+            VNode::Missing => true,
+            VNode::Array {
+                geo,
+                children,
+                failed,
+                ..
+            } => {
+                let lost: Vec<usize> = (0..children.len())
+                    .filter(|&k| failed[k] || self.down(children[k], h))
+                    .collect();
+                !crate::topo::survives(geo.level(), children.len(), &lost)
+            }
+        }
+    }
+
     /// A name for each node in messages: a member's path, an array's level
     /// and column.
     pub fn names(&self, paths: &[String]) -> Vec<String> {
@@ -359,8 +387,8 @@ pub struct Exec<'a, 'm> {
     pub vol: &'a Vol,
     /// The worker's back end.
     pub be: &'a Backend<'m>,
-    /// Mirror reads taken so far: each goes to the next healthy copy in
-    /// turn, so every copy serves reads (md balances reads over mirrors).
+    /// Mirror reads taken so far: where copies are equally busy, each read
+    /// goes to the next in turn, so every copy serves reads.
     pub mirror_turn: std::cell::Cell<usize>,
 }
 
@@ -378,14 +406,21 @@ impl<'a, 'm> Exec<'a, 'm> {
     pub fn read<'b>(&'b self, n: usize, off: u64, buf: &'b mut [u8]) -> BoxFut<'b, Res> {
         Box::pin(async move {
             match &self.vol.nodes[n] {
-                VNode::Member { idx, base } => self.be.read(*idx, base + off, buf).await,
+                VNode::Member { idx, base } => {
+                    let r = self.be.read(*idx, base + off, buf).await;
+                    self.failure(*idx, r)
+                }
                 VNode::Missing => Err(io::Error::other("read from a missing member")),
                 VNode::Array {
                     geo,
                     children,
                     failed,
                     ..
-                } => self.array_read(geo, children, failed, off, buf).await,
+                } => {
+                    let now = self.failed_now(children, failed);
+                    let failed = now.as_deref().unwrap_or(failed);
+                    self.array_read(geo, children, failed, off, buf).await
+                }
             }
         })
     }
@@ -394,7 +429,10 @@ impl<'a, 'm> Exec<'a, 'm> {
     pub fn write<'b>(&'b self, n: usize, off: u64, data: &'b [u8]) -> BoxFut<'b, Res> {
         Box::pin(async move {
             match &self.vol.nodes[n] {
-                VNode::Member { idx, base } => self.be.write(*idx, base + off, data).await,
+                VNode::Member { idx, base } => {
+                    let r = self.be.write(*idx, base + off, data).await;
+                    self.failure(*idx, r)
+                }
                 // A failed member takes no writes; parity carries its data.
                 VNode::Missing => Ok(()),
                 VNode::Array {
@@ -402,9 +440,47 @@ impl<'a, 'm> Exec<'a, 'm> {
                     children,
                     failed,
                     ..
-                } => self.array_write(geo, children, failed, off, data).await,
+                } => {
+                    let now = self.failed_now(children, failed);
+                    let failed = now.as_deref().unwrap_or(failed);
+                    self.array_write(geo, children, failed, off, data).await
+                }
             }
         })
+    }
+
+    /// Operations pending on node `n`: a member's in flight; 0 for an
+    /// array (its copies are taken in turn).
+    fn pending(&self, n: usize) -> u32 {
+        match self.vol.nodes[n] {
+            VNode::Member { idx, .. } => self.be.pending(idx),
+            _ => 0,
+        }
+    }
+
+    /// A member operation's outcome: an error fails the member for the
+    /// rest of the run (md fails a device that returns an I/O error).
+    fn failure(&self, idx: usize, r: Res) -> Res {
+        if let Err(e) = &r {
+            self.be.health().fail(idx, e);
+        }
+        r
+    }
+
+    /// The array's failed children now: those written `missing` and, once
+    /// members have failed during the run, those that are down.
+    fn failed_now(&self, children: &[usize], failed: &[bool]) -> Option<Vec<bool>> {
+        let h = self.be.health();
+        if h.deaths() == 0 {
+            return None;
+        }
+        Some(
+            children
+                .iter()
+                .zip(failed)
+                .map(|(&c, &f)| f || self.vol.down(c, h))
+                .collect(),
+        )
     }
 
     /// Make what was written to node `n` durable: every member of an array
@@ -412,7 +488,13 @@ impl<'a, 'm> Exec<'a, 'm> {
     pub fn flush<'b>(&'b self, n: usize) -> BoxFut<'b, Res> {
         Box::pin(async move {
             match &self.vol.nodes[n] {
-                VNode::Member { idx, .. } => self.be.flush(*idx).await,
+                // A member that cannot flush has failed; the array's
+                // durability rests on the others.
+                VNode::Member { idx, .. } if self.be.health().is_dead(*idx) => Ok(()),
+                VNode::Member { idx, .. } => {
+                    let r = self.be.flush(*idx).await;
+                    self.failure(*idx, r).or(Ok(()))
+                }
                 VNode::Missing => Ok(()),
                 VNode::Array { children, .. } => {
                     join_all(children.iter().map(|&c| self.flush(c)).collect()).await
@@ -440,14 +522,18 @@ impl<'a, 'm> Exec<'a, 'm> {
             let m = p.member as usize;
             match geo.level() {
                 Level::Raid1 | Level::Raid10 => {
-                    // Take the healthy copies in turn, read by read (md
-                    // balances mirror reads across copies): a chunk's reads
-                    // do not all land on one of its copies.
+                    // md's read balancing for SSDs: the healthy copy with
+                    // the fewest operations pending, ties taken in turn,
+                    // so a chunk's reads do not all land on one copy.
                     geo.copies(m, p.member_off, &mut copies);
                     copies.retain(|(c, _)| !failed[*c]);
                     let turn = self.mirror_turn.get();
                     self.mirror_turn.set(turn.wrapping_add(1));
-                    let (c, co) = copies[turn % copies.len()];
+                    let k = copies.len();
+                    let (c, co) = (0..k)
+                        .map(|i| copies[(turn + i) % k])
+                        .min_by_key(|&(c, _)| self.pending(children[c]))
+                        .expect("a surviving copy");
                     futs.push(self.read(children[c], co, head));
                 }
                 Level::Raid5 | Level::Raid6 if failed[m] => {

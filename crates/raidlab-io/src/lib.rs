@@ -298,7 +298,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         // here on leaves it to be resynced. A read run that creates its
         // arrays writes them clean.
         events += 1;
-        asm.write(&members.files, &sizes, &used, events, !writes)
+        asm.write(&members.files, &sizes, &used, events, !writes, &[])
             .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
     }
     let span = check_span(w, vol.capacity)?;
@@ -342,11 +342,14 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         // Every write completed: the array is clean again once the data
         // is durable.
         events += 1;
-        for f in &members.files {
+        let failed: Vec<bool> = (0..sizes.len())
+            .map(|m| members.health.is_dead(m))
+            .collect();
+        for (f, _) in members.files.iter().zip(&failed).filter(|(_, &d)| !d) {
             f.sync_data()
                 .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
         }
-        asm.write(&members.files, &sizes, &used, events, true)
+        asm.write(&members.files, &sizes, &used, events, true, &failed)
             .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
     }
     let window_end = match shared.end {
@@ -588,6 +591,7 @@ pub fn rebuild(
         &vol.member_use(sizes.len()),
         events,
         true,
+        &[],
     )
     .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
     Ok(RebuildReport {
@@ -706,6 +710,7 @@ fn resync_if_dirty(
         &vol.member_use(sizes.len()),
         asm.events + 1,
         true,
+        &[],
     )
     .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
     // The run's own figures start after the resync.
@@ -775,6 +780,7 @@ fn open_members(
             .iter()
             .map(|_| MemberCounters::default())
             .collect(),
+        health: backend::Health::new(topo.members.iter().map(|m| m.fault.clone()).collect()),
     };
     Ok((members, sizes, all_direct))
 }
@@ -931,6 +937,7 @@ fn member_reports(
     use std::sync::atomic::Ordering::Relaxed;
     let mut mstats = Vec::new();
     let mut components = Vec::new();
+    let failed = members.health.reasons();
     for (i, m) in topo.members.iter().enumerate() {
         let c = &members.counters[i];
         let util = (c.busy_ns() as f64 / run_ns).min(1.0);
@@ -953,6 +960,7 @@ fn member_reports(
             write_bytes: io.write_bytes,
             utilization: round3(util),
             data_offset: offsets[i],
+            failed: failed[i].clone(),
         });
         components.push(Component {
             name: m.path.display().to_string(),

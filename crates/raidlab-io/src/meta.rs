@@ -524,7 +524,8 @@ impl Assembly {
 
     /// Write every leaf's superblock with event count `events`, clean or
     /// active, then make it durable. `used` gives, per member, the bytes
-    /// its array uses of it; `sizes` the device sizes.
+    /// its array uses of it; `sizes` the device sizes; `failed` the members
+    /// failed during the run (their superblocks are left as they were).
     pub fn write(
         &self,
         files: &[File],
@@ -532,12 +533,32 @@ impl Assembly {
         used: &[u64],
         events: u64,
         clean: bool,
+        failed: &[bool],
     ) -> std::io::Result<()> {
-        for l in &self.leaves {
+        // A member that failed during the run keeps its old superblock (so
+        // it is stale from now on) and its slot is marked faulty.
+        let failed_slot = |path: &[u16]| {
+            self.leaves
+                .iter()
+                .any(|o| o.path == path && failed.get(o.member) == Some(&true))
+        };
+        for l in self
+            .leaves
+            .iter()
+            .filter(|l| failed.get(l.member) != Some(&true))
+        {
             let array_path = &l.path[..l.path.len() - 1];
             let slot = *l.path.last().expect("a leaf has a slot");
             let roles = (0..l.slots)
-                .map(|i| if l.missing[i] { ROLE_FAULTY } else { i as u16 })
+                .map(|i| {
+                    let mut p = array_path.to_vec();
+                    p.push(i as u16);
+                    if l.missing[i] || failed_slot(&p) {
+                        ROLE_FAULTY
+                    } else {
+                        i as u16
+                    }
+                })
                 .collect();
             let off = self.offsets[l.member];
             let sb = Superblock {
@@ -568,7 +589,11 @@ impl Assembly {
             .store(&mut block);
             files[l.member].write_all_at(&block, md::SUPER_OFFSET)?;
         }
-        for l in &self.leaves {
+        for l in self
+            .leaves
+            .iter()
+            .filter(|l| failed.get(l.member) != Some(&true))
+        {
             files[l.member].sync_data()?;
         }
         Ok(())

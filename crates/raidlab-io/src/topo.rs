@@ -20,8 +20,32 @@ pub struct MemberSpec {
     pub path: PathBuf,
     /// Size to create the file with (`[size=...]`), if given.
     pub size: Option<u64>,
+    /// Injected faults (`fail_after=`, `bad=`), for testing failures.
+    pub fault: Fault,
     /// Column in the expression.
     pub col: usize,
+}
+
+/// Faults injected into a member, in the spirit of md's `faulty`
+/// personality and dm-flakey: the member fails for good after a number of
+/// operations (a dying drive), or operations touching a byte range fail
+/// (bad sectors).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fault {
+    /// Operations that succeed before every later one fails.
+    pub after: Option<u64>,
+    /// Member byte range `[start, end)` (from the start of the file or
+    /// device) whose operations fail.
+    pub bad: Option<(u64, u64)>,
+}
+
+impl Fault {
+    /// Whether an operation, the member's `nth` (0-based), on `[off,
+    /// off+len)` fails.
+    pub fn hits(&self, nth: u64, off: u64, len: u64) -> bool {
+        self.after.is_some_and(|a| nth >= a)
+            || self.bad.is_some_and(|(a, b)| off < b && a < off + len)
+    }
 }
 
 /// A node of a real topology.
@@ -107,7 +131,7 @@ impl RealNode {
 
 /// Whether an array of `n` members at `level` still serves every byte with
 /// the members at `missing` gone.
-fn survives(level: Level, n: usize, missing: &[usize]) -> bool {
+pub(crate) fn survives(level: Level, n: usize, missing: &[usize]) -> bool {
     match level {
         Level::Raid0 | Level::Concat => missing.is_empty(),
         Level::Raid1 => missing.len() < n,
@@ -243,27 +267,49 @@ fn leaf(
         )));
     }
     let mut size = None;
+    let mut fault = Fault::default();
     for o in opts {
-        if o.key != "size" {
-            return Err(expression(format!(
-                "unknown option '{}' at column {} for a member path (known: size)",
+        let bad_value = |what: &str| {
+            expression(format!(
+                "{}={} at column {}: expected {what}",
+                o.key, o.value, o.col
+            ))
+        };
+        match o.key.as_str() {
+            "size" => {
+                let s = parse_size(&o.value)
+                    .ok()
+                    .filter(|s| *s >= 4096 && s % 512 == 0)
+                    .ok_or_else(|| bad_value("a size of at least 4k, in whole sectors"))?;
+                size = Some(s);
+            }
+            "fail_after" => {
+                fault.after = Some(
+                    o.value
+                        .parse()
+                        .map_err(|_| bad_value("a count of operations"))?,
+                )
+            }
+            "bad" => {
+                let range = o.value.split_once("..").and_then(|(a, b)| {
+                    let (a, b) = (parse_size(a).ok()?, parse_size(b).ok()?);
+                    (a < b).then_some((a, b))
+                });
+                fault.bad =
+                    Some(range.ok_or_else(|| bad_value("a byte range START..END, e.g. 2m..3m"))?);
+            }
+            _ => {
+                return Err(expression(format!(
+                "unknown option '{}' at column {} for a member path (known: size, fail_after, bad)",
                 o.key, o.col
-            )));
+            )))
+            }
         }
-        let s = parse_size(&o.value)
-            .ok()
-            .filter(|s| *s >= 4096 && s % 512 == 0)
-            .ok_or_else(|| {
-                expression(format!(
-                    "size={} at column {}: expected a size of at least 4k, in whole sectors",
-                    o.value, o.col
-                ))
-            })?;
-        size = Some(s);
     }
     members.push(MemberSpec {
         path: PathBuf::from(name),
         size,
+        fault,
         col,
     });
     Ok(RealNode::Member(members.len() - 1))

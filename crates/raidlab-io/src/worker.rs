@@ -156,7 +156,13 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
         bad: Vec::new(),
     };
     if io.read {
-        out.res = ex.read(0, io.offset, &mut buf[..len]).await;
+        let mut tries = Tries::new(ex);
+        loop {
+            out.res = ex.read(0, io.offset, &mut buf[..len]).await;
+            if !tries.again(&out.res) {
+                break;
+            }
+        }
         if out.res.is_ok() && sh.verify {
             out.checked = sh
                 .gens
@@ -167,7 +173,13 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
         if sh.verify {
             verify::fill(&mut buf[..len], io.offset, gen);
         }
-        out.res = ex.write(0, io.offset, &buf[..len]).await;
+        let mut tries = Tries::new(ex);
+        loop {
+            out.res = ex.write(0, io.offset, &buf[..len]).await;
+            if !tries.again(&out.res) {
+                break;
+            }
+        }
         if out.res.is_ok() && sh.sync {
             out.res = ex.flush(0).await;
         }
@@ -180,6 +192,39 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
     }
     out.buf = buf;
     out
+}
+
+/// When to run a volume operation again while members fail under it: md
+/// fails a member that returns an I/O error and carries on degraded, so
+/// the operation is redone without it (correct for writes too: a stripe
+/// whose write failed on one member is whole on the others, and redoing a
+/// write on a whole stripe leaves it whole). It fails when a try fails
+/// without a new member failure — the array itself has lost data — or
+/// after as many tries as there are members.
+struct Tries<'e> {
+    health: &'e crate::backend::Health,
+    deaths: u64,
+    left: usize,
+}
+
+impl<'e> Tries<'e> {
+    fn new(ex: &'e Exec<'_, '_>) -> Self {
+        let health = ex.be.health();
+        Tries {
+            health,
+            deaths: health.deaths(),
+            left: ex.vol.members(),
+        }
+    }
+
+    /// Whether to try again after outcome `r`.
+    fn again(&mut self, r: &io::Result<()>) -> bool {
+        let now = self.health.deaths();
+        let retry = r.is_err() && now > self.deaths && self.left > 0;
+        self.deaths = now;
+        self.left = self.left.saturating_sub(1);
+        retry
+    }
 }
 
 /// Run one worker until its source is exhausted, the run's time is up, or

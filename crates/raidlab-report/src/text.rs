@@ -169,6 +169,13 @@ fn real_members(r: &RunResult, real: &raidlab_core::result::RealStats) -> String
             m.write_bytes as f64 / 1e6
         );
     }
+    for m in real.members.iter().filter(|m| m.failed.is_some()) {
+        o += &format!(
+            "FAILED during the run: {} ({}); the array carried on degraded\n",
+            m.path,
+            m.failed.as_deref().unwrap_or_default()
+        );
+    }
     if let Some(v) = &real.verify {
         o += &format!(
             "\nverify: {} blocks checked, {} mismatches\n",
