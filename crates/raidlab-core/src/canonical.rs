@@ -50,6 +50,9 @@ fn children(nodes: &[Node], state: impl Fn(&Device) -> SsdState + Copy) -> Strin
 }
 
 fn device(d: &Device, state: impl Fn(&Device) -> SsdState) -> String {
+    if d.failed {
+        return "missing".into();
+    }
     let wc = if d.wc { "on" } else { "off" };
     match d.model {
         DeviceModel::Ssd(_) => format!(
@@ -83,6 +86,8 @@ fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
     }
     if a.spares > 0 {
         opts.push(format!("spares={}", a.spares));
+        opts.push(format!("rebuild_min={}", format_size(a.rebuild_rates.0)));
+        opts.push(format!("rebuild_max={}", format_size(a.rebuild_rates.1)));
     }
     if let Some(imp) = &a.imp {
         opts.push(format!("impl={imp}"));

@@ -167,6 +167,27 @@ pub struct SimStats {
     /// Whether the measurement window was in steady state (simulator).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steady: Option<crate::steady::Steady>,
+    /// Rebuilds onto hot spares that ran during the simulation.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rebuilds: Vec<RebuildStats>,
+}
+
+/// A simulated rebuild onto a hot spare in a missing member's place.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RebuildStats {
+    /// The array (`raid5 at column 1`).
+    pub array: String,
+    /// Bytes of the member to rebuild.
+    pub member_bytes: u64,
+    /// Bytes rebuilt by the end of the simulation.
+    pub rebuilt_bytes: u64,
+    /// Average rebuild rate over the simulation, 10^6 B/s.
+    pub rate_mb_s: f64,
+    /// When it finished (simulated seconds), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_s: Option<f64>,
+    /// Time the whole rebuild takes at that rate, seconds.
+    pub projected_s: f64,
 }
 
 /// A complete result document.

@@ -423,6 +423,9 @@ pub struct Device {
     pub state: Option<SsdState>,
     /// Host link rate after any controller port limit, 10^6 B/s.
     pub link_mbps: f64,
+    /// A failed member written `missing`: it stands for a device like its
+    /// siblings and takes no I/O.
+    pub failed: bool,
     /// 1-based column in the expression.
     pub col: usize,
 }
@@ -474,9 +477,17 @@ pub struct Array {
     pub imp: Option<String>,
     /// Members, spares last.
     pub members: Vec<Node>,
+    /// A rebuild onto a spare: (guaranteed rate under foreground I/O, rate
+    /// when idle), bytes per second (md's speed_limit_min/max).
+    pub rebuild_rates: (u64, u64),
     /// 1-based column.
     pub col: usize,
 }
+
+/// md's default `speed_limit_min`: 1,000 KiB/s (Documentation/admin-guide/md.rst).
+pub const MD_SPEED_LIMIT_MIN: u64 = 1000 * 1024;
+/// md's default `speed_limit_max`: 200,000 KiB/s (the same document).
+pub const MD_SPEED_LIMIT_MAX: u64 = 200_000 * 1024;
 
 impl Array {
     /// Members that hold data (spares excluded).
@@ -553,6 +564,9 @@ pub struct ArrayOpts {
     pub spares: Option<(u32, usize)>,
     /// `impl=` and its column.
     pub imp: Option<(String, usize)>,
+    /// `rebuild_min=` / `rebuild_max=`: a simulated rebuild's guaranteed
+    /// and idle rates, bytes per second, and the column of the first given.
+    pub rebuild_rates: (Option<u64>, Option<u64>, usize),
 }
 
 /// Check the options of an array of `level`.
@@ -562,6 +576,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
         layout: ParityLayout::LeftSymmetric,
         spares: None,
         imp: None,
+        rebuild_rates: (None, None, 0),
     };
     for o in opts {
         match o.key.as_str() {
@@ -599,7 +614,33 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 }
                 a.imp = Some((o.value.clone(), o.col));
             }
-            _ => return unknown_key(o, "an array", "stripe, layout, spares, impl"),
+            "rebuild_min" | "rebuild_max" => {
+                let r = parse_size(&o.value)
+                    .ok()
+                    .filter(|&r| r >= 1024)
+                    .ok_or_else(|| Error::Invalid {
+                        col: o.col,
+                        msg: format!(
+                            "{}={}: expected a rate in bytes per second of at least 1k, e.g. 200m",
+                            o.key, o.value
+                        ),
+                    })?;
+                if a.rebuild_rates.2 == 0 {
+                    a.rebuild_rates.2 = o.col;
+                }
+                if o.key == "rebuild_min" {
+                    a.rebuild_rates.0 = Some(r);
+                } else {
+                    a.rebuild_rates.1 = Some(r);
+                }
+            }
+            _ => {
+                return unknown_key(
+                    o,
+                    "an array",
+                    "stripe, layout, spares, impl, rebuild_min, rebuild_max",
+                )
+            }
         }
     }
     Ok(a)
@@ -873,6 +914,7 @@ impl Resolver<'_> {
                     op,
                     state,
                     link_mbps,
+                    failed: false,
                     col,
                 })
             })
@@ -972,7 +1014,17 @@ impl Resolver<'_> {
             imp = Some("md".into());
         }
         let mut members = Vec::new();
+        let mut missing = Vec::new();
         for c in children {
+            if let Ast::Leaf {
+                name, count, col, ..
+            } = c
+            {
+                if name == "missing" {
+                    missing.push((members.len(), *count, *col));
+                    continue;
+                }
+            }
             let nodes = self.node(c, in_ctrl)?;
             for n in nodes {
                 if let Node::Controller(ctl) = n {
@@ -986,12 +1038,21 @@ impl Resolver<'_> {
                 }
             }
         }
+        self.fill_missing(&mut members, &missing, level, spares, col)?;
         let volumes: usize = members.iter().map(Node::volumes).sum();
         check_members(level, volumes.saturating_sub(spares as usize), col)?;
         // Without a stripe, the array takes its RAID implementation's
         // default: the controller's or the host software RAID profile's
         // (filled in by `default_stripes` once the tree is built).
         let stripe = stripe.unwrap_or(0);
+        let (lo, hi, rcol) = o.rebuild_rates;
+        let rebuild_rates = (
+            lo.unwrap_or(MD_SPEED_LIMIT_MIN),
+            hi.unwrap_or(MD_SPEED_LIMIT_MAX),
+        );
+        if rebuild_rates.0 > rebuild_rates.1 {
+            return invalid(rcol, "rebuild_min is above rebuild_max");
+        }
         Ok(Array {
             level,
             stripe,
@@ -999,8 +1060,62 @@ impl Resolver<'_> {
             spares,
             imp,
             members,
+            rebuild_rates,
             col,
         })
+    }
+}
+
+impl Resolver<'_> {
+    /// Put a failed device (a copy of a sibling device, marked failed) in
+    /// the place of every `missing`, and refuse an array that has lost
+    /// more members than its level tolerates.
+    fn fill_missing(
+        &mut self,
+        members: &mut Vec<Node>,
+        missing: &[(usize, u32, usize)],
+        level: Level,
+        spares: u32,
+        col: usize,
+    ) -> Result<()> {
+        let Some(&(_, _, mcol)) = missing.first() else {
+            return Ok(());
+        };
+        let Some(Node::Device(like)) = members.iter().find(|n| matches!(n, Node::Device(_))) else {
+            return invalid(
+                mcol,
+                "'missing' stands for a failed device: its array needs a device member to copy",
+            );
+        };
+        let like = like.clone();
+        for &(at, count, mcol) in missing.iter().rev() {
+            for _ in 0..count {
+                let mut d = like.clone();
+                d.failed = true;
+                d.label = self.label("missing");
+                d.col = mcol;
+                members.insert(at, Node::Device(d));
+            }
+        }
+        let active = members.len() - spares as usize;
+        let lost: Vec<usize> = (0..active)
+            .filter(|&i| matches!(&members[i], Node::Device(d) if d.failed))
+            .collect();
+        // Spares hold nothing until they are rebuilt: the data must survive
+        // on the members left.
+        if !level.survives(active, &lost) {
+            return invalid(
+                col,
+                format!(
+                    "{} has lost {} member{} ({} missing): its data is gone",
+                    level.word(),
+                    lost.len(),
+                    if lost.len() == 1 { "" } else { "s" },
+                    lost.len()
+                ),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -1327,6 +1442,33 @@ mod tests {
         assert!(err("").contains("empty"));
         assert!(err("x25e[wc=maybe]").contains("expected on or off"));
         assert!(err("raid0[stripe=64k,stripe=64k](x25e)").contains("twice"));
+        assert!(err("raid5(2*x25e, 2*missing)").contains("has lost 2 members"));
+        assert!(err("raid0(x25e, missing)").contains("has lost 1 member"));
+        assert!(err("raid1(missing, raid0(2*x25e))").contains("needs a device member"));
+        assert!(err("raid5[rebuild_min=9m,rebuild_max=1m](4*x25e)").contains("above"));
+        assert!(err("raid5[rebuild_max=fast](4*x25e)").contains("rate"));
+    }
+
+    #[test]
+    fn missing_members_stand_for_failed_devices() {
+        let t = resolve("raid5[spares=1](3*x25e, missing, x25e)", &db()).unwrap();
+        let Node::Array(a) = &t.root else {
+            panic!("an array")
+        };
+        let failed: Vec<bool> = a
+            .members
+            .iter()
+            .map(|n| matches!(n, Node::Device(d) if d.failed))
+            .collect();
+        assert_eq!(failed, [false, false, false, true, false]);
+        assert_eq!(a.rebuild_rates, (MD_SPEED_LIMIT_MIN, MD_SPEED_LIMIT_MAX));
+        let text = t.canonical(|_| SsdState::Fill);
+        assert!(
+            text.contains("missing") && text.contains("rebuild_max=200000k"),
+            "{text}"
+        );
+        let again = resolve(&text, &db()).unwrap();
+        assert_eq!(again.canonical(|_| SsdState::Fill), text);
     }
 
     #[test]

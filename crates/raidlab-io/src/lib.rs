@@ -384,6 +384,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             events: 0,
             host_ios: totals[0].0 + totals[1].0,
             steady: None,
+            rebuilds: Vec::new(),
         },
         real: Some(RealStats {
             engine: engine.word().into(),

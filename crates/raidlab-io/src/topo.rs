@@ -132,23 +132,7 @@ impl RealNode {
 /// Whether an array of `n` members at `level` still serves every byte with
 /// the members at `missing` gone.
 pub(crate) fn survives(level: Level, n: usize, missing: &[usize]) -> bool {
-    match level {
-        Level::Raid0 | Level::Concat => missing.is_empty(),
-        Level::Raid1 => missing.len() < n,
-        Level::Raid5 => missing.len() <= 1,
-        Level::Raid6 => missing.len() <= 2,
-        // near-2: chunk x lives on members 2x and 2x+1 (mod n). With n
-        // even those are fixed pairs; with n odd every two neighbours
-        // (m, m+1 mod n) share some chunk.
-        Level::Raid10 => missing.iter().all(|&m| {
-            let partner = if n.is_multiple_of(2) {
-                m ^ 1
-            } else {
-                (m + 1) % n
-            };
-            !missing.contains(&partner)
-        }),
-    }
+    level.survives(n, missing)
 }
 
 /// A parsed real topology.
@@ -326,6 +310,12 @@ fn array(
     if let Some((_, c)) = o.spares {
         return Err(expression(format!(
             "spares at column {c}: hot spares are simulator-only"
+        )));
+    }
+    if o.rebuild_rates.2 > 0 {
+        return Err(expression(format!(
+            "rebuild_min/rebuild_max at column {}: simulator-only; 'raidlab rebuild --max-rate' paces a real rebuild",
+            o.rebuild_rates.2
         )));
     }
     if let Some((i, c)) = o.imp.as_ref().filter(|(i, _)| i != "md") {

@@ -71,6 +71,28 @@ impl Level {
             Level::Raid6 => 4,
         }
     }
+
+    /// Whether an array of `n` members at this level still serves every
+    /// byte with the members at `missing` gone.
+    pub fn survives(self, n: usize, missing: &[usize]) -> bool {
+        match self {
+            Level::Raid0 | Level::Concat => missing.is_empty(),
+            Level::Raid1 => missing.len() < n,
+            Level::Raid5 => missing.len() <= 1,
+            Level::Raid6 => missing.len() <= 2,
+            // near-2: chunk x lives on members 2x and 2x+1 (mod n). With n
+            // even those are fixed pairs; with n odd every two neighbours
+            // (m, m+1 mod n) share some chunk.
+            Level::Raid10 => missing.iter().all(|&m| {
+                let partner = if n.is_multiple_of(2) {
+                    m ^ 1
+                } else {
+                    (m + 1) % n
+                };
+                !missing.contains(&partner)
+            }),
+        }
+    }
 }
 
 /// md's parity layouts.

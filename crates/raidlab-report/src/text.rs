@@ -66,6 +66,24 @@ pub fn sim_table(r: &RunResult) -> String {
         Some(real) => o += &real_members(r, real),
         None => o += &components(r),
     }
+    o += &rebuilds(r);
+    o
+}
+
+/// Rebuilds onto spares: how far they got, how fast, how long they take.
+fn rebuilds(r: &RunResult) -> String {
+    let mut o = String::new();
+    for b in &r.sim.rebuilds {
+        let state = match b.finished_s {
+            Some(t) => format!("finished at {t:.1} s"),
+            None => format!(
+                "{:.1} % done, the whole takes {:.0} s at this rate",
+                b.rebuilt_bytes as f64 / b.member_bytes.max(1) as f64 * 100.0,
+                b.projected_s
+            ),
+        };
+        o += &format!("rebuild of {}: {:.1} MB/s, {state}\n", b.array, b.rate_mb_s);
+    }
     o
 }
 

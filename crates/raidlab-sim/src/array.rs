@@ -13,10 +13,12 @@ use raidlab_core::units::Ns;
 use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
 
 events! {
-    /// An array's events: a planned request starts; its writes go out.
+    /// An array's events: a planned request starts; its writes go out; the
+    /// next rebuild step starts.
     Ev {
         Go,
         Writes,
+        Rebuild,
     }
 }
 
@@ -53,6 +55,89 @@ struct Plan {
     reads: Vec<Extent>,
     writes: Vec<Extent>,
     parity_bytes: u64,
+    /// A rebuild step, not a request from above.
+    rebuild: bool,
+}
+
+/// md's recovery onto a spare that took a missing member's place: chunk
+/// rows rebuilt in turn, paced as md paces resync (`md_do_sync`): while the
+/// speed measured over its recent marks is above `speed_limit_min` and
+/// either above `speed_limit_max` or the array is not idle, it sleeps half
+/// a second before going on. Rates are in bytes per second here.
+#[derive(Debug, Clone)]
+pub struct Rebuild {
+    /// The slot being rebuilt.
+    pub slot: usize,
+    /// Member offset below which the slot is rebuilt and serves reads.
+    pub pos: u64,
+    /// Bytes rebuilt so far.
+    pub done: u64,
+    /// Where the next step starts.
+    next: u64,
+    /// Starts of the steps in flight, in issue order.
+    in_flight: std::collections::VecDeque<u64>,
+    /// Guaranteed rate, even under foreground I/O (md's speed_limit_min).
+    pub min_rate: f64,
+    /// Rate when the array is otherwise idle (md's speed_limit_max).
+    pub max_rate: f64,
+    /// md's speed marks: (time, bytes done), one every `MARK_STEP`, the
+    /// oldest of the last `MARKS` the base of the measured speed.
+    marks: std::collections::VecDeque<(Ns, u64)>,
+    /// Foreground bytes since the array was last found busy.
+    busy: u64,
+    /// Foreground bytes above which the array is busy: md's
+    /// `is_mddev_idle` calls a member busy once it has seen more than 64
+    /// sectors of other I/O since it was last found busy; this is that
+    /// for every member.
+    busy_above: u64,
+    /// When the rebuild finished.
+    pub finished: Option<Ns>,
+}
+
+/// md takes a speed mark every 3 s (`SYNC_MARK_STEP`)...
+const MARK_STEP: Ns = 3_000_000_000;
+/// ...and keeps ten (`SYNC_MARKS`).
+const MARKS: usize = 10;
+/// md sleeps 500 ms when the resync is going too fast (`msleep(500)`).
+const THROTTLE: Ns = 500_000_000;
+
+impl Rebuild {
+    /// A rebuild of `slot` of an array of `members`, between the two rates.
+    pub fn new(slot: usize, members: usize, min_rate: f64, max_rate: f64) -> Self {
+        assert!(min_rate > 0.0 && max_rate >= min_rate, "rebuild rates");
+        Rebuild {
+            slot,
+            pos: 0,
+            done: 0,
+            next: 0,
+            in_flight: std::collections::VecDeque::new(),
+            min_rate,
+            max_rate,
+            marks: std::collections::VecDeque::from([(0, 0)]),
+            busy: 0,
+            busy_above: 64 * 512 * members as u64,
+            finished: None,
+        }
+    }
+
+    /// Whether the next step must wait (md's throttle), checked at `now`.
+    fn throttled(&mut self, now: Ns) -> bool {
+        if now >= self.marks.back().expect("a mark").0 + MARK_STEP {
+            self.marks.push_back((now, self.done));
+            if self.marks.len() > MARKS {
+                self.marks.pop_front();
+            }
+        }
+        let (t0, d0) = *self.marks.front().expect("a mark");
+        let speed = (self.done - d0) as f64 / ((now - t0) as f64 / 1e9).max(1e-3);
+        // As md's counters, foreground bytes accumulate until they pass the
+        // mark, which makes the array busy once and starts them over.
+        let busy = self.busy > self.busy_above;
+        if busy {
+            self.busy = 0;
+        }
+        speed > self.min_rate && (speed > self.max_rate || busy)
+    }
 }
 
 /// One array.
@@ -70,6 +155,10 @@ pub struct ArrayComp {
     pieces: Vec<Piece>,
     stripes: Vec<StripeOp>,
     copies: Vec<(usize, u64)>,
+    /// Members written `missing`: they take no I/O.
+    failed: Vec<bool>,
+    /// A spare being rebuilt in a missing member's place.
+    rebuild: Option<Rebuild>,
 }
 
 fn push_merged(v: &mut Vec<Extent>, e: Extent) {
@@ -96,6 +185,8 @@ impl ArrayComp {
     ) -> Self {
         let n = members.len();
         ArrayComp {
+            failed: vec![false; n],
+            rebuild: None,
             id,
             host,
             geo,
@@ -116,6 +207,54 @@ impl ArrayComp {
         &self.geo
     }
 
+    /// Run degraded: the members marked in `failed` are gone (their
+    /// component ids are never used), and `rebuild`, if any, is a spare
+    /// rebuilding in one of their places (its id already in `members`).
+    pub fn degrade(&mut self, failed: Vec<bool>, rebuild: Option<Rebuild>) {
+        assert_eq!(failed.len(), self.members.len(), "one flag per member");
+        assert!(
+            rebuild.as_ref().is_none_or(|r| !failed[r.slot]),
+            "a rebuilding slot holds its spare"
+        );
+        self.failed = failed;
+        self.rebuild = rebuild;
+    }
+
+    /// The rebuild in progress or done, if any.
+    pub fn rebuild(&self) -> Option<&Rebuild> {
+        self.rebuild.as_ref()
+    }
+
+    /// Start the rebuild, if there is one, at time 0: as many chunk rows
+    /// in flight as md's stripe cache holds (256 stripes of 4 KiB, its
+    /// default `stripe_cache_size`: 1 MiB per member), at least one.
+    pub fn start(&mut self, ctx: &mut Ctx) {
+        if self.rebuild.is_none() {
+            return;
+        }
+        let depth = ((1u64 << 20) / self.geo.chunk()).max(1);
+        for _ in 0..depth {
+            let id = self.rebuild_req(ctx);
+            ctx.schedule(0, self.id, id, Ev::Rebuild);
+        }
+    }
+
+    /// Whether member `m` cannot serve a read at member offset `off`:
+    /// missing, or a spare not rebuilt that far.
+    fn unreadable(&self, m: usize, off: u64) -> bool {
+        self.failed[m]
+            || self
+                .rebuild
+                .as_ref()
+                .is_some_and(|r| r.slot == m && off >= r.pos)
+    }
+
+    /// Whether the array runs without some member's data.
+    fn degraded(&self) -> bool {
+        self.failed.iter().any(|&f| f)
+            || self.rebuild.as_ref().is_some_and(|r| r.finished.is_none())
+    }
+
     fn new_plan(&mut self) -> u32 {
         if let Some(p) = self.free_plans.pop() {
             let pl = &mut self.plans[p as usize];
@@ -133,6 +272,9 @@ impl ArrayComp {
     /// engine for them, and start when that work is done.
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {
         let r = ctx.reqs[id];
+        if let Some(rb) = &mut self.rebuild {
+            rb.busy += r.len as u64;
+        }
         let p = self.new_plan();
         ctx.reqs[id].handler_word = p;
         ctx.reqs[id].phase = PHASE_READS;
@@ -199,15 +341,55 @@ impl ArrayComp {
             len: r.len as u64,
         };
         if r.op == Op::Read {
-            let best = *self
+            let best = self
                 .copies
                 .iter()
-                .min_by_key(|(m, _)| self.outstanding[*m])
-                .expect("a location");
-            plan.reads.push(e(best));
+                .filter(|(m, off)| !self.unreadable(*m, *off))
+                .min_by_key(|(m, _)| self.outstanding[*m]);
+            match best {
+                Some(&b) => plan.reads.push(e(b)),
+                None => self.reconstruct(m, off, r.len as u64, plan),
+            }
         } else {
-            plan.writes.extend(self.copies.iter().map(|&c| e(c)));
+            let failed = &self.failed;
+            plan.writes.extend(
+                self.copies
+                    .iter()
+                    .filter(|(m, _)| !failed[*m])
+                    .map(|&c| e(c)),
+            );
         }
+    }
+
+    /// Reads that rebuild `len` bytes at member offset `off` of the
+    /// unreadable member `m` of a parity array: the same range on as many
+    /// readable members of the stripe as it has data chunks (Q left out
+    /// where P will do), XORed (or P+Q-solved) together.
+    fn reconstruct(&self, m: usize, off: u64, len: u64, plan: &mut Plan) {
+        debug_assert!(matches!(self.geo.level(), Level::Raid5 | Level::Raid6));
+        let dd = self.geo.data_disks();
+        let (_, q) = self.geo.parity_of(off / self.geo.chunk());
+        let readable: Vec<usize> = (0..self.members.len())
+            .filter(|&j| j != m && !self.unreadable(j, off))
+            .collect();
+        let mut take: Vec<usize> = readable
+            .iter()
+            .copied()
+            .filter(|&j| Some(j) != q || readable.len() <= dd)
+            .collect();
+        take.truncate(dd);
+        assert_eq!(take.len(), dd, "the topology was checked to survive");
+        for j in take {
+            push_merged(
+                &mut plan.reads,
+                Extent {
+                    member: j as u32,
+                    offset: off,
+                    len,
+                },
+            );
+        }
+        plan.parity_bytes += len * dd as u64;
     }
 
     /// A read over several chunks: each piece from the copy with the fewest
@@ -218,19 +400,23 @@ impl ArrayComp {
         for pc in &self.pieces {
             self.geo
                 .copies(pc.member as usize, pc.member_off, &mut self.copies);
-            let &(m, off) = self
+            let best = self
                 .copies
                 .iter()
+                .filter(|(m, off)| !self.unreadable(*m, *off))
                 .min_by_key(|(m, _)| self.outstanding[*m])
-                .expect("a piece has a location");
-            push_merged(
-                &mut plan.reads,
-                Extent {
-                    member: m as u32,
-                    offset: off,
-                    len: pc.len,
-                },
-            );
+                .copied();
+            match best {
+                Some((m, off)) => push_merged(
+                    &mut plan.reads,
+                    Extent {
+                        member: m as u32,
+                        offset: off,
+                        len: pc.len,
+                    },
+                ),
+                None => self.reconstruct(pc.member as usize, pc.member_off, pc.len, plan),
+            }
         }
     }
 
@@ -241,7 +427,7 @@ impl ArrayComp {
         for pc in &self.pieces {
             self.geo
                 .copies(pc.member as usize, pc.member_off, &mut self.copies);
-            for &(m, off) in &self.copies {
+            for &(m, off) in self.copies.iter().filter(|(m, _)| !self.failed[*m]) {
                 push_merged(
                     &mut plan.writes,
                     Extent {
@@ -264,6 +450,13 @@ impl ArrayComp {
             self.geo
                 .write_plan(r.offset, r.len as u64, &mut self.stripes);
         }
+        if self.degraded() {
+            let mut ops = std::mem::take(&mut self.stripes);
+            for op in &mut ops {
+                self.degrade_stripe(op);
+            }
+            self.stripes = ops;
+        }
         for s in &self.stripes {
             for e in &s.reads {
                 push_merged(&mut plan.reads, *e);
@@ -272,6 +465,65 @@ impl ArrayComp {
                 push_merged(&mut plan.writes, *e);
             }
             plan.parity_bytes += s.parity_bytes;
+        }
+    }
+
+    /// One stripe's write with members gone, as md writes a degraded
+    /// stripe: no writes to missing members; when parity still has to be
+    /// computed and a planned pre-read cannot be served (or the missing
+    /// member's own new data has to go into parity), reconstruct-write
+    /// from the readable data members, or read-modify-write when one of
+    /// those is unreadable too. With every parity member missing nothing
+    /// is read or computed.
+    fn degrade_stripe(&self, op: &mut StripeOp) {
+        let (pd, qd) = self.geo.parity_of(op.stripe);
+        let parity = |m: usize| m == pd || Some(m) == qd;
+        let data_writes: Vec<Extent> = op
+            .writes
+            .iter()
+            .filter(|e| !parity(e.member as usize))
+            .copied()
+            .collect();
+        let lost_data = data_writes.iter().any(|e| self.failed[e.member as usize]);
+        op.writes.retain(|e| !self.failed[e.member as usize]);
+        if !op.writes.iter().any(|e| parity(e.member as usize)) {
+            op.reads.clear();
+            op.parity_bytes = 0;
+            return;
+        }
+        let unread = op
+            .reads
+            .iter()
+            .any(|e| self.unreadable(e.member as usize, e.offset));
+        if !unread && !lost_data {
+            return;
+        }
+        let a = data_writes.iter().map(|e| e.offset).min().unwrap_or(0);
+        let b = data_writes
+            .iter()
+            .map(|e| e.offset + e.len)
+            .max()
+            .unwrap_or(a);
+        let written = |m: usize| data_writes.iter().any(|e| e.member as usize == m);
+        let n = self.members.len();
+        let others_readable = (0..n)
+            .filter(|&m| !parity(m) && !written(m))
+            .all(|m| !self.unreadable(m, a));
+        op.reads.clear();
+        let read = |m: usize| Extent {
+            member: m as u32,
+            offset: a,
+            len: b - a,
+        };
+        if others_readable {
+            op.reads
+                .extend((0..n).filter(|&m| !parity(m) && !written(m)).map(read));
+        } else {
+            op.reads.extend(
+                (0..n)
+                    .filter(|&m| (written(m) || parity(m)) && !self.unreadable(m, a))
+                    .map(read),
+            );
         }
     }
 
@@ -341,7 +593,97 @@ impl ArrayComp {
                 }
             }
             Ev::Writes => self.issue(ctx, id, Op::Write),
+            Ev::Rebuild => self.rebuild_step(ctx, id),
         }
+    }
+
+    /// A request slot for rebuild steps.
+    fn rebuild_req(&mut self, ctx: &mut Ctx) -> ReqId {
+        ctx.reqs.alloc(Req::new(0, 0, Op::Write, self.id, ctx.now))
+    }
+
+    /// Plan and start the next rebuild step (one chunk row), or finish.
+    fn rebuild_step(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let end = self.geo.member_size();
+        let rb = self.rebuild.as_mut().expect("a rebuild");
+        if rb.next < end && rb.throttled(ctx.now) {
+            ctx.schedule(ctx.now + THROTTLE, self.id, id, Ev::Rebuild);
+            return;
+        }
+        let (slot, pos) = (rb.slot, rb.next);
+        if pos >= end {
+            if rb.in_flight.is_empty() && rb.finished.is_none() {
+                rb.pos = end;
+                rb.finished = Some(ctx.now);
+            }
+            ctx.reqs.release(id);
+            return;
+        }
+        let len = self.geo.chunk().min(end - pos);
+        rb.next += len;
+        rb.in_flight.push_back(pos);
+        let p = self.new_plan();
+        let mut plan = std::mem::take(&mut self.plans[p as usize]);
+        plan.rebuild = true;
+        match self.geo.level() {
+            Level::Raid5 | Level::Raid6 => self.reconstruct(slot, pos, len, &mut plan),
+            _ => {
+                // A mirror copy: the slot's chunk is volume chunk x / 2 of
+                // the doubled sequence (RAID 10), or the same bytes (RAID 1).
+                let (src, at) = self.mirror_source(slot, pos);
+                plan.reads.push(Extent {
+                    member: src as u32,
+                    offset: at,
+                    len,
+                });
+            }
+        }
+        plan.writes.push(Extent {
+            member: slot as u32,
+            offset: pos,
+            len,
+        });
+        self.plans[p as usize] = plan;
+        let r = &mut ctx.reqs[id];
+        r.handler_word = p;
+        r.phase = PHASE_READS;
+        r.offset = pos;
+        r.len = len as u32;
+        let cost = self.costs.req_ns + self.costs.member_ns * 2;
+        let t = ctx.reserve(self.costs.cpu, ctx.now, cost);
+        ctx.schedule(t, self.id, id, Ev::Go);
+    }
+
+    /// Where a mirror rebuild copies `slot`'s chunk at `pos` from: the
+    /// same bytes on another member (RAID 1), or the other copy of the
+    /// volume chunk it holds (RAID 10: chunk x / 2 of the doubled sequence).
+    fn mirror_source(&self, slot: usize, pos: u64) -> (usize, u64) {
+        let n = self.members.len();
+        if self.geo.level() != Level::Raid10 {
+            let m = (0..n)
+                .find(|&m| m != slot && !self.failed[m])
+                .expect("a mirror keeps a copy");
+            return (m, pos);
+        }
+        let c = self.geo.chunk();
+        let x = (pos / c) * n as u64 + slot as u64;
+        let (m0, o0) = self.geo.locate(x / 2 * c + pos % c);
+        let mut copies = Vec::new();
+        self.geo.copies(m0, o0, &mut copies);
+        copies
+            .into_iter()
+            .find(|&(m, _)| m != slot)
+            .expect("two copies")
+    }
+
+    /// A rebuild step's writes are done: advance, and pace the next.
+    fn rebuild_done(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let (start, len) = (ctx.reqs[id].offset, ctx.reqs[id].len as u64);
+        let rb = self.rebuild.as_mut().expect("a rebuild");
+        rb.done += len;
+        rb.in_flight.retain(|&s| s != start);
+        rb.pos = rb.in_flight.front().copied().unwrap_or(rb.next);
+        ctx.schedule(ctx.now, self.id, id, Ev::Rebuild);
     }
 
     /// A member request finished.
@@ -360,7 +702,11 @@ impl ArrayComp {
             return;
         }
         self.free_plans.push(p as u32);
-        ctx.complete(id, self.host);
+        if std::mem::take(&mut self.plans[p].rebuild) {
+            self.rebuild_done(ctx, id);
+        } else {
+            ctx.complete(id, self.host);
+        }
     }
 }
 
@@ -489,5 +835,58 @@ mod tests {
         b.seen.clear();
         assert!(b.io(Op::Read, 0, 4096));
         assert_eq!(b.seen.len(), 1, "{:?}", b.seen);
+    }
+
+    /// RAID 5 over four, member 1 missing (left-symmetric: stripe 0 has
+    /// data on 0, 1, 2 and parity on 3).
+    fn degraded_raid5() -> Bench {
+        let mut b = Bench::new(Level::Raid5, 4);
+        b.array.degrade(vec![false, true, false, false], None);
+        b
+    }
+
+    #[test]
+    fn degraded_raid5_reads_rebuild_and_writes_skip_the_missing_member() {
+        let mut b = degraded_raid5();
+        // A read of the lost chunk: the same range on the three others.
+        assert!(b.io(Op::Read, CHUNK, 4096));
+        let mut m: Vec<usize> = b.seen.iter().map(|s| s.0).collect();
+        m.sort_unstable();
+        assert_eq!(m, [0, 2, 3], "{:?}", b.seen);
+        // A write to the lost chunk: reconstruct-write from the other data
+        // (0 and 2), then parity alone.
+        b.seen.clear();
+        assert!(b.io(Op::Write, CHUNK, 4096));
+        let reads: Vec<usize> = b
+            .seen
+            .iter()
+            .filter(|s| s.1 == Op::Read)
+            .map(|s| s.0)
+            .collect();
+        let writes: Vec<usize> = b
+            .seen
+            .iter()
+            .filter(|s| s.1 == Op::Write)
+            .map(|s| s.0)
+            .collect();
+        assert_eq!(
+            (reads.len(), writes.as_slice()),
+            (2, &[3][..]),
+            "{:?}",
+            b.seen
+        );
+        assert!(!reads.contains(&1) && !reads.contains(&3));
+        // A write elsewhere never touches member 1.
+        b.seen.clear();
+        assert!(b.io(Op::Write, 0, 4096));
+        assert!(b.seen.iter().all(|s| s.0 != 1), "{:?}", b.seen);
+    }
+
+    #[test]
+    fn with_parity_missing_a_raid5_write_is_the_data_alone() {
+        let mut b = Bench::new(Level::Raid5, 4);
+        b.array.degrade(vec![false, false, false, true], None);
+        assert!(b.io(Op::Write, 0, 4096));
+        assert_eq!(b.seen, [(0, Op::Write, 0, 4096)]);
     }
 }

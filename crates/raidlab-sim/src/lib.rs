@@ -20,7 +20,7 @@ mod table;
 pub mod validate;
 mod window;
 
-use array::{ArrayComp, Costs};
+use array::{ArrayComp, Costs, Rebuild};
 use controller::{CtrlConfig, CtrlPools, CtrlVol};
 use engine::{us, Call, CompId, Ctx, Next, PoolId, HOST_CPU};
 use hdd::Hdd;
@@ -99,6 +99,9 @@ enum Report {
 }
 
 const HOST: CompId = CompId(0);
+/// The component id of a missing member: never addressed (the array sends
+/// it nothing).
+const FAILED: CompId = CompId(u32::MAX);
 
 /// PCIe payload rate per lane for a generation, 10^6 B/s: the line rate
 /// after coding (2.5 and 5 GT/s with 8b/10b; 8, 16, 32 GT/s with 128b/130b)
@@ -143,6 +146,8 @@ struct Builder<'a> {
     parity_threads: Vec<PoolId>,
     /// Heap bytes the models built so far hold (see `MAX_SIM_BYTES`).
     heap: u64,
+    /// Every array and its name in messages.
+    arrays: Vec<(CompId, String)>,
 }
 
 /// A controller's shared pools plus the parameters arrays inside it need.
@@ -217,12 +222,36 @@ impl Builder<'_> {
     /// host's software RAID.
     fn array(&mut self, a: &Array, ctrl: Option<CtrlCtx>) -> Result<(CompId, u64), SimError> {
         let mut members = Vec::new();
+        let mut failed = Vec::new();
         for m in a.active() {
-            members.extend(self.node(m, ctrl)?);
+            match m {
+                // A missing member: no component; its size is its siblings'.
+                Node::Device(d) if d.failed => {
+                    members.push((FAILED, u64::MAX));
+                    failed.push(true);
+                }
+                _ => {
+                    let v = self.node(m, ctrl)?;
+                    failed.extend(v.iter().map(|_| false));
+                    members.extend(v);
+                }
+            }
         }
+        let mut spares = Vec::new();
         for s in &a.members[a.active().len()..] {
-            self.node(s, ctrl)?; // hot spares: present, idle
+            spares.extend(self.node(s, ctrl)?); // hot spares: idle until needed
         }
+        // As md does, a spare takes the first missing member's place at
+        // once and is rebuilt there.
+        let rebuild = match (failed.iter().position(|&f| f), spares.first()) {
+            (Some(slot), Some(&spare)) => {
+                members[slot] = spare;
+                failed[slot] = false;
+                let (lo, hi) = a.rebuild_rates;
+                Some(Rebuild::new(slot, members.len(), lo as f64, hi as f64))
+            }
+            _ => None,
+        };
         let sizes: Vec<u64> = members.iter().map(|m| m.1).collect();
         let geo = Geometry::new(a.level, a.stripe, a.layout, &sizes)
             .map_err(|err| SimError::Layout { col: a.col, err })?;
@@ -232,7 +261,7 @@ impl Builder<'_> {
         };
         let cap = geo.capacity();
         let id = CompId(self.comps.len() as u32);
-        let comp = ArrayComp::new(
+        let mut comp = ArrayComp::new(
             id,
             HOST,
             geo,
@@ -240,7 +269,10 @@ impl Builder<'_> {
             costs,
             rmw_only,
         );
+        comp.degrade(failed, rebuild);
         self.push(Comp::Array(Box::new(comp)));
+        self.arrays
+            .push((id, format!("{} at column {}", a.level.word(), a.col)));
         Ok((id, cap))
     }
 
@@ -502,6 +534,8 @@ struct Sim {
     comps: Vec<Comp>,
     reports: Vec<Report>,
     parity_threads: Vec<PoolId>,
+    /// Every array and its name in messages.
+    arrays: Vec<(CompId, String)>,
     /// The volume the host's jobs address.
     root: CompId,
     /// Its capacity, bytes.
@@ -577,6 +611,7 @@ fn simulate_inner(
     }
     warm_controllers(&mut sim, w, span, seed, heap, how.full_caches)?;
     install_host(&mut sim, topo, w, span, seed, how.trace);
+    start_rebuilds(&mut sim);
     let measured = run_events(&mut sim, w, span, seed, progress);
     if cfg!(debug_assertions) {
         check_invariants(&sim);
@@ -588,6 +623,41 @@ fn simulate_inner(
         _ => unreachable!("the host is at HOST"),
     };
     Ok((result, trace))
+}
+
+/// Start every array's rebuild onto a spare, at time 0.
+fn start_rebuilds(sim: &mut Sim) {
+    for (id, _) in &sim.arrays {
+        if let Comp::Array(a) = &mut sim.comps[id.index()] {
+            a.start(&mut sim.ctx);
+        }
+    }
+}
+
+/// Each rebuild's progress at the end of the run: rate over the simulated
+/// time, and the whole rebuild's duration at that rate.
+fn rebuild_stats(sim: &Sim) -> Vec<raidlab_core::result::RebuildStats> {
+    let secs = sim.ctx.now as f64 / 1e9;
+    sim.arrays
+        .iter()
+        .filter_map(|(id, name)| {
+            let Comp::Array(a) = &sim.comps[id.index()] else {
+                return None;
+            };
+            let r = a.rebuild()?;
+            let member = a.geometry().member_size();
+            let until = r.finished.map_or(secs, |f| f as f64 / 1e9);
+            let rate = r.done as f64 / until.max(1e-9);
+            Some(raidlab_core::result::RebuildStats {
+                array: name.clone(),
+                member_bytes: member,
+                rebuilt_bytes: r.done.min(member),
+                rate_mb_s: round3(rate / 1e6),
+                finished_s: r.finished.map(|f| round3(f as f64 / 1e9)),
+                projected_s: round3(member as f64 / rate.max(1e-9)),
+            })
+        })
+        .collect()
 }
 
 /// Assert every component's invariants at the end of a run (debug builds,
@@ -633,6 +703,7 @@ fn build(topo: &Topology, w: &Workload, seed: u64, heap: &mut u64) -> Result<Sim
         warm: ssd::WarmCache::default(),
         parity_threads: Vec::new(),
         heap: 0,
+        arrays: Vec::new(),
     };
     let vols = b.node(&topo.root, None)?;
     let (root, cap) = vols[0];
@@ -647,6 +718,7 @@ fn build(topo: &Topology, w: &Workload, seed: u64, heap: &mut u64) -> Result<Sim
         comps: b.comps,
         reports: b.reports,
         parity_threads: b.parity_threads,
+        arrays: b.arrays,
         root,
         cap,
     })
@@ -1018,6 +1090,7 @@ fn report(sim: &Sim, topo: &Topology, w: &Workload, seed: u64, m: Measured) -> R
             events: sim.ctx.events,
             host_ios: host.completed,
             steady: Some(m.steady),
+            rebuilds: rebuild_stats(sim),
         },
         real: None,
         resolved: Some(Resolved {

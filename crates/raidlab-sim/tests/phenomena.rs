@@ -567,3 +567,95 @@ fn p22_misaligned_writes_cost_two_units() {
         "misaligned {off} vs aligned {aligned}"
     );
 }
+
+/// Member reads per host read, over the whole run.
+fn member_reads_per_read(r: &RunResult) -> f64 {
+    let member: u64 = r
+        .components
+        .iter()
+        .filter(|c| c.kind == "ssd")
+        .filter_map(|c| c.io.as_ref())
+        .map(|io| io.reads)
+        .sum();
+    member as f64 / (r.summary.iops * r.sim.simulated_s)
+}
+
+/// 23 (degraded arrays). A degraded RAID 5 reads a lost chunk from every
+///    other member of its stripe (md's reconstruct-read). With n members,
+///    one missing, small random reads cost (n−1)/n · 1 + 1/n · (n−1) member
+///    reads each: 1.5 for four; the array loses random-read throughput.
+#[test]
+fn p23_degraded_raid5_reads_cost_a_stripe() {
+    let wl = "rw=randread bs=4k iodepth=32 runtime=1";
+    let healthy = run("raid5[stripe=64k](4*x25e)", wl);
+    let degraded = run("raid5[stripe=64k](3*x25e, missing)", wl);
+    assert!((member_reads_per_read(&healthy) - 1.0).abs() < 0.02);
+    let per = member_reads_per_read(&degraded);
+    assert!((per - 1.5).abs() < 0.05, "{per} member reads per read");
+    assert!(degraded.summary.iops < 0.8 * healthy.summary.iops);
+    // RAID 6 with one of six missing: 5/6 · 1 + 1/6 · 4 = 1.5 (P, not Q).
+    let r6 = run("raid6[stripe=64k](5*x25e, missing)", wl);
+    assert!((member_reads_per_read(&r6) - 1.5).abs() < 0.05);
+    // Writes: a degraded RAID 5 still takes them, and a read-back of a
+    // mirror with a copy gone costs one member read each.
+    assert!(
+        iops(
+            "raid5[stripe=64k](3*x25e, missing)",
+            "rw=randwrite bs=4k iodepth=32 runtime=1"
+        ) > 0.0
+    );
+    let r10 = run("raid10[stripe=64k](3*x25e, missing)", wl);
+    assert!((member_reads_per_read(&r10) - 1.0).abs() < 0.02);
+}
+
+/// 24 (rebuilds). A rebuild onto a hot spare runs as md paces it: at
+///    speed_limit_max (or what the spare can write) while the array is
+///    otherwise idle, so it takes about capacity / rate, and at
+///    speed_limit_min under foreground I/O, which keeps nearly all its
+///    throughput; a higher minimum buys a faster rebuild with foreground
+///    throughput.
+#[test]
+fn p24_rebuild_rate_follows_md_speed_limits() {
+    let rebuild = |topo: &str, wl: &str| {
+        let r = run(topo, wl);
+        let rb = r.sim.rebuilds.first().expect("a rebuild").clone();
+        (r.summary.iops, rb)
+    };
+    let spare = "raid5[stripe=64k,spares=1](3*x25e, missing, x25e)";
+    let idle = "rw=randread bs=4k iodepth=1 thinktime=100000 runtime=5";
+    // md's default limit (204.8 MB/s) is above what the spare can write
+    // (the X25-E's 170 MB/s sequential writes): the drive sets the pace.
+    let (_, rb) = rebuild(spare, idle);
+    assert!(rb.rate_mb_s > 150.0 && rb.rate_mb_s < 205.0, "{rb:?}");
+    // Below it, the limit does, and the rebuild takes capacity / limit.
+    let limited = "raid5[stripe=64k,spares=1,rebuild_max=100m](3*x25e, missing, x25e)";
+    let max = 100.0 * 1048576.0;
+    let (_, rb) = rebuild(limited, idle);
+    assert!((rb.rate_mb_s * 1e6 / max - 1.0).abs() < 0.1, "{rb:?}");
+    assert!((rb.projected_s / (rb.member_bytes as f64 / max) - 1.0).abs() < 0.1);
+    let busy = "rw=randread bs=4k iodepth=32 runtime=5";
+    let (fg, rb) = rebuild(spare, busy);
+    assert!(rb.rate_mb_s < 2.0, "{rb:?}");
+    let degraded = iops("raid5[stripe=64k](3*x25e, missing)", busy);
+    assert!(fg > 0.95 * degraded, "{fg} vs {degraded}");
+    let (fg_fast, rb_fast) = rebuild(
+        "raid5[stripe=64k,spares=1,rebuild_min=50m](3*x25e, missing, x25e)",
+        busy,
+    );
+    assert!(
+        rb_fast.rate_mb_s > 40.0 && fg_fast < fg,
+        "{rb_fast:?} {fg_fast}"
+    );
+    // A small member (6.4 GB) finishes within the run, in about its
+    // capacity over the rate.
+    let small = run(
+        "raid1[spares=1,rebuild_max=100m](x25e[op=90%], missing, x25e[op=90%])",
+        "rw=randread bs=4k iodepth=1 thinktime=100000 runtime=80",
+    );
+    let rb = &small.sim.rebuilds[0];
+    let t = rb.finished_s.unwrap_or_else(|| panic!("{rb:?}"));
+    assert!(
+        (t / (rb.member_bytes as f64 / max) - 1.0).abs() < 0.15,
+        "{rb:?}"
+    );
+}
