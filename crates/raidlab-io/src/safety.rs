@@ -393,4 +393,81 @@ mod tests {
         assert_eq!(check(&f, true, true).unwrap(), Some(Kind::File), "--force");
         std::fs::remove_dir_all(&d).unwrap();
     }
+
+    /// An LVM2 label in sector `sector`, with LVM's CRC of its last 492
+    /// bytes (lib/misc/crc.c: the reflected CRC-32 polynomial, initial
+    /// value 0xf597a6cf, no final xor).
+    fn lvm_label(img: &mut [u8], sector: usize) {
+        let o = sector * 512;
+        img[o..o + 8].copy_from_slice(b"LABELONE");
+        img[o + 8..o + 16].copy_from_slice(&(sector as u64).to_le_bytes());
+        img[o + 20..o + 24].copy_from_slice(&32u32.to_le_bytes());
+        img[o + 24..o + 32].copy_from_slice(b"LVM2 001");
+        let mut crc: u32 = 0xf597_a6cf;
+        for &b in &img[o + 20..o + 512] {
+            crc ^= b as u32;
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xedb8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+        img[o + 16..o + 20].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Signatures the quick check does not look for, found by libblkid
+    /// wherever they live: md 1.0 and 0.90 superblocks at the end of the
+    /// device and an LVM2 label in its fourth sector.
+    #[test]
+    fn superblocks_at_the_end_and_late_lvm_labels_are_refused() {
+        let d = std::env::temp_dir().join(format!("raidlab-late-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let size = 8usize << 20;
+        // md 1.0: the superblock 8-16 sectors from the end, 4 KiB aligned,
+        // naming its own sector, with md's checksum.
+        let mut v10 = vec![0u8; size];
+        let sec = ((size / 512) - 16) & !7;
+        let mut sb = crate::md::Superblock {
+            set_uuid: [1; 16],
+            name: "old".into(),
+            ctime: 0,
+            level: 5,
+            layout: 2,
+            size: 0,
+            chunk_sectors: 128,
+            raid_disks: 3,
+            data_offset: 0,
+            data_size: sec as u64,
+            dev_number: 0,
+            device_uuid: [2; 16],
+            utime: 0,
+            events: 1,
+            resync_offset: u64::MAX,
+            roles: vec![0, 1, 2],
+        }
+        .encode();
+        sb[144..152].copy_from_slice(&(sec as u64).to_le_bytes());
+        sb[216..220].fill(0);
+        let c = crate::md::checksum(&sb);
+        sb[216..220].copy_from_slice(&c.to_le_bytes());
+        v10[sec * 512..sec * 512 + 4096].copy_from_slice(&sb);
+        // md 0.90: its magic, major 0, minor 90, 64 KiB from the end.
+        let mut v090 = vec![0u8; size];
+        let at = (size & !0xffff) - 0x10000;
+        v090[at..at + 4].copy_from_slice(&crate::md::MAGIC.to_le_bytes());
+        v090[at + 8..at + 12].copy_from_slice(&90u32.to_le_bytes());
+        let mut lvm = vec![0u8; size];
+        lvm_label(&mut lvm, 3);
+        for (name, bytes, want) in [
+            ("md10.img", v10, "linux_raid_member"),
+            ("md090.img", v090, "linux_raid_member"),
+            ("lvm.img", lvm, "LVM2_member"),
+        ] {
+            let f = d.join(name);
+            std::fs::write(&f, &bytes).unwrap();
+            assert_eq!(quick_probe(&f).unwrap(), None, "{name}: not at the start");
+            let e = check(&f, true, false).unwrap_err();
+            assert!(e.to_string().contains(want), "{name}: {e}");
+            assert_eq!(check(&f, true, true).unwrap(), Some(Kind::File), "--force");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }
