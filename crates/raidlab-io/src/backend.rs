@@ -344,7 +344,7 @@ impl<'m> Backend<'m> {
     #[cfg(target_os = "linux")]
     pub fn io_uring(members: &'m Members, entries: u32, bufs: &[&[u8]]) -> io::Result<Self> {
         use std::os::fd::AsRawFd;
-        let ring = io_uring::IoUring::new(entries.next_power_of_two().clamp(8, 4096))?;
+        let ring = new_ring(entries.next_power_of_two().clamp(8, 4096))?;
         let fds: Vec<i32> = members.files.iter().map(|f| f.as_raw_fd()).collect();
         let fixed_files = !fds.is_empty() && ring.submitter().register_files(&fds).is_ok();
         let iov: Vec<libc::iovec> = bufs
@@ -549,6 +549,30 @@ impl Engine for Uring {
     fn registered_buffers(&self) -> bool {
         !self.reg.is_empty()
     }
+}
+
+/// An io_uring of `entries` for one worker thread, set up as fio's io_uring
+/// engine sets its rings up where the kernel allows (fio 3.33,
+/// engines/io_uring.c): completion work is run when the thread next enters
+/// the kernel to wait, not by interrupting it (`COOP_TASKRUN`, and
+/// `DEFER_TASKRUN` for a ring only its thread uses: `SINGLE_ISSUER`). The
+/// engine reaps completions only in `submit_and_wait`, which is what
+/// deferred task work needs. Older kernels refuse the flags: then fewer,
+/// then none.
+#[cfg(target_os = "linux")]
+fn new_ring(entries: u32) -> io::Result<io_uring::IoUring> {
+    let deferred = io_uring::IoUring::builder()
+        .setup_coop_taskrun()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(entries);
+    deferred
+        .or_else(|_| {
+            io_uring::IoUring::builder()
+                .setup_coop_taskrun()
+                .build(entries)
+        })
+        .or_else(|_| io_uring::IoUring::new(entries))
 }
 
 /// A member read or write in progress: a future over the buffer it

@@ -16,28 +16,40 @@ use std::sync::Mutex;
 pub const UNIT: usize = 512;
 const MAGIC: [u8; 4] = *b"RLv1";
 
-/// Checksum of a unit's bytes after the checksum field.
-fn checksum(b: &[u8]) -> u32 {
-    // 64-bit multiply-xorshift over words: every bit of input reaches the
-    // result, so any corruption of a sector changes it with probability
-    // 1 - 2^-32.
-    let mut h: u64 = GOLDEN_GAMMA;
-    for w in b.chunks_exact(8) {
-        let x = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-        h = (h ^ x).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 29;
-    }
+/// One word into the checksum: 64-bit multiply-xorshift, so every bit of
+/// input reaches the result and any corruption of a sector changes it with
+/// probability 1 - 2^-32.
+#[inline(always)]
+fn mix(h: u64, x: u64) -> u64 {
+    let h = (h ^ x).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 29)
+}
+
+/// The checksum's final fold to 32 bits.
+#[inline(always)]
+fn fold(h: u64) -> u32 {
     (h ^ (h >> 32)) as u32
 }
 
+/// Checksum of a unit's bytes after the checksum field.
+fn checksum(b: &[u8]) -> u32 {
+    fold(
+        b.chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            .fold(GOLDEN_GAMMA, mix),
+    )
+}
+
 /// Fill `buf` (a write to volume address `off`, a multiple of [`UNIT`] long)
-/// with self-describing units of generation `gen`.
+/// with self-describing units of generation `gen`. The checksum is summed
+/// as the words are made (one pass over the unit, not two).
 pub fn fill(buf: &mut [u8], off: u64, gen: u64) {
     for (i, u) in buf.chunks_exact_mut(UNIT).enumerate() {
         let addr = off + (i * UNIT) as u64;
         u[0..4].copy_from_slice(&MAGIC);
         u[8..16].copy_from_slice(&addr.to_le_bytes());
         u[16..24].copy_from_slice(&gen.to_le_bytes());
+        let mut h = mix(mix(GOLDEN_GAMMA, addr), gen);
         let mut x = addr ^ gen.rotate_left(17) ^ 0x2545_F491_4F6C_DD1D;
         for w in u[24..].chunks_exact_mut(8) {
             // xorshift64: cheap, and different for every address and generation.
@@ -45,9 +57,10 @@ pub fn fill(buf: &mut [u8], off: u64, gen: u64) {
             x ^= x >> 7;
             x ^= x << 17;
             w.copy_from_slice(&x.to_le_bytes());
+            h = mix(h, x);
         }
-        let c = checksum(&u[8..]);
-        u[4..8].copy_from_slice(&c.to_le_bytes());
+        debug_assert_eq!(fold(h), checksum(&u[8..]));
+        u[4..8].copy_from_slice(&fold(h).to_le_bytes());
     }
 }
 
@@ -112,10 +125,14 @@ pub fn check_unit(u: &[u8], addr: u64) -> Result<u64, Mismatch> {
 }
 
 const SHARDS: usize = 64;
+/// Units per entry of the generation map: a 4 KiB write is one entry.
+const GROUP: u64 = 8;
 
-/// Generation last written to each unit in this run, shared by all workers.
+/// Generation last written to each unit in this run, shared by all workers:
+/// entries of `GROUP` units (0: never written in this run; generations
+/// carry the run's nonzero nonce in their high bits).
 pub struct Generations {
-    shards: Vec<Mutex<HashMap<u64, u64>>>,
+    shards: Vec<Mutex<HashMap<u64, [u64; GROUP as usize]>>>,
 }
 
 impl Default for Generations {
@@ -127,17 +144,32 @@ impl Default for Generations {
 }
 
 impl Generations {
-    fn shard(&self, unit: u64) -> std::sync::MutexGuard<'_, HashMap<u64, u64>> {
-        let s = (unit.wrapping_mul(GOLDEN_GAMMA) >> 58) as usize % SHARDS;
+    fn shard(&self, group: u64) -> std::sync::MutexGuard<'_, HashMap<u64, [u64; GROUP as usize]>> {
+        let s = (group.wrapping_mul(GOLDEN_GAMMA) >> 58) as usize % SHARDS;
         self.shards[s].lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Remember that `len` bytes at `off` now hold generation `gen`.
     pub fn wrote(&self, off: u64, len: usize, gen: u64) {
-        for k in 0..(len / UNIT) as u64 {
-            let unit = off / UNIT as u64 + k;
-            self.shard(unit).insert(unit, gen);
+        debug_assert!(gen != 0, "generations are nonzero");
+        let (first, end) = (off / UNIT as u64, (off + len as u64) / UNIT as u64);
+        let mut u = first;
+        while u < end {
+            let group = u / GROUP;
+            let stop = end.min((group + 1) * GROUP);
+            let mut shard = self.shard(group);
+            let entry = shard.entry(group).or_insert([0; GROUP as usize]);
+            for k in u..stop {
+                entry[(k % GROUP) as usize] = gen;
+            }
+            u = stop;
         }
+    }
+
+    /// The generation last written to `unit` in this run, if any.
+    fn last(&self, unit: u64) -> Option<u64> {
+        let g = self.shard(unit / GROUP).get(&(unit / GROUP))?[(unit % GROUP) as usize];
+        (g != 0).then_some(g)
     }
 
     /// Check a read buffer from volume address `off`: calls `bad` for every
@@ -150,8 +182,7 @@ impl Generations {
             match check_unit(u, addr) {
                 Err(m) => bad(addr, m),
                 Ok(found) => {
-                    let unit = addr / UNIT as u64;
-                    if let Some(&expected) = self.shard(unit).get(&unit) {
+                    if let Some(expected) = self.last(addr / UNIT as u64) {
                         if expected != found {
                             bad(addr, Mismatch::Stale { found, expected });
                         }
