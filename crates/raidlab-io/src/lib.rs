@@ -252,12 +252,23 @@ fn open_member(
     path: &std::path::Path,
     writes: bool,
     direct: bool,
+    exclusive: bool,
 ) -> std::io::Result<(File, bool)> {
     let mut o = OpenOptions::new();
     o.read(true).write(writes);
+    // A block device written to is opened exclusively (O_EXCL) unless
+    // `--force`: the open fails while it is mounted, held by md or device
+    // mapper, or open exclusively elsewhere, and nothing else can claim it
+    // during the run.
+    let excl = if exclusive && writes && is_block_device(path) {
+        libc::O_EXCL
+    } else {
+        0
+    };
+    o.custom_flags(excl);
     if direct {
         let mut od = o.clone();
-        od.custom_flags(libc::O_DIRECT);
+        od.custom_flags(libc::O_DIRECT | excl);
         match od.open(path) {
             Ok(f) => return Ok((f, true)),
             // The file system does not do direct I/O (tmpfs): buffered it is.
@@ -266,6 +277,11 @@ fn open_member(
         }
     }
     Ok((o.open(path)?, false))
+}
+
+fn is_block_device(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
 }
 
 /// Run `w` on the real topology `expr`.
@@ -561,7 +577,7 @@ pub fn rebuild(
     let topo: RealTopology = topo::parse_real(expr)?;
     create_replacements(&topo, force)?;
     check_aliases(&topo)?;
-    let (members, sizes, _) = open_members(&topo, true, false)?;
+    let (members, sizes, _) = open_members(&topo, true, false, !force)?;
     let asm = meta::assemble(
         &topo,
         &members.files,
@@ -646,7 +662,7 @@ struct Arrays {
 /// their data areas. A read run whose arrays need a resync opens its
 /// members for writing.
 fn assemble_arrays(topo: &RealTopology, writes: bool, opts: &RunOptions) -> Result<Arrays, Error> {
-    let (members, sizes, all_direct) = open_members(topo, writes, opts.direct)?;
+    let (members, sizes, all_direct) = open_members(topo, writes, opts.direct, !opts.force)?;
     let intent = if opts.create {
         meta::Intent::Create
     } else {
@@ -750,18 +766,20 @@ fn check_aliases(topo: &RealTopology) -> Result<(), Error> {
     Ok(())
 }
 
-/// Open every member (O_DIRECT when asked and the file system allows it):
-/// the members, their sizes, and whether all of them are direct.
+/// Open every member (O_DIRECT when asked and the file system allows it;
+/// block devices written to exclusively when `exclusive`): the members,
+/// their sizes, and whether all of them are direct.
 fn open_members(
     topo: &RealTopology,
     writes: bool,
     direct: bool,
+    exclusive: bool,
 ) -> Result<(Members, Vec<u64>, bool), Error> {
     let mut files = Vec::new();
     let mut sizes = Vec::new();
     let mut all_direct = true;
     for m in &topo.members {
-        let (f, d) = open_member(&m.path, writes, direct)
+        let (f, d) = open_member(&m.path, writes, direct, exclusive)
             .map_err(|e| Error::new(ErrorKind::Io, format!("opening {}: {e}", m.path.display())))?;
         all_direct &= d;
         sizes.push(device_size(&f).map_err(|e| {

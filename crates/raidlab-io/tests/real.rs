@@ -108,7 +108,7 @@ fn check_parity(
             // Each 512-byte unit written under verify names its volume address.
             for u in (0..c).step_by(512) {
                 let unit = &data[m][at + u..at + u + 512];
-                if unit[0..4] == *b"RLv1" {
+                if unit[0..4] == *b"RLv2" {
                     let addr = u64::from_le_bytes(unit[8..16].try_into().unwrap());
                     assert_eq!(
                         Some(addr),
