@@ -381,6 +381,22 @@ impl Future for JoinAll<'_> {
     }
 }
 
+/// An error when an array has lost more members than its level tolerates
+/// (members failed during the run): its data is gone, and no plan for it
+/// may be made.
+fn lost_too_many(geo: &Geometry, failed: &[bool]) -> io::Result<()> {
+    let lost: Vec<usize> = (0..failed.len()).filter(|&k| failed[k]).collect();
+    if geo.level().survives(failed.len(), &lost) {
+        return Ok(());
+    }
+    Err(io::Error::other(format!(
+        "{} has lost {} of its {} members: its data is gone",
+        geo.level().word(),
+        lost.len(),
+        failed.len()
+    )))
+}
+
 /// Executes volume I/O for one worker.
 pub struct Exec<'a, 'm> {
     /// The volume.
@@ -419,6 +435,7 @@ impl<'a, 'm> Exec<'a, 'm> {
                 } => {
                     let now = self.failed_now(children, failed);
                     let failed = now.as_deref().unwrap_or(failed);
+                    lost_too_many(geo, failed)?;
                     self.array_read(geo, children, failed, off, buf).await
                 }
             }
@@ -443,6 +460,7 @@ impl<'a, 'm> Exec<'a, 'm> {
                 } => {
                     let now = self.failed_now(children, failed);
                     let failed = now.as_deref().unwrap_or(failed);
+                    lost_too_many(geo, failed)?;
                     self.array_write(geo, children, failed, off, data).await
                 }
             }

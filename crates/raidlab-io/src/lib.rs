@@ -21,6 +21,7 @@
 pub mod backend;
 mod buf;
 mod exec;
+mod intent;
 pub mod md;
 pub mod meta;
 pub mod parity;
@@ -317,6 +318,16 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         asm.write(&members.files, &sizes, &used, events, !writes, &[])
             .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
     }
+    let intent = match (&asm.bitmap, &vol.nodes[0]) {
+        (Some(bm), exec::VNode::Array { geo, .. }) if writes => Some(intent::Intent::new(
+            geo.clone(),
+            bm.chunk,
+            asm.root_uuid,
+            events,
+            asm.leaves.iter().map(|l| l.member).collect(),
+        )),
+        _ => None,
+    };
     let span = check_span(w, vol.capacity)?;
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
@@ -344,6 +355,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         seed,
         sync: w.sync,
         fsync: w.fsync,
+        intent: intent.as_ref(),
     };
     let outs = run_workers(
         &shared,
@@ -713,7 +725,7 @@ fn resync_if_dirty(
             "the array was not stopped cleanly and a member is missing: its parity or copies may not match its data (the write hole), so a lost member could be rebuilt wrong. Run it once with every member to resynchronise it, or --force to use it as it is".to_string(),
         ));
     }
-    let bytes = resync::resync(vol, members)
+    let bytes = resync::resync(vol, members, asm.bitmap.as_ref())
         .map_err(|e| Error::new(ErrorKind::Io, format!("resynchronising: {e}")))?;
     let sizes: Vec<u64> = members
         .files

@@ -35,6 +35,104 @@ const LINEAGE_AT: usize = BLOCK - 512;
 const LINEAGE_MAGIC: &[u8; 8] = b"RAIDLAB1";
 /// Deepest path a lineage record holds (the grammar's nesting bound).
 pub const MAX_DEPTH: usize = 64;
+/// `MD_FEATURE_BITMAP_OFFSET`: `bitmap_offset` is meaningful.
+const FEATURE_BITMAP: u32 = 1;
+/// The internal bitmap's place, from the superblock: right after its 4 KiB
+/// block, as mdadm puts a 1.2 array's (`add_internal_bitmap1`).
+pub const BITMAP_OFFSET: u64 = 4096;
+/// `BITMAP_MAGIC` ("bitm"), little endian.
+pub const BITMAP_MAGIC: u32 = 0x6d74_6962;
+/// `BITMAP_MAJOR_HI`: the bitmap version the kernel writes.
+const BITMAP_VERSION: u32 = 4;
+/// `sizeof(bitmap_super_t)`: the bits follow it.
+pub const BITMAP_HEADER: usize = 256;
+/// mdadm's default internal bitmap chunk: "for practical purpose, 64Meg is
+/// a good default chunk size" (`add_internal_bitmap1`).
+pub const BITMAP_CHUNK: u64 = 64 << 20;
+/// md's bitmap daemon period, seconds (`DEFAULT_BITMAP_DELAY`).
+const BITMAP_DELAY: u32 = 5;
+
+/// md's write-intent bitmap header (`bitmap_super_t`, md-bitmap.h) and its
+/// bits: bit k set means chunk k of every member (`chunk` bytes from the
+/// data offset) may hold writes its copies or parity have not caught up
+/// with, so only those chunks need resynchronising after a crash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bitmap {
+    /// The array's UUID.
+    pub uuid: [u8; 16],
+    /// Events when it was last written.
+    pub events: u64,
+    /// Events when its bits were last cleared.
+    pub events_cleared: u64,
+    /// Sectors of each member the bitmap covers.
+    pub sync_size: u64,
+    /// Bytes of each member per bit.
+    pub chunk: u64,
+    /// The bits, `set_bit_le` order (bit k: byte k / 8, bit k % 8).
+    pub bits: Vec<u8>,
+}
+
+impl Bitmap {
+    /// Bits for `sync_size` sectors at `chunk` bytes a bit (mdadm: size /
+    /// chunk + 1).
+    pub fn nbits(sync_size: u64, chunk: u64) -> u64 {
+        sync_size * 512 / chunk + 1
+    }
+
+    /// The header and bits, padded to whole 4 KiB blocks.
+    pub fn encode(&self) -> Vec<u8> {
+        let len = (BITMAP_HEADER + self.bits.len()).next_multiple_of(4096);
+        let mut b = vec![0u8; len];
+        put32(&mut b, 0, BITMAP_MAGIC);
+        put32(&mut b, 4, BITMAP_VERSION);
+        b[8..24].copy_from_slice(&self.uuid);
+        put64(&mut b, 24, self.events);
+        put64(&mut b, 32, self.events_cleared);
+        put64(&mut b, 40, self.sync_size);
+        put32(&mut b, 52, self.chunk as u32);
+        put32(&mut b, 56, BITMAP_DELAY);
+        put32(&mut b, 64, (len / 512) as u32);
+        b[BITMAP_HEADER..BITMAP_HEADER + self.bits.len()].copy_from_slice(&self.bits);
+        b
+    }
+
+    /// Read a bitmap area; `None` without the magic or with sizes that do
+    /// not fit `b`.
+    pub fn decode(b: &[u8]) -> Option<Bitmap> {
+        if b.len() < BITMAP_HEADER || le32(b, 0) != BITMAP_MAGIC || le32(b, 4) != BITMAP_VERSION {
+            return None;
+        }
+        let (sync_size, chunk) = (le64(b, 40), le32(b, 52) as u64);
+        if chunk < 512 || !chunk.is_power_of_two() {
+            return None;
+        }
+        let nbytes = Self::nbits(sync_size, chunk).div_ceil(8) as usize;
+        let bits = b.get(BITMAP_HEADER..BITMAP_HEADER + nbytes)?.to_vec();
+        Some(Bitmap {
+            uuid: b[8..24].try_into().expect("16 bytes"),
+            events: le64(b, 24),
+            events_cleared: le64(b, 32),
+            sync_size,
+            chunk,
+            bits,
+        })
+    }
+
+    /// Whether bit `k` is set.
+    pub fn get(&self, k: u64) -> bool {
+        self.bits
+            .get((k / 8) as usize)
+            .is_some_and(|b| b & (1 << (k % 8)) != 0)
+    }
+
+    /// Set bit `k`; returns whether it was clear.
+    pub fn set(&mut self, k: u64) -> bool {
+        let b = &mut self.bits[(k / 8) as usize];
+        let was = *b & (1 << (k % 8)) == 0;
+        *b |= 1 << (k % 8);
+        was
+    }
+}
 
 /// md's `level` field: `LEVEL_LINEAR` is -1.
 pub fn md_level(level: Level) -> i32 {
@@ -167,6 +265,9 @@ pub struct Superblock {
     pub resync_offset: u64,
     /// Role of each device number: its slot, or [`ROLE_FAULTY`].
     pub roles: Vec<u16>,
+    /// An internal write-intent bitmap follows the superblock
+    /// ([`BITMAP_OFFSET`]; `MD_FEATURE_BITMAP_OFFSET`).
+    pub bitmap: bool,
 }
 
 /// Why a superblock block could not be read.
@@ -229,6 +330,10 @@ impl Superblock {
         let mut b = vec![0u8; BLOCK];
         put32(&mut b, 0, MAGIC);
         put32(&mut b, 4, 1); // major_version
+        if self.bitmap {
+            put32(&mut b, 8, FEATURE_BITMAP);
+            put32(&mut b, 96, (BITMAP_OFFSET / 512) as u32);
+        }
         b[16..32].copy_from_slice(&self.set_uuid);
         b[32..32 + self.name.len()].copy_from_slice(self.name.as_bytes());
         put64(&mut b, 64, self.ctime);
@@ -273,8 +378,15 @@ impl Superblock {
             )));
         }
         let feature = le32(b, 8);
-        if feature != 0 {
+        if feature & !FEATURE_BITMAP != 0 {
             return Err(SbError::Unsupported(format!("using features {feature:#x}")));
+        }
+        let bitmap = feature & FEATURE_BITMAP != 0;
+        if bitmap && le32(b, 96) as u64 != BITMAP_OFFSET / 512 {
+            return Err(SbError::Unsupported(format!(
+                "a bitmap {} sectors from it",
+                le32(b, 96) as i32
+            )));
         }
         let max_dev = le32(b, 220) as usize;
         if max_dev > MAX_SLOTS {
@@ -300,6 +412,7 @@ impl Superblock {
             roles: (0..max_dev)
                 .map(|i| u16::from_le_bytes([b[FIXED + 2 * i], b[FIXED + 2 * i + 1]]))
                 .collect(),
+            bitmap,
         }))
     }
 
@@ -411,6 +524,7 @@ mod tests {
             events: 42,
             resync_offset: IN_SYNC,
             roles: vec![0, 1, ROLE_FAULTY],
+            bitmap: true,
         }
     }
 

@@ -185,6 +185,75 @@ pub struct Assembly {
     pub dirty: bool,
     /// Members to rebuild (replacements), in member order.
     pub rebuild: Vec<usize>,
+    /// The root array's write-intent bitmap, when it has one.
+    pub bitmap: Option<BitmapInfo>,
+}
+
+/// A root array's internal write-intent bitmap, as found or chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BitmapInfo {
+    /// Member bytes per bit.
+    pub chunk: u64,
+    /// The bits the members hold (ORed over them): chunks that may need a
+    /// resync. Empty for a new array.
+    pub dirty: Vec<u8>,
+}
+
+impl BitmapInfo {
+    /// Whether chunk `k` may need a resync.
+    pub fn dirty(&self, k: u64) -> bool {
+        self.dirty
+            .get((k / 8) as usize)
+            .is_some_and(|b| b & (1 << (k % 8)) != 0)
+    }
+}
+
+/// Whether the root array gets an internal bitmap: a redundant array whose
+/// members are all paths (nested arrays resync whole).
+fn bitmap_eligible(root: &RealNode) -> bool {
+    match root {
+        RealNode::Array {
+            level, children, ..
+        } => {
+            matches!(
+                level,
+                Level::Raid1 | Level::Raid5 | Level::Raid6 | Level::Raid10
+            ) && children
+                .iter()
+                .all(|c| matches!(c, RealNode::Member(_) | RealNode::Missing))
+        }
+        _ => false,
+    }
+}
+
+/// mdadm's internal bitmap chunk for members of `data` bytes with `room`
+/// bytes between the superblock's block and the data: 64 MiB, or the
+/// smallest power of two from 4 KiB whose bits fit the room, capped at
+/// 128 KiB of bitmap as mdadm caps it (`add_internal_bitmap1`).
+fn bitmap_chunk(data: u64, room: u64) -> u64 {
+    let room = room.min(128 << 10);
+    let max_bits = (room.saturating_sub(md::BITMAP_HEADER as u64)) * 8;
+    let mut chunk = 4096;
+    while md::Bitmap::nbits(data / 512, chunk) > max_bits {
+        chunk *= 2;
+    }
+    chunk.max(md::BITMAP_CHUNK)
+}
+
+/// Read the bitmap area of a member.
+fn read_bitmap(f: &File, chunk_hint: u64, data: u64) -> std::io::Result<Option<md::Bitmap>> {
+    let bits = md::Bitmap::nbits(data / 512, chunk_hint.max(4096)).div_ceil(8);
+    let len = (md::BITMAP_HEADER as u64 + bits).next_multiple_of(4096) as usize;
+    let mut b = ABuf::zeroed(len.max(4096));
+    let at = md::SUPER_OFFSET + md::BITMAP_OFFSET;
+    let mut got = 0;
+    while got < b.len() {
+        match f.read_at(&mut b[got..], at + got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(md::Bitmap::decode(&b))
 }
 
 fn now_secs() -> u64 {
@@ -280,6 +349,7 @@ pub fn assemble(
             created: false,
             dirty: false,
             rebuild: Vec::new(),
+            bitmap: None,
         });
     }
     let path_of = |m: usize| topo.members[m].path.display().to_string();
@@ -310,6 +380,23 @@ pub fn assemble(
                 ));
             }
         }
+        let bitmap = bitmap_eligible(&topo.root).then(|| {
+            let data = leaves
+                .iter()
+                .map(|l| sizes[l.member] - offsets[l.member])
+                .min()
+                .unwrap_or(0);
+            let room = leaves
+                .iter()
+                .map(|l| offsets[l.member])
+                .min()
+                .unwrap_or(0)
+                .saturating_sub(md::SUPER_OFFSET + md::BITMAP_OFFSET);
+            BitmapInfo {
+                chunk: bitmap_chunk(data, room),
+                dirty: Vec::new(),
+            }
+        });
         return Ok(Assembly {
             leaves,
             offsets,
@@ -320,6 +407,7 @@ pub fn assemble(
             created: true,
             dirty: false,
             rebuild: Vec::new(),
+            bitmap,
         });
     }
     let replacing = |f: &Found| match (intent, f) {
@@ -406,6 +494,11 @@ pub fn assemble(
                 .to_string(),
         ));
     };
+    let bitmap = if fsb.bitmap && bitmap_eligible(&topo.root) {
+        Some(found_bitmap(&current, files, sizes, &offsets)?)
+    } else {
+        None
+    };
     Ok(Assembly {
         root_uuid: flin.root_uuid,
         ctime: fsb.ctime,
@@ -416,7 +509,41 @@ pub fn assemble(
         events,
         created: false,
         rebuild,
+        bitmap,
     })
+}
+
+/// The bitmap the current members hold: their bits ORed (a crash may have
+/// left one member's copy behind another's).
+fn found_bitmap(
+    current: &[&(&Leaf, &Superblock, &Lineage)],
+    files: &[File],
+    sizes: &[u64],
+    offsets: &[u64],
+) -> Result<BitmapInfo, Error> {
+    let mut info: Option<BitmapInfo> = None;
+    for (l, _, _) in current {
+        let m = l.member;
+        let data = sizes[m] - offsets[m];
+        let room = offsets[m].saturating_sub(md::SUPER_OFFSET + md::BITMAP_OFFSET);
+        let bm = read_bitmap(&files[m], bitmap_chunk(data, room).min(md::BITMAP_CHUNK), data)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("reading a bitmap: {e}")))?
+            .ok_or_else(|| refused("an array member's superblock names a bitmap that is not there (--create makes a new array)".to_string()))?;
+        match &mut info {
+            None => {
+                info = Some(BitmapInfo {
+                    chunk: bm.chunk,
+                    dirty: bm.bits,
+                })
+            }
+            Some(i) => {
+                for (a, b) in i.dirty.iter_mut().zip(&bm.bits) {
+                    *a |= b;
+                }
+            }
+        }
+    }
+    info.ok_or_else(|| refused("no current member holds the bitmap".to_string()))
 }
 
 /// Give each replacement member the data offset of its array's current
@@ -508,6 +635,26 @@ fn array_name(path: &[u16]) -> String {
     n.chars().take(32).collect()
 }
 
+impl Assembly {
+    /// The bitmap of this array with no bits set, as written at event
+    /// `events`, in an aligned buffer.
+    pub fn cleared_bitmap(&self, chunk: u64, used: u64, events: u64) -> ABuf {
+        let bits = md::Bitmap::nbits(used / 512, chunk).div_ceil(8) as usize;
+        let bm = md::Bitmap {
+            uuid: self.root_uuid,
+            events,
+            events_cleared: events,
+            sync_size: used / 512,
+            chunk,
+            bits: vec![0; bits],
+        };
+        let bytes = bm.encode();
+        let mut b = ABuf::zeroed(bytes.len());
+        b.copy_from_slice(&bytes);
+        b
+    }
+}
+
 /// A slot path as `2` or `1.2` (1-based, root first).
 fn path_text(p: &[u16]) -> String {
     p.iter()
@@ -578,6 +725,7 @@ impl Assembly {
                 events,
                 resync_offset: if clean { md::IN_SYNC } else { 0 },
                 roles,
+                bitmap: self.bitmap.is_some(),
             };
             let mut block = ABuf::zeroed(md::BLOCK);
             block.copy_from_slice(&sb.encode());
@@ -588,6 +736,12 @@ impl Assembly {
             }
             .store(&mut block);
             files[l.member].write_all_at(&block, md::SUPER_OFFSET)?;
+            if let Some(bm) = &self.bitmap {
+                // Every write run starts from a clean bitmap: an unclean
+                // stop was resynchronised before.
+                let cleared = self.cleared_bitmap(bm.chunk, used[l.member], events);
+                files[l.member].write_all_at(&cleared, md::SUPER_OFFSET + md::BITMAP_OFFSET)?;
+            }
         }
         for l in self
             .leaves

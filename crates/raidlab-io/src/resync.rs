@@ -8,7 +8,8 @@
 //! in rows of full stripes: a full-stripe write computes parity from the
 //! data alone, and a mirror write copies the data read to every copy
 //! (md's resync likewise takes the data and the first readable copy as
-//! right). RAID 0 and concat hold no redundancy and are left alone.
+//! right). RAID 0 and concat hold no redundancy and are left alone. A root
+//! array with a write-intent bitmap has only its dirty chunks rewritten.
 
 use crate::backend::{Backend, Members};
 use crate::buf::ABuf;
@@ -43,8 +44,13 @@ pub(crate) fn block_on<F: Future<Output = io::Result<()>>>(
 }
 
 /// Resynchronise every redundant array of `vol`; returns the bytes
-/// rewritten.
-pub(crate) fn resync(vol: &Vol, members: &Members) -> io::Result<u64> {
+/// rewritten. With the root array's write-intent `bitmap`, only the rows
+/// of its chunks marked dirty are rewritten there.
+pub(crate) fn resync(
+    vol: &Vol,
+    members: &Members,
+    bitmap: Option<&crate::meta::BitmapInfo>,
+) -> io::Result<u64> {
     let be = Backend::psync(members);
     let ex = Exec {
         vol,
@@ -73,6 +79,13 @@ pub(crate) fn resync(vol: &Vol, members: &Members) -> io::Result<u64> {
         let mut off = 0;
         while off < cap {
             let len = step.min(cap - off) as usize;
+            if let Some(bm) = bitmap.filter(|_| n == 0) {
+                let (a, b) = geo.member_span(off, len as u64);
+                if !(a / bm.chunk..=(b - 1) / bm.chunk).any(|k| bm.dirty(k)) {
+                    off += len as u64;
+                    continue;
+                }
+            }
             block_on(&be, ex.read(n, off, &mut buf[..len]))?;
             block_on(&be, ex.write(n, off, &buf[..len]))?;
             off += len as u64;

@@ -442,6 +442,7 @@ mod tests {
             events: 1,
             resync_offset: u64::MAX,
             roles: vec![0, 1, 2],
+            bitmap: false,
         }
         .encode();
         sb[144..152].copy_from_slice(&(sec as u64).to_le_bytes());

@@ -47,6 +47,8 @@ pub struct Shared<'a> {
     /// `fsync=N`: after every N writes the worker lets its I/Os drain,
     /// flushes the volume and carries on (0: never).
     pub fsync: u32,
+    /// The root array's write-intent bitmap, when it has one.
+    pub intent: Option<&'a crate::intent::Intent>,
 }
 
 /// Where a worker gets its I/Os.
@@ -173,12 +175,16 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
         if sh.verify {
             verify::fill(&mut buf[..len], io.offset, gen);
         }
+        if let Some(intent) = sh.intent {
+            out.res = intent.mark(io.offset, len as u64, sh.members);
+        }
         let mut tries = Tries::new(ex);
-        loop {
+        while out.res.is_ok() {
             out.res = ex.write(0, io.offset, &buf[..len]).await;
             if !tries.again(&out.res) {
                 break;
             }
+            out.res = Ok(());
         }
         if out.res.is_ok() && sh.sync {
             out.res = ex.flush(0).await;

@@ -414,6 +414,31 @@ impl Geometry {
         }
     }
 
+    /// The member byte range `[start, end)` a write of `len` bytes at volume
+    /// offset `off` may touch on some member, parity and copies included —
+    /// the same range on every member, as md's write-intent bitmap counts
+    /// (whole stripes for RAID 5/6, chunk rows for RAID 10).
+    pub fn member_span(&self, off: u64, len: u64) -> (u64, u64) {
+        let c = self.chunk;
+        let last = off + len.max(1) - 1;
+        match self.level {
+            Level::Raid5 | Level::Raid6 => {
+                let sb = c * self.data_disks() as u64;
+                (off / sb * c, (last / sb + 1) * c)
+            }
+            Level::Raid10 => {
+                let n = self.n as u64;
+                ((2 * (off / c)) / n * c, ((2 * (last / c) + 1) / n + 1) * c)
+            }
+            Level::Raid0 => {
+                let n = self.n as u64;
+                (off / c / n * c, (last / c / n + 1) * c)
+            }
+            // RAID 1: the same bytes; concat: its own range, on one member.
+            Level::Raid1 | Level::Concat => (off, last + 1),
+        }
+    }
+
     /// Every copy of the data at a member location (mirrors), primary first.
     pub fn copies(&self, member: usize, off: u64, out: &mut Vec<(usize, u64)>) {
         out.clear();

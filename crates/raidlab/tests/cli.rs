@@ -369,9 +369,10 @@ fn run_verify_failures_exit_1_and_export_fio_round_trips() {
         "--verify",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // Wipe member 0's data, keeping its md superblock (in its first 8 KiB).
+    // Wipe member 0's data, keeping its md superblock and bitmap (in the
+    // 1 MiB before its data).
     let mut m0 = std::fs::read(&m[0]).unwrap();
-    m0[8192..].fill(0);
+    m0[1 << 20..].fill(0);
     std::fs::write(&m[0], m0).unwrap();
     let o = raidlab(&["run", "-t", &t, "-w", "rw=read bs=16k size=1m", "--verify"]);
     assert_eq!(o.status.code(), Some(1));
@@ -588,6 +589,9 @@ fn a_killed_write_run_loses_nothing_once_resynced() {
     let m: Vec<String> = (0..4)
         .map(|i| dir.join(format!("m{i}.img")).display().to_string())
         .collect();
+    // Members of 1 GiB (sparse): their write-intent bitmaps have 16 chunks
+    // of 64 MiB, and the writes below touch the first only.
+    let sized: Vec<String> = m.iter().map(|p| format!("{p}[size=1g]")).collect();
     let array = |i: Option<usize>| {
         let mut v: Vec<&str> = m.iter().map(String::as_str).collect();
         if let Some(i) = i {
@@ -596,12 +600,13 @@ fn a_killed_write_run_loses_nothing_once_resynced() {
         format!("raid5[stripe=16k]({})", v.join(","))
     };
     let t = array(None);
+    let created = format!("raid5[stripe=16k]({})", sized.join(","));
     let run = |t: &str, wl: &str| {
         raidlab(&[
             "run", "-t", t, "-w", wl, "--verify", "--engine", "psync", "--format", "json",
         ])
     };
-    let o = run(&t, "rw=write bs=64k size=4m");
+    let o = run(&created, "rw=write bs=64k size=4m");
     assert!(o.status.success(), "{}", stderr(&o));
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_raidlab"))
         .args([
@@ -626,7 +631,10 @@ fn a_killed_write_run_loses_nothing_once_resynced() {
     let o = run(&t, read);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["real"]["array"]["resynced_bytes"].as_u64().unwrap() > 0);
+    // Only the dirty chunk's stripes were rewritten: one 64 MiB chunk of
+    // each member, 192 MiB of a 3 GiB volume (in steps of about 1 MiB).
+    let resynced = v["real"]["array"]["resynced_bytes"].as_u64().unwrap();
+    assert!(resynced > 0 && resynced <= 193 << 20, "{resynced}");
     for i in 0..4 {
         let o = run(&array(Some(i)), read);
         assert!(o.status.success(), "member {i} missing: {}", stderr(&o));
