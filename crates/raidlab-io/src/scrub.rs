@@ -135,6 +135,28 @@ impl Scrubber<'_, '_> {
         Ok(())
     }
 
+    /// Record a mismatch in stripe (or row) `stripe`, on child node
+    /// `child` at its offset `off`.
+    fn found(
+        &mut self,
+        a: &mut ArrayScrub,
+        stripe: u64,
+        child: usize,
+        off: u64,
+        what: &'static str,
+    ) {
+        let (member, offset) = self.place(child, off);
+        let m = Mismatch {
+            array: a.array.clone(),
+            stripe,
+            member,
+            offset,
+            what,
+            repaired: self.repair,
+        };
+        self.note(a, m);
+    }
+
     fn note(&mut self, a: &mut ArrayScrub, m: Mismatch) {
         a.mismatch_cnt += SECTORS_PER_BLOCK;
         if self.report.mismatches.len() < MAX_LISTED {
@@ -231,16 +253,7 @@ impl Scrubber<'_, '_> {
             self.write(kids[target], off, &fix)?;
             bufs[target][blk..blk + len].copy_from_slice(&fix);
         }
-        let (member, offset) = self.place(kids[target], off);
-        let m = Mismatch {
-            array: a.array.clone(),
-            stripe: s,
-            member,
-            offset,
-            what,
-            repaired: self.repair,
-        };
-        self.note(a, m);
+        self.found(a, s, kids[target], off, what);
         Ok(())
     }
 
@@ -315,16 +328,7 @@ impl Scrubber<'_, '_> {
                 }
             }
         }
-        let (member, offset) = self.place(kids[target], off);
-        let m = Mismatch {
-            array: a.array.clone(),
-            stripe: s,
-            member,
-            offset,
-            what,
-            repaired: self.repair,
-        };
-        self.note(a, m);
+        self.found(a, s, kids[target], off, what);
         Ok(())
     }
 
@@ -394,16 +398,7 @@ impl Scrubber<'_, '_> {
             if self.repair {
                 self.write(kids[c], co + blk as u64, &data[src][blk..end])?;
             }
-            let (member, offset) = self.place(kids[c], co + blk as u64);
-            let m = Mismatch {
-                array: a.array.clone(),
-                stripe: row,
-                member,
-                offset,
-                what: "copy",
-                repaired: self.repair,
-            };
-            self.note(a, m);
+            self.found(a, row, kids[c], co + blk as u64, "copy");
         }
         Ok(())
     }

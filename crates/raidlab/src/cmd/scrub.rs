@@ -18,7 +18,8 @@ pub struct ScrubArgs {
     /// Write the report to FILE instead of stdout.
     #[arg(short = 'o', long)]
     output: Option<String>,
-    /// Use members that are in use or carry signatures (repair writes).
+    /// Use members that are in use or carry signatures (repair and rebuild
+    /// write); rebuild onto members with foreign or damaged md superblocks.
     #[arg(long)]
     force: bool,
 }
@@ -100,24 +101,14 @@ fn table(r: &ScrubReport, repair: bool) -> String {
 /// that does not exist is created.
 #[derive(clap::Args)]
 pub struct RebuildArgs {
-    /// Topology expression over paths (or @FILE), with the replacements in
-    /// the places of the members they replace.
-    #[arg(short = 't', long)]
-    topology: String,
+    /// The expression (`-t`) names the replacements in the places of the
+    /// members they replace.
+    #[command(flatten)]
+    scrub: ScrubArgs,
     /// Rebuild at most this many MB/s (md's speed_limit_max; its default,
     /// 200,000 KiB/s, is 204.8 MB/s). 0: no limit.
     #[arg(long, default_value_t = 204.8)]
     max_rate: f64,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    format: ReportFormat,
-    /// Write the report to FILE instead of stdout.
-    #[arg(short = 'o', long)]
-    output: Option<String>,
-    /// Use members that are in use or carry signatures, and rebuild onto
-    /// members with foreign or damaged md superblocks.
-    #[arg(long)]
-    force: bool,
 }
 
 /// Run `rebuild`.
@@ -128,14 +119,15 @@ pub fn rebuild(args: RebuildArgs) -> Result<(), Failure> {
             args.max_rate
         )));
     }
-    let expr = expression(&args.topology)?;
+    let a = &args.scrub;
+    let expr = expression(&a.topology)?;
     let rate = (args.max_rate > 0.0).then_some(args.max_rate * 1e6);
     let bar = crate::common::RunProgress::new("rebuild");
-    let r = raidlab_io::rebuild(&expr, rate, args.force, &|done, all| {
+    let r = raidlab_io::rebuild(&expr, rate, a.force, &|done, all| {
         bar.set(done as f64 / all.max(1) as f64)
     })?;
     drop(bar);
-    let text = match args.format {
+    let text = match a.format {
         ReportFormat::Json => json_text(&r)?,
         ReportFormat::Table if r.rebuilt.is_empty() => {
             "nothing to rebuild: every member is current\n".to_string()
@@ -150,5 +142,5 @@ pub fn rebuild(args: RebuildArgs) -> Result<(), Failure> {
             r.events
         ),
     };
-    emit(&args.output, &text)
+    emit(&a.output, &text)
 }
