@@ -58,20 +58,29 @@ pub fn fill(buf: &mut [u8], off: u64, gen: u64) {
         // Words 0 and 1 after the checksum field are the address and the
         // generation: one in each lane.
         let (mut h0, mut h1) = (mix(GOLDEN_GAMMA, addr), mix(LANE2, gen));
-        let mut x = addr ^ gen.rotate_left(17) ^ 0x2545_F491_4F6C_DD1D;
-        for (j, w) in u[24..].chunks_exact_mut(8).enumerate() {
-            // xorshift64: cheap, and different for every address and generation.
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            w.copy_from_slice(&x.to_le_bytes());
-            // Payload word j is word j + 2 after the checksum field.
-            if j & 1 == 0 {
-                h0 = mix(h0, x);
-            } else {
-                h1 = mix(h1, x);
-            }
+        // Two xorshift64 streams, even and odd payload words: cheap,
+        // different for every address and generation, and independent, so
+        // neither the payload nor the checksum waits on one long chain.
+        let seed = addr ^ gen.rotate_left(17) ^ 0x2545_F491_4F6C_DD1D;
+        let mut x = [seed, seed.rotate_left(32) ^ GOLDEN_GAMMA];
+        let xorshift = |mut v: u64| {
+            v ^= v << 13;
+            v ^= v >> 7;
+            v ^ (v << 17)
+        };
+        let (pairs, last) = u[24..].split_at_mut(UNIT - 24 - 8);
+        for pair in pairs.chunks_exact_mut(16) {
+            // Payload words 2k and 2k+1 are words 2k+2 and 2k+3 after the
+            // checksum field: lanes 0 and 1.
+            x = [xorshift(x[0]), xorshift(x[1])];
+            pair[..8].copy_from_slice(&x[0].to_le_bytes());
+            pair[8..].copy_from_slice(&x[1].to_le_bytes());
+            h0 = mix(h0, x[0]);
+            h1 = mix(h1, x[1]);
         }
+        x[0] = xorshift(x[0]);
+        last.copy_from_slice(&x[0].to_le_bytes());
+        h0 = mix(h0, x[0]);
         let c = fold(mix(h0, h1));
         debug_assert_eq!(c, checksum(&u[8..]));
         u[4..8].copy_from_slice(&c.to_le_bytes());
