@@ -571,6 +571,33 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Whatever a member holds, reading its superblock, lineage and
+        /// bitmap never panics, and what decodes re-encodes to itself.
+        #[test]
+        fn decoding_arbitrary_blocks_never_panics(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), BLOCK),
+            magic in proptest::prelude::any::<bool>(),
+        ) {
+            let mut b = bytes;
+            if magic {
+                put32(&mut b, 0, MAGIC);
+                put32(&mut b, 4, 1);
+                let c = checksum(&b);
+                put32(&mut b, 216, c);
+            }
+            if let Ok(Some(sb)) = Superblock::decode(&b) {
+                let again = Superblock::decode(&sb.encode()).unwrap().unwrap();
+                proptest::prop_assert_eq!(again.events, sb.events);
+            }
+            let _ = Lineage::load(&b);
+            let mut bm = b.clone();
+            put32(&mut bm, 0, BITMAP_MAGIC);
+            put32(&mut bm, 4, BITMAP_VERSION);
+            let _ = Bitmap::decode(&bm);
+        }
+    }
+
     #[test]
     fn data_offsets_follow_mdadm() {
         // Small devices: 1 MiB unless four chunks of headroom need more.

@@ -423,7 +423,7 @@ mod tests {
 
         #[test]
         fn never_panics_on_expression_shaped_text(
-            s in "(raid[0156]|raid10|concat|host|missing|\\./m[0-9]|/dev/x|[\\[\\]()=,*]|stripe|layout|size|[0-9]+k?| ){0,24}"
+            s in "(raid[0156]|raid10|concat|host|missing|\\./m[0-9]|/dev/x|[\\[\\]()=,*]|stripe|layout|size|fail_after|bad|spares|[0-9]+[km]?|\\.\\.| ){0,24}"
         ) {
             if let Ok(t) = parse_real(&s) {
                 // Whatever parses has a valid redundancy and distinct paths.

@@ -56,7 +56,7 @@ fn array(members: usize) -> impl Strategy<Value = String> {
 fn topology() -> impl Strategy<Value = String> {
     (
         array(3),
-        0usize..6,
+        0usize..8,
         prop_oneof![
             Just("adaptec5085"),
             Just("megaraid9361"),
@@ -78,6 +78,11 @@ fn topology() -> impl Strategy<Value = String> {
                 2 => format!("raid0({ctrl}[mode=volume](2*x25e),{ctrl}[mode=volume](2*x25e))"),
                 3 => format!("raid1[impl=lvm]({ctrl}[mode=jbod](2*s3500-80))"),
                 4 => format!("host[cores=2]({arr})"),
+                // Degraded, and rebuilding onto a spare behind a controller.
+                5 => "raid6[stripe=16k](3*x25e, missing)".to_string(),
+                6 => format!(
+                    "{ctrl}(raid5[stripe=64k,spares=1,rebuild_max=100m](2*x25e, missing, x25e))"
+                ),
                 _ => format!("raid0(raid1(2*x25e),{arr})"),
             }
         })
