@@ -187,6 +187,17 @@ fn real_members(r: &RunResult, real: &raidlab_core::result::RealStats) -> String
             m.write_bytes as f64 / 1e6
         );
     }
+    if let Some(a) = &real.array {
+        let how = if a.created { "created" } else { "assembled" };
+        o += &format!("array {} {how}, md event {}", a.uuid, a.events);
+        if a.resynced_bytes > 0 {
+            o += &format!(
+                "; it had not stopped cleanly: {:.1} MB resynchronised first",
+                a.resynced_bytes as f64 / 1e6
+            );
+        }
+        o += "\n";
+    }
     for m in real.members.iter().filter(|m| m.failed.is_some()) {
         o += &format!(
             "FAILED during the run: {} ({}); the array carried on degraded\n",
