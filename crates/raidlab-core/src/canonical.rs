@@ -4,7 +4,7 @@
 
 use crate::topology::{Array, Controller, Device, DeviceModel, Node, SsdState, Topology};
 use crate::units::format_size;
-use raidlab_layout::{Level, ParityLayout};
+use raidlab_layout::Level;
 
 impl Topology {
     /// The expression with every option the run used written out: stripe
@@ -82,7 +82,7 @@ fn controller(c: &Controller, state: impl Fn(&Device) -> SsdState + Copy) -> Str
 fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
     let mut opts = vec![format!("stripe={}", format_size(a.stripe))];
     if matches!(a.level, Level::Raid5 | Level::Raid6) {
-        opts.push(format!("layout={}", layout_word(a.layout)));
+        opts.push(format!("layout={}", a.layout.word()));
     }
     if a.spares > 0 {
         opts.push(format!("spares={}", a.spares));
@@ -98,15 +98,6 @@ fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
         opts.join(","),
         children(&a.members, state)
     )
-}
-
-fn layout_word(l: ParityLayout) -> &'static str {
-    match l {
-        ParityLayout::LeftSymmetric => "left-symmetric",
-        ParityLayout::LeftAsymmetric => "left-asymmetric",
-        ParityLayout::RightSymmetric => "right-symmetric",
-        ParityLayout::RightAsymmetric => "right-asymmetric",
-    }
 }
 
 /// A share as a percentage with no more digits than it needs.

@@ -375,4 +375,11 @@ pub struct ArrayMeta {
     pub events: u64,
     /// Bytes rewritten to resynchronise arrays found not cleanly stopped.
     pub resynced_bytes: u64,
+    /// Hot spares that took missing members' places and were rebuilt there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub took_over: Vec<String>,
+    /// After a takeover, the expression that names the members as they now
+    /// stand (later runs use it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
 }

@@ -102,6 +102,7 @@ impl Vol {
                 layout,
                 children,
                 col,
+                ..
             } => {
                 self.nodes.push(VNode::Missing); // placeholder until children exist
                                                  // Present members first, so a missing one can take their size.

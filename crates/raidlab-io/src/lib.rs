@@ -147,6 +147,7 @@ fn needed_leaf_size(n: &RealNode, span: u64, out: &mut Vec<(usize, u64)>) {
             level,
             chunk,
             children,
+            spares,
             ..
         } => {
             let k = children.len() as u64;
@@ -159,7 +160,7 @@ fn needed_leaf_size(n: &RealNode, span: u64, out: &mut Vec<(usize, u64)>) {
                 Level::Concat => span.div_ceil(k).next_multiple_of(512),
             };
             let md_chunk = meta::md_chunk(*level, *chunk);
-            for c in children {
+            for c in children.iter().chain(spares) {
                 match c {
                     RealNode::Member(i) => out.push((*i, md::device_for_data(per, md_chunk))),
                     _ => needed_leaf_size(c, per, out),
@@ -289,8 +290,10 @@ fn is_block_device(path: &std::path::Path) -> bool {
 pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<RunOutput, Error> {
     let wall = Instant::now();
     let seed = w.seed.unwrap_or(seed);
-    let topo: RealTopology = topo::parse_real(expr)?;
-    let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
+    let mut topo: RealTopology = topo::parse_real(expr)?;
+    // Hot spares take missing members' places at once, as md's do.
+    topo.take_spares();
+    let writes = !matches!(w.rw, Rw::Read | Rw::RandRead) || !topo.took_over.is_empty();
     // Creating arrays writes their metadata, even in a read run.
     let (kinds, made) = prepare_members(&topo, w, writes || opts.create, opts.force)?;
     let arrays = check_aliases(&topo)
@@ -309,6 +312,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         vol,
     } = arrays;
     let (resynced, mut events) = resync_if_dirty(&topo, &mut members, &vol, &asm, opts)?;
+    let spare_bytes = rebuild_spares(&topo, &members, &vol, &asm)?;
     let used = vol.member_use(sizes.len());
     if asm.has_metadata() && (writes || asm.created) {
         // md marks the array active before its first write: a crash from
@@ -434,6 +438,19 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
                 created: asm.created,
                 events,
                 resynced_bytes: resynced,
+                took_over: topo
+                    .took_over
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "{} took slot {} of the array at column {} ({spare_bytes} bytes rebuilt)",
+                            topo.members[t.member].path.display(),
+                            t.slot + 1,
+                            t.col
+                        )
+                    })
+                    .collect(),
+                topology: (!topo.took_over.is_empty()).then(|| topo.expression()),
             }),
         }),
         latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
@@ -660,6 +677,30 @@ fn create_replacements(topo: &RealTopology, force: bool) -> Result<(), Error> {
     Ok(())
 }
 
+/// Rebuild the hot spares that took missing members' places, before the
+/// workload (md starts the recovery at once; here the run waits for it).
+/// Returns the bytes written.
+fn rebuild_spares(
+    topo: &RealTopology,
+    members: &Members,
+    vol: &exec::Vol,
+    asm: &meta::Assembly,
+) -> Result<u64, Error> {
+    if asm.rebuild.is_empty() {
+        return Ok(0);
+    }
+    debug_assert!(
+        !topo.took_over.is_empty(),
+        "only spares are rebuilt by a run"
+    );
+    let pace = rebuild::Pace {
+        max_rate: None,
+        progress: &|_, _| {},
+    };
+    rebuild::rebuild(vol, members, &asm.rebuild, &pace)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("rebuilding onto a spare: {e}")))
+}
+
 /// Open members, their arrays assembled (or created) and compiled.
 struct Arrays {
     members: Members,
@@ -716,7 +757,7 @@ fn resync_if_dirty(
     if !asm.dirty {
         return Ok((0, asm.events));
     }
-    if topo.root.has_missing() {
+    if topo.root.has_missing() || !asm.rebuild.is_empty() {
         if opts.force {
             return Ok((0, asm.events));
         }

@@ -22,6 +22,8 @@ pub const SUPER_OFFSET: u64 = 4096;
 pub const BLOCK: usize = 4096;
 /// `MD_DISK_ROLE_FAULTY`: a slot whose device failed or is missing.
 pub const ROLE_FAULTY: u16 = 0xfffe;
+/// `MD_DISK_ROLE_SPARE`: a hot spare.
+pub const ROLE_SPARE: u16 = 0xffff;
 /// md's `MaxSector`: `resync_offset` of an array known to be in sync.
 pub const IN_SYNC: u64 = u64::MAX;
 /// Fixed part of the superblock (`sizeof(struct mdp_superblock_1)`).

@@ -35,6 +35,10 @@ pub struct Leaf {
     pub slots: usize,
     /// Which of that array's slots are `missing`.
     pub missing: Vec<bool>,
+    /// Devices of that array, its spares included (md's `max_dev`).
+    pub devices: usize,
+    /// A hot spare (its path index is past the slots).
+    pub spare: bool,
 }
 
 /// md's chunk for an array: RAID 1 and linear record none.
@@ -54,6 +58,7 @@ pub fn leaves(root: &RealNode) -> Vec<Leaf> {
             chunk,
             layout,
             children,
+            spares,
             ..
         } = n
         else {
@@ -63,7 +68,7 @@ pub fn leaves(root: &RealNode) -> Vec<Leaf> {
             .iter()
             .map(|c| matches!(c, RealNode::Missing))
             .collect();
-        for (i, c) in children.iter().enumerate() {
+        for (i, c) in children.iter().chain(spares).enumerate() {
             path.push(i as u16);
             match c {
                 RealNode::Member(m) => out.push(Leaf {
@@ -74,6 +79,8 @@ pub fn leaves(root: &RealNode) -> Vec<Leaf> {
                     layout: md::md_layout(*level, *layout),
                     slots: children.len(),
                     missing: missing.clone(),
+                    devices: children.len() + spares.len(),
+                    spare: i >= children.len(),
                 }),
                 RealNode::Array { .. } => walk(c, path, out),
                 RealNode::Missing => {}
@@ -417,8 +424,18 @@ pub fn assemble(
     };
     let mut rebuild = Vec::new();
     let mut ours: Vec<(&Leaf, &Superblock, &Lineage)> = Vec::new();
+    let promoted: Vec<usize> = topo.took_over.iter().map(|t| t.member).collect();
+    let mut spare_roots = Vec::new();
     for (l, f) in leaves.iter().zip(&found) {
-        if replacing(f) {
+        // A spare that took a missing member's place is rebuilt there,
+        // whatever slot its superblock names (checked to be this array's by
+        // its root UUID).
+        let promoted_ours =
+            promoted.contains(&l.member) && matches!(f, Found::Ours(..) | Found::Blank);
+        if replacing(f) || promoted_ours {
+            if let (true, Found::Ours(_, lin)) = (promoted_ours, f) {
+                spare_roots.push((l.member, lin.root_uuid));
+            }
             rebuild.push(l.member);
             continue;
         }
@@ -494,6 +511,12 @@ pub fn assemble(
                 .to_string(),
         ));
     };
+    if let Some((m, _)) = spare_roots.iter().find(|(_, r)| *r != flin.root_uuid) {
+        return Err(refused(format!(
+            "{}: a spare of another array",
+            path_of(*m)
+        )));
+    }
     let bitmap = if fsb.bitmap && bitmap_eligible(&topo.root) {
         Some(found_bitmap(&current, files, sizes, &offsets)?)
     } else {
@@ -696,11 +719,23 @@ impl Assembly {
         {
             let array_path = &l.path[..l.path.len() - 1];
             let slot = *l.path.last().expect("a leaf has a slot");
-            let roles = (0..l.slots)
+            // A spare is not in the volume: it would use what its array's
+            // members use.
+            let used_here = if l.spare {
+                self.leaves
+                    .iter()
+                    .find(|o| !o.spare && o.path[..o.path.len() - 1] == *array_path)
+                    .map_or(used[l.member], |o| used[o.member])
+            } else {
+                used[l.member]
+            };
+            let roles = (0..l.devices)
                 .map(|i| {
                     let mut p = array_path.to_vec();
                     p.push(i as u16);
-                    if l.missing[i] || failed_slot(&p) {
+                    if i >= l.slots {
+                        md::ROLE_SPARE
+                    } else if l.missing[i] || failed_slot(&p) {
                         ROLE_FAULTY
                     } else {
                         i as u16
@@ -714,7 +749,7 @@ impl Assembly {
                 ctime: self.ctime,
                 level: md::md_level(l.level),
                 layout: l.layout,
-                size: used[l.member] / 512,
+                size: used_here / 512,
                 chunk_sectors: (l.chunk / 512) as u32,
                 raid_disks: l.slots as u32,
                 data_offset: off / 512,
@@ -739,7 +774,7 @@ impl Assembly {
             if let Some(bm) = &self.bitmap {
                 // Every write run starts from a clean bitmap: an unclean
                 // stop was resynchronised before.
-                let cleared = self.cleared_bitmap(bm.chunk, used[l.member], events);
+                let cleared = self.cleared_bitmap(bm.chunk, used_here, events);
                 files[l.member].write_all_at(&cleared, md::SUPER_OFFSET + md::BITMAP_OFFSET)?;
             }
         }

@@ -65,12 +65,58 @@ pub enum RealNode {
         layout: ParityLayout,
         /// Members.
         children: Vec<RealNode>,
+        /// Hot spares (`spares=N`: the last N paths), each a `Member`.
+        spares: Vec<RealNode>,
         /// Column in the expression.
         col: usize,
     },
 }
 
+/// A spare that took a missing member's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Takeover {
+    /// The spare's member index.
+    pub member: usize,
+    /// Its array's column and the slot it took.
+    pub col: usize,
+    /// The slot (0-based).
+    pub slot: usize,
+}
+
 impl RealNode {
+    /// Put hot spares in the places of `missing` members, as md starts
+    /// recovery onto a spare at once: the first spare of an array takes its
+    /// first missing slot, and so on. Returns what moved.
+    pub fn take_spares(&mut self) -> Vec<Takeover> {
+        let mut out = Vec::new();
+        if let RealNode::Array {
+            children,
+            spares,
+            col,
+            ..
+        } = self
+        {
+            for c in children.iter_mut() {
+                out.extend(c.take_spares());
+            }
+            for (slot, c) in children.iter_mut().enumerate() {
+                if matches!(c, RealNode::Missing) && !spares.is_empty() {
+                    let s = spares.remove(0);
+                    let RealNode::Member(member) = s else {
+                        unreachable!("spares are paths")
+                    };
+                    *c = s;
+                    out.push(Takeover {
+                        member,
+                        col: *col,
+                        slot,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     /// Whether a `missing` member is anywhere under this node.
     pub fn has_missing(&self) -> bool {
         match self {
@@ -145,6 +191,58 @@ pub struct RealTopology {
     /// The expression's shape as written, before failed arrays became
     /// `missing` (what the members' metadata records).
     pub shape: u64,
+    /// Spares put in missing members' places ([`RealTopology::take_spares`]).
+    pub took_over: Vec<Takeover>,
+}
+
+impl RealTopology {
+    /// Let hot spares take the places of missing members (see
+    /// [`RealNode::take_spares`]); remembers what moved.
+    pub fn take_spares(&mut self) {
+        self.took_over = self.root.take_spares();
+    }
+
+    /// The expression for this topology as it now stands (spares that took
+    /// a place written there), options written out.
+    pub fn expression(&self) -> String {
+        fn node(n: &RealNode, members: &[MemberSpec], out: &mut String) {
+            match n {
+                RealNode::Member(i) => out.push_str(&members[*i].path.display().to_string()),
+                RealNode::Missing => out.push_str("missing"),
+                RealNode::Array {
+                    level,
+                    chunk,
+                    layout,
+                    children,
+                    spares,
+                    ..
+                } => {
+                    out.push_str(level.word());
+                    let mut opts = vec![format!(
+                        "stripe={}",
+                        raidlab_core::units::format_size(*chunk)
+                    )];
+                    if matches!(level, Level::Raid5 | Level::Raid6) {
+                        opts.push(format!("layout={}", layout.word()));
+                    }
+                    if !spares.is_empty() {
+                        opts.push(format!("spares={}", spares.len()));
+                    }
+                    out.push_str(&format!("[{}](", opts.join(",")));
+                    for (i, c) in children.iter().chain(spares).enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        node(c, members, out);
+                    }
+                    out.push(')');
+                }
+            }
+        }
+        let mut s = String::new();
+        node(&self.root, &self.members, &mut s);
+        s
+    }
 }
 
 fn looks_like_path(name: &str) -> bool {
@@ -185,6 +283,7 @@ pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
         root,
         members,
         shape,
+        took_over: Vec::new(),
     })
 }
 
@@ -307,11 +406,6 @@ fn array(
     col: usize,
     members: &mut Vec<MemberSpec>,
 ) -> Result<RealNode, Error> {
-    if let Some((_, c)) = o.spares {
-        return Err(expression(format!(
-            "spares at column {c}: hot spares are simulator-only"
-        )));
-    }
     if o.rebuild_rates.2 > 0 {
         return Err(expression(format!(
             "rebuild_min/rebuild_max at column {}: simulator-only; 'raidlab rebuild --max-rate' paces a real rebuild",
@@ -325,16 +419,32 @@ fn array(
     }
     // md's default chunk (mdadm(8) --chunk: 512 KiB since mdadm 3.1).
     let (chunk, layout) = (o.stripe.unwrap_or(512 * 1024), o.layout);
-    let kids = children
+    let mut kids = children
         .iter()
         .map(|c| node(c, members))
         .collect::<Result<Vec<_>, _>>()?;
+    let nspares = o.spares.map_or(0, |s| s.0 as usize);
+    if nspares >= kids.len() {
+        return Err(expression(format!(
+            "spares={nspares} at column {}: an array of {} members keeps none active",
+            o.spares.map_or(col, |s| s.1),
+            kids.len()
+        )));
+    }
+    let spares = kids.split_off(kids.len() - nspares);
+    if spares.iter().any(|s| !matches!(s, RealNode::Member(_))) {
+        return Err(expression(format!(
+            "spares at column {}: a spare is a path (not missing, not an array)",
+            o.spares.map_or(col, |s| s.1)
+        )));
+    }
     check_members(level, kids.len(), col).map_err(core_error)?;
     Ok(RealNode::Array {
         level,
         chunk,
         layout,
         children: kids,
+        spares,
         col,
     })
 }
@@ -402,6 +512,11 @@ mod tests {
             ("host[cores=2](./a)", "simulator-only"),
             ("raid0(./a[op=5%])", "unknown option 'op'"),
             ("raid0(./a,", "column"),
+            ("raid1[spares=2](./a, ./b)", "keeps none active"),
+            (
+                "raid5[spares=1](./a, ./b, ./c, missing)",
+                "a spare is a path",
+            ),
             (
                 "raid1(host(./a), ./b)",
                 "may only wrap the whole expression",

@@ -1249,3 +1249,52 @@ proptest::proptest! {
         }
     }
 }
+
+/// Hot spares in the real engine: a spare carries md's spare role; when a
+/// member is written `missing`, the spare takes its place at once, is
+/// rebuilt there, and the result names the expression from then on, under
+/// which every block verifies and check is clean.
+#[test]
+fn a_hot_spare_takes_a_missing_members_place() {
+    let d = TempDir::new("spare");
+    let f = d.files(5);
+    let o = opts(EngineKind::Psync, true);
+    let with = |m: [&str; 5]| format!("raid6[stripe=16k,spares=1]({})", m.join(","));
+    let all = with([&f[0], &f[1], &f[2], &f[3], &f[4]]);
+    go(&all, "rw=write bs=32k size=1m", &o);
+    let spare = raidlab_io::md::Superblock::decode(&std::fs::read(&f[4]).unwrap()[4096..8192])
+        .unwrap()
+        .unwrap();
+    assert_eq!((spare.role(), spare.raid_disks), (None, 4));
+    let r = go(
+        &with([&f[0], "missing", &f[2], &f[3], &f[4]]),
+        "rw=read bs=16k size=1m",
+        &o,
+    );
+    let a = r.real.as_ref().unwrap().array.clone().unwrap();
+    assert_eq!(a.took_over.len(), 1, "{a:?}");
+    assert_eq!(mismatches(&r).1, 0);
+    let now = a.topology.expect("the expression from now on");
+    assert_eq!(
+        now,
+        format!(
+            "raid6[stripe=16k,layout=left-symmetric]({}, {}, {}, {})",
+            f[0], f[4], f[2], f[3]
+        )
+    );
+    let took = raidlab_io::md::Superblock::decode(&std::fs::read(&f[4]).unwrap()[4096..8192])
+        .unwrap()
+        .unwrap();
+    assert_eq!(took.role(), Some(1));
+    // Lose two more: the rebuilt spare carries its share.
+    let (checked, bad) = mismatches(&go(
+        &format!("raid6[stripe=16k]({}, {}, missing, missing)", f[0], f[4]),
+        "rw=read bs=16k size=1m",
+        &o,
+    ));
+    assert!(checked > 0 && bad == 0);
+    assert_eq!(
+        raidlab_io::scrub(&now, false, false).unwrap().mismatch_cnt,
+        0
+    );
+}

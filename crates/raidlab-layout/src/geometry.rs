@@ -109,6 +109,16 @@ pub enum ParityLayout {
 }
 
 impl ParityLayout {
+    /// md's word for the layout.
+    pub fn word(self) -> &'static str {
+        match self {
+            ParityLayout::LeftSymmetric => "left-symmetric",
+            ParityLayout::LeftAsymmetric => "left-asymmetric",
+            ParityLayout::RightSymmetric => "right-symmetric",
+            ParityLayout::RightAsymmetric => "right-asymmetric",
+        }
+    }
+
     /// Parse md's layout word (or its two-letter short form).
     pub fn from_word(s: &str) -> Option<Self> {
         Some(match s {

@@ -197,6 +197,12 @@ fn real_members(r: &RunResult, real: &raidlab_core::result::RealStats) -> String
             );
         }
         o += "\n";
+        for t in &a.took_over {
+            o += &format!("spare: {t}\n");
+        }
+        if let Some(t) = &a.topology {
+            o += &format!("from now on the array is: {t}\n");
+        }
     }
     for m in real.members.iter().filter(|m| m.failed.is_some()) {
         o += &format!(
