@@ -312,7 +312,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         vol,
     } = arrays;
     let (resynced, mut events) = resync_if_dirty(&topo, &mut members, &vol, &asm, opts)?;
-    let spare_bytes = rebuild_spares(&topo, &members, &vol, &asm)?;
+    let mut spare_bytes = rebuild_spares(&topo, &members, &vol, &asm)?;
     let used = vol.member_use(sizes.len());
     if asm.has_metadata() && (writes || asm.created) {
         // md marks the array active before its first write: a crash from
@@ -383,6 +383,13 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         }
         asm.write(&members.files, &sizes, &used, events, true, &failed)
             .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+        if let Some((after, bytes, ev)) =
+            spares_for_failed(&topo, &members, &sizes, &failed, events)?
+        {
+            topo = after;
+            spare_bytes += bytes;
+            events = ev;
+        }
     }
     let window_end = match shared.end {
         Some(e) => e.min(wall_end),
@@ -699,6 +706,47 @@ fn rebuild_spares(
     };
     rebuild::rebuild(vol, members, &asm.rebuild, &pace)
         .map_err(|e| Error::new(ErrorKind::Io, format!("rebuilding onto a spare: {e}")))
+}
+
+/// After a run in which members failed: hot spares of their arrays take
+/// their places and are rebuilt there (md starts this recovery when the
+/// member fails; here it follows the workload). Returns the topology as it
+/// now stands, the bytes rebuilt and the members' event count, or `None`
+/// when no spare could take a failed member's place.
+fn spares_for_failed(
+    topo: &RealTopology,
+    members: &Members,
+    sizes: &[u64],
+    failed: &[bool],
+    events: u64,
+) -> Result<Option<(RealTopology, u64, u64)>, Error> {
+    let dead: Vec<usize> = (0..failed.len()).filter(|&m| failed[m]).collect();
+    if dead.is_empty() {
+        return Ok(None);
+    }
+    let mut after = topo.clone();
+    after.fail_members(&dead);
+    let before = after.took_over.len();
+    let moved = after.root.take_spares();
+    if moved.is_empty() {
+        return Ok(None);
+    }
+    after.took_over.truncate(before);
+    after.took_over.extend(moved);
+    let asm = meta::assemble(&after, &members.files, sizes, meta::Intent::Assemble)?;
+    let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
+    let vol = exec::Vol::build(&after.root, &data, &asm.offsets)?;
+    let bytes = rebuild_spares(&after, members, &vol, &asm)?;
+    asm.write(
+        &members.files,
+        sizes,
+        &vol.member_use(sizes.len()),
+        events + 1,
+        true,
+        failed,
+    )
+    .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    Ok(Some((after, bytes, events + 1)))
 }
 
 /// Open members, their arrays assembled (or created) and compiled.

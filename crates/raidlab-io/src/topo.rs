@@ -196,6 +196,20 @@ pub struct RealTopology {
 }
 
 impl RealTopology {
+    /// Write the members `dead` (failed during a run) as `missing`.
+    pub fn fail_members(&mut self, dead: &[usize]) {
+        fn walk(n: &mut RealNode, dead: &[usize]) {
+            match n {
+                RealNode::Member(i) if dead.contains(i) => *n = RealNode::Missing,
+                RealNode::Array { children, .. } => {
+                    children.iter_mut().for_each(|c| walk(c, dead));
+                }
+                _ => {}
+            }
+        }
+        walk(&mut self.root, dead);
+    }
+
     /// Let hot spares take the places of missing members (see
     /// [`RealNode::take_spares`]); remembers what moved.
     pub fn take_spares(&mut self) {

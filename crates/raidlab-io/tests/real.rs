@@ -1298,3 +1298,38 @@ fn a_hot_spare_takes_a_missing_members_place() {
         0
     );
 }
+
+/// A member that fails mid-run is replaced by a hot spare: after the
+/// workload the spare is rebuilt in its place, and the array named by the
+/// result reads back every acknowledged write.
+#[test]
+fn a_hot_spare_replaces_a_member_that_fails_mid_run() {
+    let d = TempDir::new("spare-fail");
+    let f = d.files(5);
+    let o = opts(EngineKind::Psync, true);
+    go(
+        &format!("raid5[stripe=16k,spares=1]({})", f.join(",")),
+        "rw=write bs=48k size=1m",
+        &o,
+    );
+    let faulty = format!(
+        "raid5[stripe=16k,spares=1]({},{},{}[fail_after=30],{},{})",
+        f[0], f[1], f[2], f[3], f[4]
+    );
+    let r = go(&faulty, "rw=randwrite bs=4k iodepth=4 size=1m", &o);
+    let real = r.real.as_ref().unwrap();
+    assert!(real.members[2].failed.is_some());
+    let a = real.array.clone().unwrap();
+    assert_eq!(a.took_over.len(), 1, "{a:?}");
+    let now = a.topology.expect("the expression from now on");
+    assert!(
+        now.contains(&format!("{}, {}, {}, {}", f[0], f[1], f[4], f[3])),
+        "{now}"
+    );
+    let (checked, bad) = mismatches(&go(&now, "rw=read bs=16k size=1m", &o));
+    assert!(checked > 0 && bad == 0);
+    assert_eq!(
+        raidlab_io::scrub(&now, false, false).unwrap().mismatch_cnt,
+        0
+    );
+}
