@@ -116,6 +116,10 @@ pub struct RunOptions {
     /// (`mdadm --create`); without it, members that carry metadata are
     /// assembled and checked.
     pub create: bool,
+    /// With `verify`: a file holding the generation of every block written
+    /// under verify (fio's verify state). Loaded when it exists, so blocks
+    /// older than recorded are stale; saved after a run that writes.
+    pub verify_state: Option<std::path::PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -127,6 +131,7 @@ impl Default for RunOptions {
             force: false,
             trace: false,
             create: false,
+            verify_state: None,
         }
     }
 }
@@ -311,6 +316,12 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         asm,
         vol,
     } = arrays;
+    let gens = load_verify_state(opts, &asm).inspect_err(|_| {
+        // Nothing was written yet: a refused run leaves no member files.
+        for &i in &made {
+            let _ = std::fs::remove_file(&topo.members[i].path);
+        }
+    })?;
     let (resynced, mut events) = resync_if_dirty(&topo, &mut members, &vol, &asm, opts)?;
     let mut spare_bytes = rebuild_spares(&topo, &members, &vol, &asm)?;
     let used = vol.member_use(sizes.len());
@@ -336,16 +347,18 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
     let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time.unwrap_or(0));
-    let nonce = (std::time::SystemTime::now()
+    // Generations: the run's epoch in the high half (seconds since 1970,
+    // past every epoch a loaded verify state holds, so later runs write
+    // larger generations), the write's sequence number in the low half.
+    let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-        | 1)
-        << 32;
+        .map_or(1, |d| d.as_secs());
+    let nonce = secs.max(gens.max_epoch() + 1).clamp(1, u32::MAX as u64) << 32;
     let shared = worker::Shared {
         vol: &vol,
         members: &members,
         locks: exec::Locks::default(),
-        gens: verify::Generations::default(),
+        gens,
         verify: opts.verify,
         lock_needed: vol.has_parity || opts.verify,
         nonce,
@@ -390,6 +403,12 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             spare_bytes += bytes;
             events = ev;
         }
+    }
+    if let (true, true, Some(p)) = (writes, opts.verify, &opts.verify_state) {
+        shared
+            .gens
+            .save(p, &asm.root_uuid)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("saving {}: {e}", p.display())))?;
     }
     let window_end = match shared.end {
         Some(e) => e.min(wall_end),
@@ -747,6 +766,27 @@ fn spares_for_failed(
     )
     .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
     Ok(Some((after, bytes, events + 1)))
+}
+
+/// The generations a verified run starts from: what `--verify-state`
+/// recorded for this volume (its root array's UUID; zeros for a lone
+/// path), or none.
+fn load_verify_state(
+    opts: &RunOptions,
+    asm: &meta::Assembly,
+) -> Result<verify::Generations, Error> {
+    let gens = verify::Generations::default();
+    if let (true, Some(p)) = (opts.verify, &opts.verify_state) {
+        if p.exists() {
+            gens.load(p, &asm.root_uuid).map_err(|e| {
+                Error::new(
+                    ErrorKind::Refused,
+                    format!("verify state {}: {e}", p.display()),
+                )
+            })?;
+        }
+    }
+    Ok(gens)
 }
 
 /// Open members, their arrays assembled (or created) and compiled.

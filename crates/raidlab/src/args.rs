@@ -64,6 +64,11 @@ pub struct RealArgs {
     /// members with metadata are assembled and checked.
     #[arg(long)]
     pub create: bool,
+    /// With --verify: keep the generation of every block written in FILE
+    /// (fio's verify state). A run that writes saves it; a later verified
+    /// run that names it finds blocks older than recorded (lost writes).
+    #[arg(long, value_name = "FILE")]
+    pub verify_state: Option<std::path::PathBuf>,
 }
 
 impl RealArgs {
@@ -77,6 +82,7 @@ impl RealArgs {
             force: self.force,
             trace: false,
             create: self.create,
+            verify_state: self.verify_state.clone(),
         }
     }
 }
