@@ -4,8 +4,10 @@
 #   bench/real_vs_fio.sh [ROUNDS] [SECONDS]
 #
 # 4 KB random reads and 4 KB buffered random writes at queue depth 32, both
-# tools on io_uring and through the page cache (direct=0): the data is the
-# same cached files for both, read once into the cache before timing.
+# tools on io_uring and through the page cache (direct=0) on the same
+# files, which are read back into the cache before every run of either tool
+# and which fio is told to leave there (--invalidate=0; fio's default drops
+# a file from the cache before it starts, so it would read from disk).
 # (a) one 1 GiB file; (b) four 256 MiB files: raidlab as raid0 over them,
 # fio over the same four files (filename=a:b:c:d, file_service_type=random).
 # Then (c) raidlab alone: RAID 5 over the four files, 4 KB random writes with
@@ -25,13 +27,14 @@ trap 'rm -rf "$dir"' EXIT
 
 head -c $((1 << 30)) /dev/urandom > "$dir/one.img"
 for i in 0 1 2 3; do head -c $((256 << 20)) /dev/urandom > "$dir/m$i.img"; done
-cat "$dir"/*.img > /dev/null  # into the page cache
+warm() { cat "$dir"/*.img > /dev/null; }  # into the page cache
 
 fio_iops() { # rw files...
   local rw=$1; shift
   local files; files=$(IFS=:; echo "$*")
   local dirn=read; [ "$rw" = randwrite ] && dirn=write
-  fio --output-format=json --name=bench --ioengine=io_uring --direct=0 --rw="$rw" \
+  warm
+  fio --output-format=json --name=bench --ioengine=io_uring --direct=0 --invalidate=0 --rw="$rw" \
       --bs=4k --iodepth=32 --norandommap=1 --randrepeat=0 --time_based=1 --runtime="$secs" \
       --filename="$files" --file_service_type=random 2>/dev/null |
     sed -n '/^{/,$p' | python3 -c "import json,sys; print(round(json.load(sys.stdin)['jobs'][0]['$dirn']['iops']))"
@@ -40,6 +43,7 @@ raidlab_iops() { # rw topology [options...]
   local rw=$1 topo=$2; shift 2
   # --create: the first run writes md superblocks over the members' random
   # contents (a read run assembles only arrays a run created).
+  warm
   "$raidlab" run -t "$topo" --engine io_uring --buffered --create --format json "$@" \
       -w "rw=$rw bs=4k iodepth=32 norandommap=1 runtime=$secs" |
     python3 -c 'import json,sys; print(round(json.load(sys.stdin)["summary"]["iops"]))'

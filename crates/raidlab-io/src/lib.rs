@@ -602,6 +602,86 @@ pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport
     Ok(report)
 }
 
+/// What `create` did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CreateReport {
+    /// UUID of the root array.
+    pub uuid: String,
+    /// The members, in expression order.
+    pub members: Vec<String>,
+    /// Bytes of the volume.
+    pub capacity: u64,
+    /// Bytes rewritten by the initial resync (0 with `assume_clean`).
+    pub resynced_bytes: u64,
+}
+
+/// Create the arrays of `expr` over its members, as `mdadm --create` does:
+/// md superblocks (and bitmaps) on every member, then an initial resync
+/// that makes parity and copies agree with whatever the members hold, unless
+/// `assume_clean` (members known to be zeroed, or data that will be
+/// rewritten). Member files that do not exist are created at their
+/// `[size=...]`.
+pub fn create(expr: &str, assume_clean: bool, force: bool) -> Result<CreateReport, Error> {
+    let topo: RealTopology = topo::parse_real(expr)?;
+    for m in &topo.members {
+        if safety::check(&m.path, true, force)?.is_none() {
+            let size = m.size.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Size,
+                    format!(
+                        "{} does not exist: give it a [size=...] to create it",
+                        m.path.display()
+                    ),
+                )
+            })?;
+            File::create_new(&m.path)
+                .and_then(|f| f.set_len(size))
+                .map_err(|e| {
+                    Error::new(ErrorKind::Io, format!("creating {}: {e}", m.path.display()))
+                })?;
+        }
+    }
+    check_aliases(&topo)?;
+    let (members, sizes, _) = open_members(&topo, true, false, !force)?;
+    let asm = meta::assemble(&topo, &members.files, &sizes, meta::Intent::Create)?;
+    if !asm.has_metadata() {
+        return Err(Error::new(
+            ErrorKind::Expression,
+            "a lone path is no array: there is nothing to create".to_string(),
+        ));
+    }
+    let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
+    let vol = exec::Vol::build(&topo.root, &data, &asm.offsets)?;
+    let used = vol.member_use(sizes.len());
+    let write = |a: &meta::Assembly, events, clean| {
+        a.write(&members.files, &sizes, &used, events, clean, &[])
+            .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))
+    };
+    let mut resynced = 0;
+    if assume_clean {
+        write(&asm, 1, true)?;
+    } else {
+        // Active, and without a bitmap, until the resync is done: a crash
+        // midway resyncs the whole array again.
+        let mut pending = asm.clone();
+        pending.bitmap = None;
+        write(&pending, 1, false)?;
+        resynced = resync::resync(&vol, &members, None)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("initial resync: {e}")))?;
+        write(&asm, 2, true)?;
+    }
+    Ok(CreateReport {
+        uuid: md::uuid_text(&asm.root_uuid),
+        members: topo
+            .members
+            .iter()
+            .map(|m| m.path.display().to_string())
+            .collect(),
+        capacity: vol.capacity,
+        resynced_bytes: resynced,
+    })
+}
+
 /// What `rebuild` did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RebuildReport {

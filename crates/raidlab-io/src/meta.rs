@@ -788,3 +788,55 @@ impl Assembly {
         Ok(())
     }
 }
+
+/// What `raidlab examine` reports of one member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Examined {
+    /// The md superblock.
+    pub superblock: Superblock,
+    /// raidlab's record beside it, when there.
+    pub lineage: Option<Lineage>,
+    /// The write-intent bitmap, when the superblock names one.
+    pub bitmap: Option<md::Bitmap>,
+}
+
+/// Read the md metadata of the file or device at `path` (read only):
+/// `None` when it carries no md superblock.
+pub fn examine(path: &std::path::Path) -> Result<Option<Examined>, Error> {
+    let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("{}: {e}", path.display()));
+    let f = File::open(path).map_err(io)?;
+    let block = read_block(&f).map_err(io)?;
+    let superblock = match Superblock::decode(&block) {
+        Ok(Some(sb)) => sb,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            return Err(Error::new(
+                ErrorKind::Refused,
+                format!("{}: {e}", path.display()),
+            ))
+        }
+    };
+    let bitmap = if superblock.bitmap {
+        // The bitmap area: mdadm caps it at 128 KiB beside the header.
+        let mut b = ABuf::zeroed(md::BITMAP_HEADER + (128 << 10));
+        let mut got = 0;
+        while got < b.len() {
+            match f.read_at(
+                &mut b[got..],
+                md::SUPER_OFFSET + md::BITMAP_OFFSET + got as u64,
+            ) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) => return Err(io(e)),
+            }
+        }
+        md::Bitmap::decode(&b)
+    } else {
+        None
+    };
+    Ok(Some(Examined {
+        lineage: Lineage::load(&block),
+        superblock,
+        bitmap,
+    }))
+}

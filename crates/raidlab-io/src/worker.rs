@@ -151,24 +151,24 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
         }
         .await;
     }
-    let mut out = Done {
-        buf: ABuf::zeroed(0),
-        res: Ok(()),
-        checked: 0,
-        bad: Vec::new(),
-    };
+    // The outcome, built up before the buffer is handed back (no
+    // placeholder buffer: an allocation per I/O would cost more than the
+    // I/O's own work).
+    let mut res = Ok(());
+    let mut checked = 0;
+    let mut bad = Vec::new();
     if io.read {
         let mut tries = Tries::new(ex);
         loop {
-            out.res = ex.read(0, io.offset, &mut buf[..len]).await;
-            if !tries.again(&out.res) {
+            res = ex.read(0, io.offset, &mut buf[..len]).await;
+            if !tries.again(&res) {
                 break;
             }
         }
-        if out.res.is_ok() && sh.verify {
-            out.checked = sh
+        if res.is_ok() && sh.verify {
+            checked = sh
                 .gens
-                .check(&buf[..len], io.offset, |a, m| out.bad.push((a, m)));
+                .check(&buf[..len], io.offset, |a, m| bad.push((a, m)));
         }
     } else {
         let gen = sh.nonce | (sh.seq.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff);
@@ -176,28 +176,32 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
             verify::fill(&mut buf[..len], io.offset, gen);
         }
         if let Some(intent) = sh.intent {
-            out.res = intent.mark(io.offset, len as u64, sh.members);
+            res = intent.mark(io.offset, len as u64, sh.members);
         }
         let mut tries = Tries::new(ex);
-        while out.res.is_ok() {
-            out.res = ex.write(0, io.offset, &buf[..len]).await;
-            if !tries.again(&out.res) {
+        while res.is_ok() {
+            res = ex.write(0, io.offset, &buf[..len]).await;
+            if !tries.again(&res) {
                 break;
             }
-            out.res = Ok(());
+            res = Ok(());
         }
-        if out.res.is_ok() && sh.sync {
-            out.res = ex.flush(0).await;
+        if res.is_ok() && sh.sync {
+            res = ex.flush(0).await;
         }
-        if out.res.is_ok() && sh.verify {
+        if res.is_ok() && sh.verify {
             sh.gens.wrote(io.offset, len, gen);
         }
     }
     if !keys.is_empty() {
         sh.locks.unlock(&keys);
     }
-    out.buf = buf;
-    out
+    Done {
+        buf,
+        res,
+        checked,
+        bad,
+    }
 }
 
 /// When to run a volume operation again while members fail under it: md

@@ -27,6 +27,8 @@ pub enum Cmd {
     Check(cmd::scrub::CheckArgs),
     Repair(cmd::scrub::RepairArgs),
     Rebuild(cmd::scrub::RebuildArgs),
+    Create(cmd::scrub::CreateArgs),
+    Examine(cmd::scrub::ExamineArgs),
     ExportFio(cmd::export_fio::Args),
     Model(cmd::model::Args),
     Sweep(cmd::sweep::Args),

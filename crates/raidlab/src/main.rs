@@ -25,6 +25,8 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Cmd::Check(a) => cmd::scrub::check(a),
         Cmd::Repair(a) => cmd::scrub::repair(a),
         Cmd::Rebuild(a) => cmd::scrub::rebuild(a),
+        Cmd::Create(a) => cmd::scrub::create(a),
+        Cmd::Examine(a) => cmd::scrub::examine(a),
         Cmd::ExportFio(a) => cmd::export_fio::run(a),
         Cmd::Model(a) => cmd::model::run(a),
         Cmd::Sweep(a) => cmd::sweep::run(a),
