@@ -573,12 +573,7 @@ pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport
         vol,
         ..
     } = assemble_arrays(&topo, repair, &opts)?;
-    if !asm.has_metadata() {
-        return Err(Error::new(
-            ErrorKind::Expression,
-            "a lone path is no array: there is nothing to check".to_string(),
-        ));
-    }
+    needs_array(&asm, "check")?;
     if asm.dirty && !repair {
         return Err(Error::new(
             ErrorKind::Refused,
@@ -644,12 +639,7 @@ pub fn create(expr: &str, assume_clean: bool, force: bool) -> Result<CreateRepor
     check_aliases(&topo)?;
     let (members, sizes, _) = open_members(&topo, true, false, !force)?;
     let asm = meta::assemble(&topo, &members.files, &sizes, meta::Intent::Create)?;
-    if !asm.has_metadata() {
-        return Err(Error::new(
-            ErrorKind::Expression,
-            "a lone path is no array: there is nothing to create".to_string(),
-        ));
-    }
+    needs_array(&asm, "create")?;
     let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
     let vol = exec::Vol::build(&topo.root, &data, &asm.offsets)?;
     let used = vol.member_use(sizes.len());
@@ -719,12 +709,7 @@ pub fn rebuild(
         &sizes,
         meta::Intent::Rebuild { force },
     )?;
-    if !asm.has_metadata() {
-        return Err(Error::new(
-            ErrorKind::Expression,
-            "a lone path is no array: there is nothing to rebuild".to_string(),
-        ));
-    }
+    needs_array(&asm, "rebuild")?;
     if asm.dirty && !force {
         return Err(Error::new(
             ErrorKind::Refused,
@@ -867,6 +852,18 @@ fn load_verify_state(
         }
     }
     Ok(gens)
+}
+
+/// Refuse a command that needs an array (`what` it would do) on a lone
+/// path.
+fn needs_array(asm: &meta::Assembly, what: &str) -> Result<(), Error> {
+    if asm.has_metadata() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Expression,
+        format!("a lone path is no array: there is nothing to {what}"),
+    ))
 }
 
 /// Open members, their arrays assembled (or created) and compiled.
