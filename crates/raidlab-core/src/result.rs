@@ -333,9 +333,11 @@ pub struct MemberStats {
 pub struct VerifyStats {
     /// 512-byte units checked on read.
     pub checked_units: u64,
-    /// Units that failed.
+    /// Units that failed (and could not be repaired).
     pub mismatches: u64,
-    /// The first failures, described.
+    /// Units that failed and were repaired from redundancy (read-repair).
+    pub repaired: u64,
+    /// The first failures and repairs, described.
     pub first: Vec<String>,
 }
 

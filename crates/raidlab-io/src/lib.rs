@@ -1148,6 +1148,7 @@ fn merge(outs: Vec<(usize, worker::WorkerOut)>, jobs: usize, uring: bool) -> Res
         }
         m.verify.checked_units += o.checked;
         m.verify.mismatches += o.mismatches;
+        m.verify.repaired += o.repaired;
         for b in o.first_bad {
             if m.verify.first.len() < 10 {
                 m.verify.first.push(b);

@@ -92,8 +92,10 @@ pub struct WorkerOut {
     pub checked: u64,
     /// Verify failures.
     pub mismatches: u64,
-    /// First failures, described.
+    /// First failures (and repairs), described.
     pub first_bad: Vec<String>,
+    /// Verify failures repaired from redundancy.
+    pub repaired: u64,
     /// First I/O error.
     pub error: Option<io::Error>,
     /// Last completion.
@@ -109,6 +111,8 @@ struct Done {
     res: io::Result<()>,
     checked: u64,
     bad: Vec<(u64, Mismatch)>,
+    /// Units that failed verify and were repaired from redundancy.
+    repaired: Vec<String>,
 }
 
 struct Task<'w> {
@@ -126,6 +130,7 @@ async fn host_flush(ex: &Exec<'_, '_>, buf: ABuf) -> Done {
         buf,
         checked: 0,
         bad: Vec::new(),
+        repaired: Vec::new(),
     }
 }
 
@@ -157,6 +162,7 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
     let mut res = Ok(());
     let mut checked = 0;
     let mut bad = Vec::new();
+    let mut repaired = Vec::new();
     if io.read {
         let mut tries = Tries::new(ex);
         loop {
@@ -169,6 +175,9 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
             checked = sh
                 .gens
                 .check(&buf[..len], io.offset, |a, m| bad.push((a, m)));
+            if !bad.is_empty() {
+                repaired = read_repair(ex, sh, io, &mut buf[..len], &mut bad).await;
+            }
         }
     } else {
         let gen = sh.nonce | (sh.seq.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff);
@@ -201,7 +210,83 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
         res,
         checked,
         bad,
+        repaired,
     }
+}
+
+/// Read-repair, as md repairs a read error from redundancy: every unit of
+/// a verified read that failed is read again through the volume with the
+/// member holding it left out (rebuilt from parity, or from another copy);
+/// when that reads back right, it is served and written back to the
+/// member. Returns what was repaired; `bad` keeps the rest.
+async fn read_repair(
+    ex: &Exec<'_, '_>,
+    sh: &Shared<'_>,
+    io: Io,
+    buf: &mut [u8],
+    bad: &mut Vec<(u64, Mismatch)>,
+) -> Vec<String> {
+    let mut fixed = Vec::new();
+    let mut keep = Vec::new();
+    for (addr, m) in std::mem::take(bad) {
+        match repair_unit(ex, sh, io, buf, addr).await {
+            Some(msg) => fixed.push(msg),
+            None => keep.push((addr, m)),
+        }
+    }
+    *bad = keep;
+    fixed
+}
+
+/// Repair the unit at volume address `addr` of a read of `io` into `buf`.
+async fn repair_unit(
+    ex: &Exec<'_, '_>,
+    sh: &Shared<'_>,
+    io: Io,
+    buf: &mut [u8],
+    addr: u64,
+) -> Option<String> {
+    let mut places = Vec::new();
+    sh.vol.places(0, addr, &mut places);
+    let at = (addr - io.offset) as usize;
+    for &(m, file_off) in &places {
+        let without = sh.vol.failing(&[m]);
+        let dx = Exec {
+            vol: &without,
+            be: ex.be,
+            mirror_turn: std::cell::Cell::new(0),
+        };
+        let mut again = ABuf::zeroed(buf.len());
+        if dx.read(0, io.offset, &mut again).await.is_err() {
+            continue; // no redundancy left for it
+        }
+        let unit = &again[at..at + verify::UNIT];
+        let mut good = true;
+        sh.gens.check(unit, addr, |_, _| good = false);
+        if !good {
+            continue;
+        }
+        buf[at..at + verify::UNIT].copy_from_slice(unit);
+        let path = &sh.members.paths[m];
+        // Rewritten through the page cache: a 512-byte write needs no
+        // direct-I/O alignment, and the repair is rare.
+        let rewritten = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| {
+                use std::os::unix::fs::FileExt;
+                f.write_all_at(unit, file_off)?;
+                f.sync_data()
+            });
+        let how = match rewritten {
+            Ok(()) => "rewritten",
+            Err(_) => "served, but it could not be rewritten",
+        };
+        return Some(format!(
+            "volume offset {addr} on {path} offset {file_off}: repaired from redundancy ({how})"
+        ));
+    }
+    None
 }
 
 /// When to run a volume operation again while members fail under it: md
@@ -474,6 +559,12 @@ fn finish(
     d.0 += 1;
     d.1 += t.io.len as u64;
     out.checked += done.checked;
+    out.repaired += done.repaired.len() as u64;
+    for r in done.repaired {
+        if out.first_bad.len() < 10 {
+            out.first_bad.push(r);
+        }
+    }
     for (addr, m) in done.bad {
         out.mismatches += 1;
         if out.first_bad.len() < 10 {

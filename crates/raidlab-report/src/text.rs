@@ -213,8 +213,8 @@ fn real_members(r: &RunResult, real: &raidlab_core::result::RealStats) -> String
     }
     if let Some(v) = &real.verify {
         o += &format!(
-            "\nverify: {} blocks checked, {} mismatches\n",
-            v.checked_units, v.mismatches
+            "\nverify: {} blocks checked, {} mismatches, {} repaired from redundancy\n",
+            v.checked_units, v.mismatches, v.repaired
         );
         for f in &v.first {
             o += &format!("  {f}\n");
