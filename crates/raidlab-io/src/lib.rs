@@ -887,12 +887,14 @@ fn assemble_arrays(topo: &RealTopology, writes: bool, opts: &RunOptions) -> Resu
         meta::Intent::Assemble
     };
     let asm = meta::assemble(topo, &members.files, &sizes, intent)?;
-    if asm.created && !writes && !opts.create {
-        return Err(Error::new(
-            ErrorKind::Refused,
-            "the members hold no array metadata: a read-only run needs arrays a write run created (or --create, which writes new metadata and reads what the members hold)".to_string(),
-        ));
-    }
+    // A read-only run over bare members (no metadata anywhere) reads them
+    // as they are, from their first byte, writing nothing: it creates no
+    // array unless asked (--create).
+    let asm = if asm.created && !writes && !opts.create {
+        asm.bare()
+    } else {
+        asm
+    };
     if (asm.dirty || asm.created) && !writes {
         // Resyncing and creating write: reopen for it.
         return assemble_arrays(topo, true, opts);

@@ -687,6 +687,20 @@ fn path_text(p: &[u16]) -> String {
 }
 
 impl Assembly {
+    /// The same members without metadata: bare, read from their first
+    /// byte, nothing written.
+    pub fn bare(self) -> Assembly {
+        Assembly {
+            leaves: Vec::new(),
+            offsets: vec![0; self.offsets.len()],
+            created: false,
+            dirty: false,
+            rebuild: Vec::new(),
+            bitmap: None,
+            ..self
+        }
+    }
+
     /// Whether there is metadata to keep (the root is an array).
     pub fn has_metadata(&self) -> bool {
         !self.leaves.is_empty()

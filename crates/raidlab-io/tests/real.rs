@@ -913,11 +913,11 @@ fn an_unclean_array_is_resynced_before_it_runs_degraded() {
     }
 }
 
-/// A read run assembles only arrays a run created: over blank members it
-/// is refused (they are not an array), unless `create` asks for new
-/// metadata, which it then writes clean.
+/// A read run over blank members reads them as they are, from their
+/// first byte, and writes nothing (no metadata appears); `create` asks for
+/// new metadata, which it then writes clean.
 #[test]
-fn a_read_run_over_blank_members_needs_create() {
+fn a_read_run_over_blank_members_reads_them_bare() {
     let d = TempDir::new("blank-read");
     let f = d.files(2);
     for p in &f {
@@ -925,8 +925,15 @@ fn a_read_run_over_blank_members_needs_create() {
     }
     let expr = format!("raid0[stripe=64k]({})", f.join(","));
     let w = Workload::parse("rw=randread bs=4k size=1m").unwrap();
-    let e = run(&expr, &w, 1, &RunOptions::default()).err().unwrap();
-    assert!(e.to_string().contains("hold no array metadata"), "{e}");
+    let r = run(&expr, &w, 1, &RunOptions::default()).unwrap().result;
+    let real = r.real.unwrap();
+    assert!(real.array.is_none() && real.members.iter().all(|m| m.data_offset == 0));
+    assert!(
+        raidlab_io::meta::examine(Path::new(&f[0]))
+            .unwrap()
+            .is_none(),
+        "nothing written"
+    );
     let create = RunOptions {
         create: true,
         ..RunOptions::default()
