@@ -536,11 +536,7 @@ fn prepare_members(
                     m.path.display()
                 ))
             })?;
-        File::create_new(&m.path)
-            .and_then(|f| f.set_len(size))
-            .map_err(|e| {
-                Error::new(ErrorKind::Io, format!("creating {}: {e}", m.path.display()))
-            })?;
+        create_file(&m.path, size)?;
         kinds[i] = Some(safety::Kind::File);
         made.push(i);
     }
@@ -629,11 +625,7 @@ pub fn create(expr: &str, assume_clean: bool, force: bool) -> Result<CreateRepor
                     ),
                 )
             })?;
-            File::create_new(&m.path)
-                .and_then(|f| f.set_len(size))
-                .map_err(|e| {
-                    Error::new(ErrorKind::Io, format!("creating {}: {e}", m.path.display()))
-                })?;
+            create_file(&m.path, size)?;
         }
     }
     check_aliases(&topo)?;
@@ -761,9 +753,7 @@ fn create_replacements(topo: &RealTopology, force: bool) -> Result<(), Error> {
         .max()
         .unwrap_or(0);
     for p in absent {
-        File::create_new(p)
-            .and_then(|f| f.set_len(size))
-            .map_err(|e| Error::new(ErrorKind::Io, format!("creating {}: {e}", p.display())))?;
+        create_file(p, size)?;
     }
     Ok(())
 }
@@ -852,6 +842,14 @@ fn load_verify_state(
         }
     }
     Ok(gens)
+}
+
+/// Create a member file of `size` bytes (sparse), refusing to touch one
+/// that appeared meanwhile.
+fn create_file(path: &std::path::Path, size: u64) -> Result<(), Error> {
+    File::create_new(path)
+        .and_then(|f| f.set_len(size))
+        .map_err(|e| Error::new(ErrorKind::Io, format!("creating {}: {e}", path.display())))
 }
 
 /// Refuse a command that needs an array (`what` it would do) on a lone
