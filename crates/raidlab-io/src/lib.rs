@@ -299,16 +299,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     // Hot spares take missing members' places at once, as md's do.
     topo.take_spares();
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead) || !topo.took_over.is_empty();
-    // Creating arrays writes their metadata, even in a read run.
-    let (kinds, made) = prepare_members(&topo, w, writes || opts.create, opts.force)?;
-    let arrays = check_aliases(&topo)
-        .and_then(|()| assemble_arrays(&topo, writes, opts))
-        .inspect_err(|_| {
-            // A refused run leaves no member files behind.
-            for &i in &made {
-                let _ = std::fs::remove_file(&topo.members[i].path);
-            }
-        })?;
+    let (arrays, kinds, gens) = open_run(&topo, w, writes, opts)?;
     let Arrays {
         mut members,
         sizes,
@@ -316,52 +307,22 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         asm,
         vol,
     } = arrays;
-    let gens = load_verify_state(opts, &asm).inspect_err(|_| {
-        // Nothing was written yet: a refused run leaves no member files.
-        for &i in &made {
-            let _ = std::fs::remove_file(&topo.members[i].path);
-        }
-    })?;
-    let (resynced, mut events) = resync_if_dirty(&topo, &mut members, &vol, &asm, opts)?;
-    let mut spare_bytes = rebuild_spares(&topo, &members, &vol, &asm)?;
-    let used = vol.member_use(sizes.len());
-    if asm.has_metadata() && (writes || asm.created) {
-        // md marks the array active before its first write: a crash from
-        // here on leaves it to be resynced. A read run that creates its
-        // arrays writes them clean.
-        events += 1;
-        asm.write(&members.files, &sizes, &used, events, !writes, &[])
-            .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
-    }
-    let intent = match (&asm.bitmap, &vol.nodes[0]) {
-        (Some(bm), exec::VNode::Array { geo, .. }) if writes => Some(intent::Intent::new(
-            geo.clone(),
-            bm.chunk,
-            asm.root_uuid,
-            events,
-            asm.leaves.iter().map(|l| l.member).collect(),
-        )),
-        _ => None,
-    };
+    let mut life = mark_active(&topo, &mut members, &vol, &asm, &sizes, writes, opts)?;
+    let intent = writes
+        .then(|| intent_for(&asm, &vol, life.events))
+        .flatten();
     let span = check_span(w, vol.capacity)?;
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
     let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time.unwrap_or(0));
-    // Generations: the run's epoch in the high half (seconds since 1970,
-    // past every epoch a loaded verify state holds, so later runs write
-    // larger generations), the write's sequence number in the low half.
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs());
-    let nonce = secs.max(gens.max_epoch() + 1).clamp(1, u32::MAX as u64) << 32;
     let shared = worker::Shared {
         vol: &vol,
         members: &members,
         locks: exec::Locks::default(),
+        nonce: run_nonce(&gens),
         gens,
         verify: opts.verify,
         lock_needed: vol.has_parity || opts.verify,
-        nonce,
         seq: AtomicU64::new(0),
         ramp_end,
         end: w
@@ -384,25 +345,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let wall_end = Instant::now();
     let merged = merge(outs, w.numjobs as usize, engine == EngineKind::IoUring)?;
     if writes && asm.has_metadata() {
-        // Every write completed: the array is clean again once the data
-        // is durable.
-        events += 1;
-        let failed: Vec<bool> = (0..sizes.len())
-            .map(|m| members.health.is_dead(m))
-            .collect();
-        for (f, _) in members.files.iter().zip(&failed).filter(|(_, &d)| !d) {
-            f.sync_data()
-                .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
-        }
-        asm.write(&members.files, &sizes, &used, events, true, &failed)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
-        if let Some((after, bytes, ev)) =
-            spares_for_failed(&topo, &members, &sizes, &failed, events)?
-        {
-            topo = after;
-            spare_bytes += bytes;
-            events = ev;
-        }
+        mark_clean(&mut topo, &members, &asm, &sizes, &mut life)?;
     }
     if let (true, true, Some(p)) = (writes, opts.verify, &opts.verify_state) {
         shared
@@ -410,19 +353,13 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             .save(p, &asm.root_uuid)
             .map_err(|e| Error::new(ErrorKind::Io, format!("saving {}: {e}", p.display())))?;
     }
-    let window_end = match shared.end {
-        Some(e) => e.min(wall_end),
-        None => merged.last.unwrap_or(wall_end),
-    };
-    let secs = window_end
-        .checked_duration_since(ramp_end)
-        .map_or(0.0, |d| d.as_secs_f64());
+    // The window ends with the runtime, or else with the last completion.
+    let window_end = shared
+        .end
+        .map_or(merged.last.unwrap_or(wall_end), |e| e.min(wall_end));
+    let secs = window_end.saturating_duration_since(ramp_end).as_secs_f64();
     let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
     let (mstats, components) = member_reports(&topo, &members, &kinds, &asm.offsets, run_ns);
-    let cpu = cpu_seconds().map_or(0.0, |c| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        (c / (run_ns / 1e9) / cores * 100.0).min(100.0)
-    });
     let totals = merged.totals;
     let result = RunResult {
         resolved: None,
@@ -434,7 +371,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         summary: merged.metrics.summary(secs),
         components,
         host: HostStats {
-            cpu_util_pct: round3(cpu),
+            cpu_util_pct: round3(cpu_pct(run_ns)),
         },
         sim: SimStats {
             simulated_s: secs,
@@ -444,46 +381,185 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             steady: None,
             rebuilds: Vec::new(),
         },
+        latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
         real: Some(RealStats {
             engine: engine.word().into(),
             direct: all_direct,
             registered_buffers: merged.registered,
             parity_kernel: parity::kernel().into(),
-            read: IoTotals {
-                ios: totals[0].0,
-                bytes: totals[0].1,
-            },
-            write: IoTotals {
-                ios: totals[1].0,
-                bytes: totals[1].1,
-            },
+            read: io_totals(totals[0]),
+            write: io_totals(totals[1]),
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
-            array: asm.has_metadata().then(|| ArrayMeta {
-                uuid: md::uuid_text(&asm.root_uuid),
-                created: asm.created,
-                events,
-                resynced_bytes: resynced,
-                took_over: topo
-                    .took_over
-                    .iter()
-                    .map(|t| {
-                        format!(
-                            "{} took slot {} of the array at column {} ({spare_bytes} bytes rebuilt)",
-                            topo.members[t.member].path.display(),
-                            t.slot + 1,
-                            t.col
-                        )
-                    })
-                    .collect(),
-                topology: (!topo.took_over.is_empty()).then(|| topo.expression()),
-            }),
+            array: array_meta(&topo, &asm, &life),
         }),
-        latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
     };
     Ok(RunOutput {
         result,
         trace: merged.trace,
+    })
+}
+
+/// The root array's live write-intent bitmap, when it has one.
+fn intent_for(asm: &meta::Assembly, vol: &exec::Vol, events: u64) -> Option<intent::Intent> {
+    match (&asm.bitmap, &vol.nodes[0]) {
+        (Some(bm), exec::VNode::Array { geo, .. }) => Some(intent::Intent::new(
+            geo.clone(),
+            bm.chunk,
+            asm.root_uuid,
+            events,
+            asm.leaves.iter().map(|l| l.member).collect(),
+        )),
+        _ => None,
+    }
+}
+
+/// The process's CPU use over a run of `run_ns`, as a share of every core.
+fn cpu_pct(run_ns: f64) -> f64 {
+    cpu_seconds().map_or(0.0, |c| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        (c / (run_ns / 1e9) / cores * 100.0).min(100.0)
+    })
+}
+
+fn io_totals((ios, bytes): (u64, u64)) -> IoTotals {
+    IoTotals { ios, bytes }
+}
+
+/// What a run did to its arrays' metadata.
+struct Life {
+    /// md's event count on the members now.
+    events: u64,
+    /// Bytes resynchronised before the workload.
+    resynced: u64,
+    /// Bytes rebuilt onto spares.
+    spare_bytes: u64,
+    /// Bytes of each member its array uses.
+    used: Vec<u64>,
+}
+
+/// Check and create the members, assemble their arrays and load the
+/// verify state; a refused run leaves no member files it created.
+fn open_run(
+    topo: &RealTopology,
+    w: &Workload,
+    writes: bool,
+    opts: &RunOptions,
+) -> Result<(Arrays, Vec<Option<safety::Kind>>, verify::Generations), Error> {
+    // Creating arrays writes their metadata, even in a read run.
+    let (kinds, made) = prepare_members(topo, w, writes || opts.create, opts.force)?;
+    let opened = check_aliases(topo)
+        .and_then(|()| assemble_arrays(topo, writes, opts))
+        .and_then(|a| Ok((load_verify_state(opts, &a.asm)?, a)));
+    match opened {
+        Ok((gens, arrays)) => Ok((arrays, kinds, gens)),
+        Err(e) => {
+            // Nothing was written yet.
+            for &i in &made {
+                let _ = std::fs::remove_file(&topo.members[i].path);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Before the workload: resynchronise an array not stopped cleanly,
+/// rebuild spares that took missing members' places, and mark the arrays
+/// active (md does before its first write: a crash from then on leaves
+/// them to be resynced). A read run that creates its arrays writes them
+/// clean.
+fn mark_active(
+    topo: &RealTopology,
+    members: &mut Members,
+    vol: &exec::Vol,
+    asm: &meta::Assembly,
+    sizes: &[u64],
+    writes: bool,
+    opts: &RunOptions,
+) -> Result<Life, Error> {
+    let (resynced, mut events) = resync_if_dirty(topo, members, vol, asm, opts)?;
+    let spare_bytes = rebuild_spares(topo, members, vol, asm)?;
+    let used = vol.member_use(sizes.len());
+    if asm.has_metadata() && (writes || asm.created) {
+        events += 1;
+        asm.write(&members.files, sizes, &used, events, !writes, &[])
+            .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    }
+    Ok(Life {
+        events,
+        resynced,
+        spare_bytes,
+        used,
+    })
+}
+
+/// After the workload: every write completed, so once the data is durable
+/// the arrays are clean again (members that failed keep their old
+/// superblocks); spares then take failed members' places.
+fn mark_clean(
+    topo: &mut RealTopology,
+    members: &Members,
+    asm: &meta::Assembly,
+    sizes: &[u64],
+    life: &mut Life,
+) -> Result<(), Error> {
+    life.events += 1;
+    let failed: Vec<bool> = (0..sizes.len())
+        .map(|m| members.health.is_dead(m))
+        .collect();
+    for (f, _) in members.files.iter().zip(&failed).filter(|(_, &d)| !d) {
+        f.sync_data()
+            .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
+    }
+    asm.write(
+        &members.files,
+        sizes,
+        &life.used,
+        life.events,
+        true,
+        &failed,
+    )
+    .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    if let Some((after, bytes, ev)) = spares_for_failed(topo, members, sizes, &failed, life.events)?
+    {
+        *topo = after;
+        life.spare_bytes += bytes;
+        life.events = ev;
+    }
+    Ok(())
+}
+
+/// A run's generation nonce: its epoch in the high half (seconds since
+/// 1970, past every epoch a loaded verify state holds, so later runs write
+/// larger generations); writes number themselves in the low half.
+fn run_nonce(gens: &verify::Generations) -> u64 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs());
+    secs.max(gens.max_epoch() + 1).clamp(1, u32::MAX as u64) << 32
+}
+
+/// The result's account of the arrays' metadata, when there is an array.
+fn array_meta(topo: &RealTopology, asm: &meta::Assembly, life: &Life) -> Option<ArrayMeta> {
+    asm.has_metadata().then(|| ArrayMeta {
+        uuid: md::uuid_text(&asm.root_uuid),
+        created: asm.created,
+        events: life.events,
+        resynced_bytes: life.resynced,
+        took_over: topo
+            .took_over
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} took slot {} of the array at column {} ({} bytes rebuilt)",
+                    topo.members[t.member].path.display(),
+                    t.slot + 1,
+                    t.col,
+                    life.spare_bytes
+                )
+            })
+            .collect(),
+        topology: (!topo.took_over.is_empty()).then(|| topo.expression()),
     })
 }
 

@@ -333,100 +333,99 @@ pub enum Intent {
     },
 }
 
-/// Create or assemble the arrays of `topo` over its open members of
-/// `sizes` bytes, as `intent` says.
-pub fn assemble(
+/// New arrays over `leaves`: mdadm's data offsets (from the smallest
+/// member of each array), a fresh UUID, and a bitmap where one applies.
+fn create_arrays(
     topo: &RealTopology,
-    files: &[File],
+    leaves: Vec<Leaf>,
     sizes: &[u64],
-    intent: Intent,
+    mut offsets: Vec<u64>,
 ) -> Result<Assembly, Error> {
-    let create = intent == Intent::Create;
-    let leaves = leaves(&topo.root);
     let shape = topo.shape;
-    let mut offsets = vec![0; topo.members.len()];
-    if leaves.is_empty() {
-        return Ok(Assembly {
-            leaves,
-            offsets,
-            root_uuid: [0; 16],
-            shape,
-            ctime: 0,
-            events: 0,
-            created: false,
-            dirty: false,
-            rebuild: Vec::new(),
-            bitmap: None,
-        });
-    }
     let path_of = |m: usize| topo.members[m].path.display().to_string();
-    let mut found = Vec::new();
     for l in &leaves {
-        let b = read_block(&files[l.member])
-            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", path_of(l.member))))?;
-        found.push(classify(&b));
-    }
-    if create || found.iter().all(|f| matches!(f, Found::Blank)) {
-        for l in &leaves {
-            let smallest = leaves
-                .iter()
-                .filter(|o| o.path[..o.path.len() - 1] == l.path[..l.path.len() - 1])
-                .map(|o| sizes[o.member])
-                .min()
-                .unwrap_or(sizes[l.member]);
-            offsets[l.member] = md::data_offset(smallest, l.chunk);
-            if offsets[l.member] >= sizes[l.member] {
-                return Err(Error::new(
-                    ErrorKind::Size,
-                    format!(
-                        "{} holds {} bytes, not more than the {} bytes md's metadata and data offset take",
-                        path_of(l.member),
-                        sizes[l.member],
-                        offsets[l.member]
-                    ),
-                ));
-            }
+        let smallest = leaves
+            .iter()
+            .filter(|o| o.path[..o.path.len() - 1] == l.path[..l.path.len() - 1])
+            .map(|o| sizes[o.member])
+            .min()
+            .unwrap_or(sizes[l.member]);
+        offsets[l.member] = md::data_offset(smallest, l.chunk);
+        if offsets[l.member] >= sizes[l.member] {
+            return Err(Error::new(
+                ErrorKind::Size,
+                format!(
+                    "{} holds {} bytes, not more than the {} bytes md's metadata and data offset take",
+                    path_of(l.member),
+                    sizes[l.member],
+                    offsets[l.member]
+                ),
+            ));
         }
-        let bitmap = bitmap_eligible(&topo.root).then(|| {
-            let data = leaves
-                .iter()
-                .map(|l| sizes[l.member] - offsets[l.member])
-                .min()
-                .unwrap_or(0);
-            let room = leaves
-                .iter()
-                .map(|l| offsets[l.member])
-                .min()
-                .unwrap_or(0)
-                .saturating_sub(md::SUPER_OFFSET + md::BITMAP_OFFSET);
-            BitmapInfo {
-                chunk: bitmap_chunk(data, room),
-                dirty: Vec::new(),
-            }
-        });
-        return Ok(Assembly {
-            leaves,
-            offsets,
-            root_uuid: new_uuid(topo),
-            shape,
-            ctime: now_secs(),
-            events: 0,
-            created: true,
-            dirty: false,
-            rebuild: Vec::new(),
-            bitmap,
-        });
     }
+    let bitmap = bitmap_eligible(&topo.root).then(|| {
+        let data = leaves
+            .iter()
+            .map(|l| sizes[l.member] - offsets[l.member])
+            .min()
+            .unwrap_or(0);
+        let room = leaves
+            .iter()
+            .map(|l| offsets[l.member])
+            .min()
+            .unwrap_or(0)
+            .saturating_sub(md::SUPER_OFFSET + md::BITMAP_OFFSET);
+        BitmapInfo {
+            chunk: bitmap_chunk(data, room),
+            dirty: Vec::new(),
+        }
+    });
+    Ok(Assembly {
+        leaves,
+        offsets,
+        root_uuid: new_uuid(topo),
+        shape,
+        ctime: now_secs(),
+        events: 0,
+        created: true,
+        dirty: false,
+        rebuild: Vec::new(),
+        bitmap,
+    })
+}
+
+/// What the members' superblocks say, checked against the expression.
+struct Checked<'a> {
+    /// Leaves with raidlab's superblocks, current or stale.
+    ours: Vec<(&'a Leaf, &'a Superblock, &'a Lineage)>,
+    /// Members to rebuild: replacements and spares taking a slot.
+    rebuild: Vec<usize>,
+    /// Spares that took a slot, with the root UUID they carry.
+    spare_roots: Vec<(usize, [u8; 16])>,
+}
+
+/// Check every leaf's superblock against the expression (slot, level,
+/// layout, chunk, array, shape), collecting replacements; record each
+/// member's data offset.
+fn check_found<'a>(
+    topo: &RealTopology,
+    leaves: &'a [Leaf],
+    found: &'a [Found],
+    intent: Intent,
+    offsets: &mut [u64],
+) -> Result<Checked<'a>, Error> {
+    let shape = topo.shape;
+    let path_of = |m: usize| topo.members[m].path.display().to_string();
+    let promoted: Vec<usize> = topo.took_over.iter().map(|t| t.member).collect();
+    let mut rebuild = Vec::new();
+    let mut ours: Vec<(&Leaf, &Superblock, &Lineage)> = Vec::new();
+    let mut spare_roots = Vec::new();
     let replacing = |f: &Found| match (intent, f) {
         (Intent::Rebuild { .. }, Found::Blank) => true,
         (Intent::Rebuild { force }, Found::Foreign(_) | Found::Damaged(_)) => force,
         _ => false,
     };
-    let mut rebuild = Vec::new();
-    let mut ours: Vec<(&Leaf, &Superblock, &Lineage)> = Vec::new();
-    let promoted: Vec<usize> = topo.took_over.iter().map(|t| t.member).collect();
-    let mut spare_roots = Vec::new();
-    for (l, f) in leaves.iter().zip(&found) {
+    for (l, f) in leaves.iter().zip(found) {
         // A spare that took a missing member's place is rebuilt there,
         // whatever slot its superblock names (checked to be this array's by
         // its root UUID).
@@ -445,7 +444,7 @@ pub fn assemble(
             Found::Blank => {
                 let other = leaves
                     .iter()
-                    .zip(&found)
+                    .zip(found)
                     .find(|(_, f)| matches!(f, Found::Ours(..)))
                     .map_or(String::new(), |(o, _)| path_of(o.member));
                 return Err(refused(format!(
@@ -483,6 +482,54 @@ pub fn assemble(
         offsets[l.member] = sb.data_offset * 512;
         ours.push((l, sb, lin));
     }
+    Ok(Checked {
+        ours,
+        rebuild,
+        spare_roots,
+    })
+}
+
+/// Create or assemble the arrays of `topo` over its open members of
+/// `sizes` bytes, as `intent` says.
+pub fn assemble(
+    topo: &RealTopology,
+    files: &[File],
+    sizes: &[u64],
+    intent: Intent,
+) -> Result<Assembly, Error> {
+    let create = intent == Intent::Create;
+    let leaves = leaves(&topo.root);
+    let shape = topo.shape;
+    let mut offsets = vec![0; topo.members.len()];
+    if leaves.is_empty() {
+        return Ok(Assembly {
+            leaves,
+            offsets,
+            root_uuid: [0; 16],
+            shape,
+            ctime: 0,
+            events: 0,
+            created: false,
+            dirty: false,
+            rebuild: Vec::new(),
+            bitmap: None,
+        });
+    }
+    let path_of = |m: usize| topo.members[m].path.display().to_string();
+    let mut found = Vec::new();
+    for l in &leaves {
+        let b = read_block(&files[l.member])
+            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", path_of(l.member))))?;
+        found.push(classify(&b));
+    }
+    if create || found.iter().all(|f| matches!(f, Found::Blank)) {
+        return create_arrays(topo, leaves, sizes, offsets);
+    }
+    let Checked {
+        ours,
+        mut rebuild,
+        spare_roots,
+    } = check_found(topo, &leaves, &found, intent, &mut offsets)?;
     let events = ours.iter().map(|o| o.1.events).max().unwrap_or(0);
     for (l, sb, _) in &ours {
         if sb.events >= events {
