@@ -73,6 +73,15 @@ pub struct ScrubReport {
     pub mismatch_cnt: u64,
 }
 
+/// A 4 KiB block of a stripe (or mirror row): `len` bytes from `blk` in
+/// each member's chunk.
+#[derive(Clone, Copy)]
+struct At {
+    stripe: u64,
+    blk: usize,
+    len: usize,
+}
+
 struct Scrubber<'a, 'm> {
     ex: Exec<'a, 'm>,
     names: &'a [String],
@@ -198,8 +207,28 @@ impl Scrubber<'_, '_> {
             for blk in (0..chunk).step_by(BLOCK) {
                 let len = BLOCK.min(chunk - blk);
                 match geo.level() {
-                    Level::Raid5 => self.raid5_block(geo, kids, s, blk, len, &mut bufs, a)?,
-                    _ => self.raid6_block(geo, kids, s, blk, len, &mut bufs, a)?,
+                    Level::Raid5 => self.raid5_block(
+                        geo,
+                        kids,
+                        At {
+                            stripe: s,
+                            blk,
+                            len,
+                        },
+                        &mut bufs,
+                        a,
+                    )?,
+                    _ => self.raid6_block(
+                        geo,
+                        kids,
+                        At {
+                            stripe: s,
+                            blk,
+                            len,
+                        },
+                        &mut bufs,
+                        a,
+                    )?,
                 }
             }
             a.rows += 1;
@@ -207,17 +236,19 @@ impl Scrubber<'_, '_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn raid5_block(
         &mut self,
         geo: &Geometry,
         kids: &[usize],
-        s: u64,
-        blk: usize,
-        len: usize,
+        at: At,
         bufs: &mut [ABuf],
         a: &mut ArrayScrub,
     ) -> io::Result<()> {
+        let At {
+            stripe: s,
+            blk,
+            len,
+        } = at;
         let (pd, _) = geo.parity_of(s);
         let mut p = vec![0u8; len];
         for (m, b) in bufs.iter().enumerate() {
@@ -257,17 +288,19 @@ impl Scrubber<'_, '_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn raid6_block(
         &mut self,
         geo: &Geometry,
         kids: &[usize],
-        s: u64,
-        blk: usize,
-        len: usize,
+        at: At,
         bufs: &mut [ABuf],
         a: &mut ArrayScrub,
     ) -> io::Result<()> {
+        let At {
+            stripe: s,
+            blk,
+            len,
+        } = at;
         let (pd, qd) = geo.parity_of(s);
         let qd = qd.expect("raid6 has Q");
         let k = geo.data_disks();
@@ -357,7 +390,17 @@ impl Scrubber<'_, '_> {
             }
             for blk in (0..len).step_by(BLOCK) {
                 let end = (blk + BLOCK).min(len);
-                self.mirror_block(kids, &copies, &data, blk, end, v / row, a)?;
+                self.mirror_block(
+                    kids,
+                    &copies,
+                    &data,
+                    At {
+                        stripe: v / row,
+                        blk,
+                        len: end - blk,
+                    },
+                    a,
+                )?;
             }
             a.rows += 1;
             v += len as u64;
@@ -370,17 +413,15 @@ impl Scrubber<'_, '_> {
     /// One 4 KiB block of every copy: copies that differ from the source
     /// are wrong. The source is the first copy, unless it fails its verify
     /// checksums and another copy passes them.
-    #[allow(clippy::too_many_arguments)]
     fn mirror_block(
         &mut self,
         kids: &[usize],
         copies: &[(usize, u64)],
         data: &[ABuf],
-        blk: usize,
-        end: usize,
-        row: u64,
+        at: At,
         a: &mut ArrayScrub,
     ) -> io::Result<()> {
+        let (blk, end, row) = (at.blk, at.blk + at.len, at.stripe);
         if data.iter().all(|d| d[blk..end] == data[0][blk..end]) {
             return Ok(());
         }
