@@ -368,6 +368,11 @@ impl Ftl {
             if v == self.upb as usize {
                 return; // nothing reclaimable
             }
+            // Without a free block, the victim's valid units must fit in the
+            // open GC block, or there is nowhere to move them.
+            if self.free[die].is_empty() && self.upb - self.gc_active[die].unit < v as u32 {
+                return;
+            }
             let victim = self.heads[base + v];
             #[cfg(test)]
             self.taken.push(victim);
@@ -527,6 +532,29 @@ impl Ftl {
         }
     }
 
+    /// `die` has fewer free blocks than its reserve even after collecting
+    /// (its closed blocks hold too little stale data to give one back): a
+    /// page written there could leave a collection without a destination.
+    /// The firmware places pages on other dies until overwrites free space
+    /// on it, as real FTLs balance free space across dies; it happens when a
+    /// die's share of the data drifts up, which the simulation's few blocks
+    /// per die make likelier than on a drive.
+    pub fn starved(&self, die: u32) -> bool {
+        !self.lazy_fill && (self.free[die as usize].len() as u32) < self.threshold
+    }
+
+    /// `die`, or when it is [`starved`](Self::starved) the next die that is
+    /// not (or `die` itself when every die is).
+    pub fn with_room(&self, die: u32) -> u32 {
+        if !self.starved(die) {
+            return die;
+        }
+        (1..self.dies)
+            .map(|i| (die + i) % self.dies)
+            .find(|&d| !self.starved(d))
+            .unwrap_or(die)
+    }
+
     /// Background GC: when `die` is down to its reserve, reclaim one block
     /// more than the reserve now, so the next host page placed there does not
     /// wait for a collection. Returns the work done (empty if none needed).
@@ -658,7 +686,7 @@ impl Ftl {
             // Same GC policy as timed writes, so the run starts in the regime
             // the warm-up reached (no one-time catch-up collection).
             self.gc_ahead(die);
-            self.write_page(die, &page);
+            self.write_page(self.with_room(die), &page);
             die = (die + 1) % self.dies;
         }
     }

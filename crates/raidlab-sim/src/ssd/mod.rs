@@ -376,6 +376,9 @@ impl Ssd {
             self.fw_background(t, w);
             die = self.nand.least_busy(self.die_rr);
         }
+        // Space balancing: a die with no free block to spare and nothing to
+        // reclaim takes no page; the next die that has room does.
+        die = self.ftl.with_room(die);
         // The round-robin start for ties, kept below the die count.
         self.die_rr += 1;
         if self.die_rr == self.ftl.dies() {
