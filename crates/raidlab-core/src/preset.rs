@@ -25,6 +25,17 @@ use std::collections::BTreeMap;
 pub struct SsdParams {
     /// One-line description.
     pub description: String,
+    /// Year the product came out (catalogue information, `presets --format json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub year: Option<u32>,
+    /// Host interface in words (`SATA 3 Gb/s`, `PCIe 4.0 x4 NVMe`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// Paths of real devices or files this preset describes (written by
+    /// `raidlab calibrate`): `sim` reads a `run` expression's leaf that is one
+    /// of them as this preset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// Logical (user) capacity in 10^9 bytes.
     pub capacity_gb: f64,
     /// Host link payload rate in 10^6 bytes/s (SATA 3 Gb/s = 300 after 8b/10b).
@@ -109,6 +120,17 @@ pub enum FtlKind {
 pub struct HddParams {
     /// One-line description.
     pub description: String,
+    /// Year the product came out (catalogue information, `presets --format json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub year: Option<u32>,
+    /// Host interface in words (`SATA 3 Gb/s`, `PCIe 4.0 x4 NVMe`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// Paths of real devices or files this preset describes (written by
+    /// `raidlab calibrate`): `sim` reads a `run` expression's leaf that is one
+    /// of them as this preset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// Capacity in 10^9 bytes.
     pub capacity_gb: f64,
     /// Spindle speed.
@@ -143,6 +165,12 @@ pub struct HddParams {
 pub struct ControllerParams {
     /// One-line description.
     pub description: String,
+    /// Year the product came out (catalogue information, `presets --format json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub year: Option<u32>,
+    /// Host interface in words (`SATA 3 Gb/s`, `PCIe 4.0 x4 NVMe`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
     /// PCIe generation (1, 2, 3).
     pub pcie_gen: u32,
     /// PCIe lanes.
@@ -220,6 +248,12 @@ pub struct SwImplParams {
 pub struct HostParams {
     /// One-line description.
     pub description: String,
+    /// Year the product came out (catalogue information, `presets --format json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub year: Option<u32>,
+    /// Host interface in words (`SATA 3 Gb/s`, `PCIe 4.0 x4 NVMe`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
     /// CPU cores available for I/O.
     pub cores: u32,
     /// Clock, GHz.
@@ -559,6 +593,38 @@ impl PresetDb {
         Ok(())
     }
 
+    /// Add (or replace) an SSD preset built in code, as `raidlab calibrate`
+    /// does with each candidate it tries; it is checked as a file's would be.
+    pub fn insert_ssd(&mut self, name: &str, params: SsdParams) -> Result<()> {
+        let preset = Preset::Ssd(params);
+        check(name, &preset)?;
+        let Preset::Ssd(p) = &preset else {
+            unreachable!("built as an SSD above")
+        };
+        let mut table = toml::Table::try_from(p)
+            .map_err(|e| Error::Preset(format!("'{name}': {}", e.to_string().trim())))?;
+        table.insert("kind".into(), toml::Value::String("ssd".into()));
+        self.entries.insert(
+            name.to_string(),
+            Entry {
+                text: None,
+                table,
+                preset,
+            },
+        );
+        Ok(())
+    }
+
+    /// The preset whose `paths` name `path` (a `run` expression's leaf), if
+    /// one does.
+    pub fn by_path(&self, path: &str) -> Option<(&str, &Preset)> {
+        self.iter().find(|(_, p)| match p {
+            Preset::Ssd(s) => s.paths.iter().any(|q| q == path),
+            Preset::Hdd(h) => h.paths.iter().any(|q| q == path),
+            _ => false,
+        })
+    }
+
     /// Look a preset up by name.
     pub fn get(&self, name: &str) -> Option<&Preset> {
         self.entries.get(name).map(|e| &e.preset)
@@ -602,7 +668,7 @@ impl PresetDb {
         }
         if name.contains('/') || name.ends_with(".img") {
             return format!(
-                "'{name}' is a path, not a preset: paths are members for 'raidlab run'; simulate with preset names (see 'raidlab presets')"
+                "'{name}' is a path, not a preset: paths are members for 'raidlab run'; to simulate them, give a --presets file whose drive preset lists it in `paths = [\"{name}\"]` (raidlab calibrate {name} writes one), or use preset names (see 'raidlab presets')"
             );
         }
         if self.entries.contains_key(&lower) {

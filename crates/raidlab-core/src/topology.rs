@@ -875,7 +875,11 @@ impl Resolver<'_> {
         col: usize,
         in_ctrl: Option<(f64, &str)>,
     ) -> Result<Vec<Node>> {
-        let model = match self.db.get(name) {
+        let preset = self
+            .db
+            .get(name)
+            .or_else(|| self.db.by_path(name).map(|(_, p)| p));
+        let model = match preset {
             Some(Preset::Ssd(p)) => DeviceModel::Ssd(Arc::new(p.clone())),
             Some(Preset::Hdd(p)) => DeviceModel::Hdd(Arc::new(p.clone())),
             Some(Preset::Controller(_)) => {

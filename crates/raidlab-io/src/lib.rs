@@ -249,6 +249,15 @@ pub fn check_sequence(runs: &[(&str, &Workload)], create: bool) -> Result<(), (u
     Ok(())
 }
 
+/// The size of a file or block device, or `None` when nothing is at `path`.
+pub fn member_size(path: &str) -> std::io::Result<Option<u64>> {
+    match File::open(path) {
+        Ok(f) => device_size(&f).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn device_size(f: &File) -> std::io::Result<u64> {
     use std::io::{Seek, SeekFrom};
     let mut f = f;

@@ -12,6 +12,7 @@ pub mod analytic;
 pub mod array;
 pub mod controller;
 pub mod engine;
+pub mod fit;
 pub mod hdd;
 pub mod host;
 pub use raidlab_core::metrics;

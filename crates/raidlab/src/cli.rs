@@ -35,6 +35,7 @@ pub enum Cmd {
     Merge(cmd::merge::Args),
     Plot(cmd::plot::Args),
     Presets(cmd::presets::Args),
+    Calibrate(cmd::calibrate::Args),
 }
 
 /// Report an argument error of clap's: help and version go to stdout with

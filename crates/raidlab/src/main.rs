@@ -33,6 +33,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Cmd::Merge(a) => cmd::merge::run(a),
         Cmd::Plot(a) => cmd::plot::run(a),
         Cmd::Presets(a) => cmd::presets::run(a),
+        Cmd::Calibrate(a) => cmd::calibrate::run(a),
     }
 }
 

@@ -739,3 +739,129 @@ fn create_and_examine_work_like_mdadm() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("no md superblock"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn calibrate_fits_a_datasheet_and_the_preset_loads() {
+    let out = tmp("ds-fit.toml", "");
+    let o = raidlab(&[
+        "calibrate",
+        "--from",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../data/datasheets/intel-dc-s3500-800.csv"
+        ),
+        "--capacity",
+        "800g",
+        "--name",
+        "s3500-fit",
+        "-o",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    // Every value names where it came from.
+    let body = text.split("[s3500-fit]").nth(1).expect("one table");
+    for line in body.lines().filter(|l| l.contains(" = ")) {
+        let key = line.split(" = ").next().unwrap();
+        if !matches!(key, "kind" | "description") {
+            assert!(line.contains("  # "), "no source: {line}");
+        }
+    }
+    // The four datasheet figures the fit solves for are met within 2 %.
+    for id in ["randread-4k-qd32 ", "randwrite-4k-qd32 ", "read-128k "] {
+        let row = text.lines().find(|l| l.contains(id)).expect(id);
+        let pct: f64 = row
+            .rsplit('(')
+            .next()
+            .unwrap()
+            .trim_end_matches(" %)")
+            .parse()
+            .unwrap();
+        assert!(pct.abs() < 2.0, "{row}");
+    }
+    // It loads and simulates, also as the path it describes.
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        "raid0(2*s3500-fit)",
+        "-w",
+        "rw=randread bs=4k iodepth=32 runtime=1",
+        "--presets",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn calibrate_measures_a_file_quickly_and_sim_reads_its_path() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let img = dir.join("drive.img");
+    let out = dir.join("drive.toml");
+    let (img, out) = (img.to_str().unwrap(), out.to_str().unwrap());
+    let o = raidlab(&["calibrate", img, "--capacity", "128m", "--quick", "-o", out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out).unwrap();
+    assert!(text.contains(&format!("paths = [\"{img}\"]")), "{text}");
+    // "Simulate the array I just ran": the run expression's paths resolve
+    // to the calibrated drive.
+    let expr = format!("raid1({img},{img})");
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        &expr,
+        "-w",
+        "rw=randread bs=4k iodepth=4 runtime=1",
+        "--presets",
+        out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn calibrate_refuses_bad_input_in_one_line() {
+    let out = tmp("bad-fit.toml", "");
+    assert_input_error(&["calibrate", "sim:nonesuch", "-o", &out], "nonesuch");
+    assert_input_error(
+        &["calibrate", "sim:adaptec5085", "-o", &out],
+        "not an SSD preset",
+    );
+    let csv = tmp("one.csv", "id,source,ref,topology,workload,metric,value,note\na,b,c,d,rw=randread bs=4k iodepth=32,iops,1000,\n");
+    assert_input_error(&["calibrate", "--from", &csv, "-o", &out], "--capacity");
+    assert_input_error(
+        &["calibrate", "sim:x25e", "-o", "/tmp/bad name!.toml"],
+        "not a valid preset name",
+    );
+    assert_input_error(
+        &["sim", "-t", "raid1(./a.img,./b.img)", "-w", "rw=read"],
+        "is a path, not a preset",
+    );
+}
+
+#[test]
+fn presets_list_as_json_for_tools() {
+    let o = raidlab(&["presets", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let list = v.as_array().expect("an array");
+    assert!(list.len() >= 14);
+    for e in list {
+        for k in [
+            "name",
+            "kind",
+            "interface",
+            "year",
+            "capacity_gb",
+            "description",
+        ] {
+            assert!(e.get(k).is_some(), "{e} lacks {k}");
+        }
+    }
+    let x25e = list.iter().find(|e| e["name"] == "x25e").unwrap();
+    assert_eq!(x25e["kind"], "ssd");
+    assert_eq!(x25e["year"], 2008);
+    assert_eq!(x25e["capacity_gb"], 64.0);
+    assert_eq!(x25e["interface"], "SATA 3 Gb/s");
+}

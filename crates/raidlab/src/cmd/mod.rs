@@ -1,5 +1,6 @@
 //! One module per subcommand: its arguments (`Args`) and its `run`.
 
+pub mod calibrate;
 pub mod export_fio;
 pub mod merge;
 pub mod model;

@@ -1,10 +1,10 @@
 //! `raidlab presets`: list the presets, or show one.
 
 use crate::args::PresetFiles;
-use crate::common::emit;
+use crate::common::{emit, json_text};
 use crate::failure::Failure;
 use clap::ValueEnum;
-use raidlab_core::preset::PresetDb;
+use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_report::text as table;
 
 /// How `presets` prints.
@@ -14,6 +14,9 @@ pub enum Format {
     Table,
     /// The preset file itself, with its comments.
     Toml,
+    /// One JSON array: name, kind, interface, year, capacity and
+    /// description of each preset, for tools that pick from them.
+    Json,
 }
 
 /// List presets, or dump one.
@@ -33,7 +36,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let db = args.presets.load()?;
     let text = match &args.name {
         Some(n) => one(&db, n, args.format)?,
-        None => all(&db, args.format),
+        None => all(&db, args.format)?,
     };
     emit(&None, &text)
 }
@@ -47,16 +50,49 @@ fn one(db: &PresetDb, name: &str, format: Format) -> Result<String, Failure> {
     Ok(match format {
         Format::Toml => toml,
         Format::Table => table::preset_detail(name, p, &toml),
+        Format::Json => json_text(&vec![Entry::of(name, p)])?,
     })
 }
 
 /// Every preset, in `format`.
-fn all(db: &PresetDb, format: Format) -> String {
-    match format {
+fn all(db: &PresetDb, format: Format) -> Result<String, Failure> {
+    Ok(match format {
+        Format::Json => json_text(&db.iter().map(|(n, p)| Entry::of(n, p)).collect::<Vec<_>>())?,
         Format::Table => table::preset_list(db),
         Format::Toml => db
             .iter()
             .map(|(n, _)| format!("# ---- {n} ----\n{}\n", db.to_toml(n).unwrap_or_default()))
             .collect(),
+    })
+}
+
+/// One preset in `presets --format json`.
+#[derive(serde::Serialize)]
+struct Entry<'a> {
+    name: &'a str,
+    kind: &'static str,
+    interface: Option<&'a str>,
+    year: Option<u32>,
+    /// 10^9 bytes; drives only.
+    capacity_gb: Option<f64>,
+    description: &'a str,
+}
+
+impl<'a> Entry<'a> {
+    fn of(name: &'a str, p: &'a Preset) -> Self {
+        let (interface, year, capacity_gb) = match p {
+            Preset::Ssd(s) => (s.interface.as_deref(), s.year, Some(s.capacity_gb)),
+            Preset::Hdd(h) => (h.interface.as_deref(), h.year, Some(h.capacity_gb)),
+            Preset::Controller(c) => (c.interface.as_deref(), c.year, None),
+            Preset::Host(h) => (h.interface.as_deref(), h.year, None),
+        };
+        Entry {
+            name,
+            kind: p.kind(),
+            interface,
+            year,
+            capacity_gb,
+            description: p.description(),
+        }
     }
 }

@@ -1,0 +1,113 @@
+//! The calibration fit (`raidlab calibrate`): a drive fitted from the probe
+//! suite alone must predict arrays of itself.
+
+use raidlab_core::preset::{Preset, PresetDb, SsdParams};
+use raidlab_core::topology::resolve;
+use raidlab_core::workload::Workload;
+use raidlab_sim::fit::{fit, simulate_probes, template, PROBES};
+use raidlab_sim::simulate;
+
+/// Array workloads the probe suite never runs: controllers (write-back and
+/// write-through), host RAID 0/1/5/6/10, reads, writes and mixes, several
+/// jobs. `D` stands for the drive.
+const UNSEEN: &[(&str, &str)] = &[
+    (
+        "megaraid9361(raid5(8*D))",
+        "rw=randrw rwmixread=70 bs=8k iodepth=32 numjobs=4",
+    ),
+    (
+        "megaraid9361(raid10(8*D))",
+        "rw=randrw rwmixread=70 bs=8k iodepth=32 numjobs=4",
+    ),
+    ("raid10(4*D)", "rw=randread bs=16k iodepth=16 numjobs=2"),
+    ("raid0(4*D)", "rw=write bs=1m iodepth=8"),
+    ("adaptec5085(raid10(4*D))", "rw=randwrite bs=8k iodepth=16"),
+    ("raid5(5*D)", "rw=randwrite bs=64k iodepth=8"),
+    (
+        "raid0(4*D)",
+        "rw=randrw rwmixread=90 bs=4k iodepth=16 numjobs=2",
+    ),
+    ("raid1(2*D)", "rw=randread bs=4k iodepth=1"),
+    (
+        "megaraid9361[cache=wt](raid5(6*D))",
+        "rw=randwrite bs=4k iodepth=16",
+    ),
+    ("raid6(6*D)", "rw=read bs=256k iodepth=4"),
+];
+
+fn ssd(db: &PresetDb, name: &str) -> SsdParams {
+    match db.get(name) {
+        Some(Preset::Ssd(p)) => p.clone(),
+        _ => panic!("{name} is an SSD preset"),
+    }
+}
+
+/// IOPS of `topo` (with `D` replaced by `drive`) under `w` for 2 s.
+fn iops(db: &PresetDb, topo: &str, drive: &str, w: &str) -> f64 {
+    let t = resolve(&topo.replace('D', drive), db).expect("topology");
+    let w = Workload::parse(&format!("{w} runtime=2")).expect("workload");
+    simulate(&t, &w, 1).expect("simulate").summary.iops
+}
+
+/// Fit `name` from its simulated probes; the worst |error| in % of the
+/// fitted drive's arrays against the original's, with the table.
+fn round_trip(name: &str) -> (f64, String) {
+    let mut db = PresetDb::builtin();
+    let original = ssd(&db, name);
+    let obs = simulate_probes(&db, name, false, 1).expect("probes");
+    assert_eq!(obs.len(), PROBES.len());
+    let fitted = fit(template(original.capacity_gb), &obs, false, 1, 2, &|_| {}).expect("fit");
+    db.insert_ssd("fitted", fitted.params)
+        .expect("the fitted preset loads");
+    let mut worst: f64 = 0.0;
+    let mut table = String::new();
+    for (topo, w) in UNSEEN {
+        let a = iops(&db, topo, name, w);
+        let b = iops(&db, topo, "fitted", w);
+        let e = 100.0 * (b - a) / a;
+        worst = worst.max(e.abs());
+        table += &format!("{e:+6.1} %  {a:9.0} {b:9.0}  {topo} | {w}\n");
+    }
+    (worst, table)
+}
+
+#[test]
+fn a_drive_fitted_from_its_probes_predicts_its_arrays_within_10_percent() {
+    for name in ["s3500-800", "s3500-480", "s3500-80"] {
+        let (worst, table) = round_trip(name);
+        assert!(worst <= 10.0, "{name}: worst {worst:.1} %\n{table}");
+    }
+}
+
+#[test]
+fn a_read_only_fit_keeps_the_template_write_side() {
+    let db = PresetDb::builtin();
+    let obs = simulate_probes(&db, "s3500-800", true, 1).expect("probes");
+    assert!(obs.len() < PROBES.len());
+    let start = template(800.0);
+    let f = fit(start.clone(), &obs, true, 1, 2, &|_| {}).expect("fit");
+    assert_eq!(f.params.program_us, start.program_us);
+    assert_eq!(f.params.spare_pct, start.spare_pct);
+    assert_eq!(f.params.fw_write_us, start.fw_write_us);
+    // The read side is fitted: every observation within 10 %.
+    for r in &f.residuals {
+        assert!(
+            r.error_pct().abs() < 10.0,
+            "{}: {:.1} %",
+            r.obs.label,
+            r.error_pct()
+        );
+    }
+}
+
+#[test]
+fn fits_are_deterministic() {
+    let db = PresetDb::builtin();
+    let obs = simulate_probes(&db, "s3500-480", true, 3).expect("probes");
+    let a = fit(template(480.0), &obs, true, 3, 2, &|_| {}).expect("fit");
+    let b = fit(template(480.0), &obs, true, 3, 1, &|_| {}).expect("fit");
+    assert_eq!(
+        a.params, b.params,
+        "the thread count must not change the fit"
+    );
+}
