@@ -326,6 +326,7 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "s3500-80",
     "s3500-480",
     "s3500-800",
+    "pm9a3",
     "hdd-sas10k",
     "hdd-sas15k",
     "adaptec5085",

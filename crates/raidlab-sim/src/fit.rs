@@ -340,6 +340,59 @@ pub fn template(capacity_gb: f64) -> SsdParams {
     }
 }
 
+/// The structural template of a data-centre NVMe SSD of `capacity_gb` of
+/// the PCIe 4.0 generation (2020–2023): a 16-channel controller (Marvell's
+/// Bravera SC5 and Samsung's data-centre controllers are 16-channel parts)
+/// over 512 Gbit (64 GB) 3D TLC dies, a PCIe 4.0 x4 link, NVMe's deep
+/// queues, power-loss protection and paced garbage collection, as every
+/// data-centre drive of the generation has.
+pub fn template_nvme(capacity_gb: f64) -> SsdParams {
+    // 512 Gbit = 64 GB dies; raw flash = logical + the GiB/GB difference.
+    let dies = (capacity_gb * 1.074 / 64.0 / 16.0).ceil().clamp(1.0, 32.0) as u32;
+    SsdParams {
+        // PCIe 4.0: 16 GT/s x 4 lanes, 128b/130b = 7.88 GB/s; ~90 % of it
+        // carries payload after TLP and DLLP overhead at 256-byte payloads.
+        link_mbps: 7000.0,
+        // What a command occupies the link with: a doorbell write, the
+        // 64-byte command fetch, the 16-byte completion and an MSI-X
+        // message, each in a TLP with ~24 bytes of header and framing:
+        // ~200 bytes at 7 GB/s, 0.03 us (the round trips are latency, not
+        // occupancy, and the link is full duplex).
+        link_cmd_us: 0.03,
+        // NVMe queues hold up to 64 Ki entries; a drive works on ~1 Ki
+        // commands at once (the Maximum Queue Entries drives report are
+        // 1 Ki to 16 Ki).
+        queue_depth: 1024,
+        fw_cores: 8, // 8 Arm Cortex-R cores (Marvell Bravera SC5)
+        fw_read_us: 8.0,
+        fw_write_us: 8.0,
+        fw_us_per_kb: 0.1,
+        fw_gc_us: 8.0, // a relocation is firmware work of a write's kind
+        channels: 16,
+        dies_per_channel: dies,
+        page_kb: 16,           // 3D TLC page
+        pages_per_block: 1024, // 16 MiB blocks of 3D TLC
+        read_us: 45.0,         // Samsung 6th-gen V-NAND: tR under 45 us (2019 launch)
+        program_us: 450.0,     // the same: tPROG under 450 us
+        erase_us: 3500.0,      // 3D NAND tBERS, Micron datasheets: ~3.5 ms
+        channel_mbps: 1200.0,  // Toggle DDR 4.0 / ONFI 4.1: 1200 MT/s
+        spare_pct: 7.4,        // GiB of flash behind GB of LBAs (1 DWPD class)
+        write_buffer_kb: 65536,
+        power_loss_protection: true,
+        gc_pacing: true,
+        ..template(capacity_gb)
+    }
+}
+
+/// A template by name: `sata` ([`template`]) or `nvme` ([`template_nvme`]).
+pub fn template_named(name: &str, capacity_gb: f64) -> Option<SsdParams> {
+    match name {
+        "sata" => Some(template(capacity_gb)),
+        "nvme" => Some(template_nvme(capacity_gb)),
+        _ => None,
+    }
+}
+
 /// The value of free parameter `name` in `p`.
 pub fn value(p: &SsdParams, name: &str) -> f64 {
     match name {
@@ -356,7 +409,7 @@ pub fn value(p: &SsdParams, name: &str) -> f64 {
     }
 }
 
-/// Spread `total` dies over the template's channels: one die per channel
+/// Spread `total` dies over `channels` channels: one die per channel
 /// below that many dies (small drives leave channels empty), then whole dies
 /// per channel.
 fn set_dies(p: &mut SsdParams, total: f64, channels: u32) {
@@ -380,7 +433,6 @@ fn set(p: &mut SsdParams, name: &str, v: f64) {
         "channel_mbps" => p.channel_mbps = v,
         "fw_write_us" => p.fw_write_us = v,
         "spare_pct" => p.spare_pct = v,
-        "dies" => set_dies(p, v, TEMPLATE_CHANNELS),
         other => unreachable!("'{other}' is not a free parameter"),
     }
 }
@@ -500,6 +552,8 @@ struct Search<'a> {
     seed: u64,
     threads: usize,
     best: SsdParams,
+    /// The template's channel count: dies spread over it.
+    channels: u32,
     evaluations: usize,
 }
 
@@ -571,7 +625,7 @@ impl Search<'_> {
         let mut counts: Vec<u32> = Vec::new();
         for f in DIE_FACTORS {
             let mut p = start.clone();
-            set(&mut p, "dies", (template * f).max(1.0));
+            set_dies(&mut p, (template * f).max(1.0), self.channels);
             let n = value(&p, "dies") as u32;
             if !counts.contains(&n) && n != template as u32 {
                 counts.push(n);
@@ -580,7 +634,7 @@ impl Search<'_> {
         let (mut best, mut best_cost) = (start.clone(), cost);
         for n in counts {
             self.best = start.clone();
-            set(&mut self.best, "dies", f64::from(n));
+            set_dies(&mut self.best, f64::from(n), self.channels);
             let c = self.settle(free, read_only, 2)?;
             if c < best_cost {
                 (best, best_cost) = (self.best.clone(), c);
@@ -589,8 +643,8 @@ impl Search<'_> {
         // Then the whole-step neighbours of the best count (a die, or a die
         // on every channel), as the spread is coarse.
         let found = value(&best, "dies");
-        let step = if found > f64::from(TEMPLATE_CHANNELS) {
-            f64::from(TEMPLATE_CHANNELS)
+        let step = if found > f64::from(self.channels) {
+            f64::from(self.channels)
         } else {
             1.0
         };
@@ -600,7 +654,7 @@ impl Search<'_> {
                 continue;
             }
             self.best = around.clone();
-            set(&mut self.best, "dies", t);
+            set_dies(&mut self.best, t, self.channels);
             let c = self.settle(free, read_only, 2)?;
             if c < best_cost {
                 (best, best_cost) = (self.best.clone(), c);
@@ -653,9 +707,10 @@ impl Search<'_> {
 }
 
 /// The observation of probe `label`: the probe's own, or a published
-/// figure measured the same way (same pattern, block size, queue depth,
-/// read share, sync writes and metric), so datasheet rows (`--from`) feed the
-/// same solves as the probe suite.
+/// figure measured the same way (same pattern, block size, read share, sync
+/// writes and metric) at the queue depth nearer this probe's than any other
+/// probe's of that kind, so datasheet rows (`--from`, often at QD 32 x 4
+/// workers) feed the same solves as the probe suite.
 pub fn find<'a>(obs: &'a [Observation], label: &str) -> Option<&'a Observation> {
     if let Some(o) = obs.iter().find(|o| o.label == label) {
         return Some(o);
@@ -663,18 +718,38 @@ pub fn find<'a>(obs: &'a [Observation], label: &str) -> Option<&'a Observation> 
     let probe = PROBES.iter().find(|p| p.label == label)?;
     let want = Workload::parse(probe.workload).ok()?;
     obs.iter().find(|o| {
-        o.metric == probe.metric && Workload::parse(&o.workload).is_ok_and(|w| same_test(&w, &want))
+        let Ok(w) = Workload::parse(&o.workload) else {
+            return false;
+        };
+        o.metric == probe.metric
+            && same_kind(&w, &want)
+            && nearest_probe(&w, &o.metric) == Some(label)
     })
 }
 
-/// Two workloads measure the same thing (a datasheet's "4 KB random read
-/// at QD32" is the probe's randread-4k-qd32 whatever the runtime).
-fn same_test(a: &Workload, b: &Workload) -> bool {
+/// Two workloads are the same test but for the queue depth.
+fn same_kind(a: &Workload, b: &Workload) -> bool {
     a.rw == b.rw
         && a.bssplit == b.bssplit
-        && a.iodepth * a.numjobs == b.iodepth * b.numjobs
         && (a.rwmixread == b.rwmixread || !matches!(a.rw, Rw::RandRw | Rw::Rw))
         && a.fsync == b.fsync
+}
+
+/// The probe of `w`'s kind and `metric` whose total queue depth is nearest
+/// `w`'s (in ratio).
+fn nearest_probe(w: &Workload, metric: &str) -> Option<&'static str> {
+    let depth = |w: &Workload| f64::from((w.iodepth * w.numjobs).max(1)).ln();
+    PROBES
+        .iter()
+        .filter(|p| p.metric == metric)
+        .filter_map(|p| Workload::parse(p.workload).ok().map(|pw| (p.label, pw)))
+        .filter(|(_, pw)| same_kind(w, pw))
+        .min_by(|(_, a), (_, b)| {
+            (depth(a) - depth(w))
+                .abs()
+                .total_cmp(&(depth(b) - depth(w)).abs())
+        })
+        .map(|(l, _)| l)
 }
 
 /// Starting point: the template, with the link at the sequential read
@@ -727,6 +802,7 @@ pub fn fit(
         obs: &obs,
         seed,
         threads,
+        channels: start.channels,
         best: first_guess(start, &obs),
         evaluations: 0,
     };

@@ -864,4 +864,10 @@ fn presets_list_as_json_for_tools() {
     assert_eq!(x25e["year"], 2008);
     assert_eq!(x25e["capacity_gb"], 64.0);
     assert_eq!(x25e["interface"], "SATA 3 Gb/s");
+    let pm9a3 = list
+        .iter()
+        .find(|e| e["name"] == "pm9a3")
+        .expect("a current NVMe preset");
+    assert_eq!(pm9a3["capacity_gb"], 7680.0);
+    assert_eq!(pm9a3["year"], 2020);
 }

@@ -5,7 +5,6 @@ use crate::args::PresetFiles;
 use crate::common::{emit, read_data, threads};
 use crate::failure::Failure;
 use raidlab_core::preset::{PresetDb, SsdParams};
-use raidlab_core::units::parse_size;
 use raidlab_core::workload::Workload;
 use raidlab_sim::fit::{self, observation, Fit, Observation, Probe, FREE, PROBES, WRITE_FIELDS};
 
@@ -47,9 +46,15 @@ pub struct Args {
     #[arg(long)]
     force: bool,
     /// Capacity of the drive (with --from, or to create a file target that
-    /// does not exist), e.g. 480g.
+    /// does not exist) in decimal units as drives are sold: 480g = 480 GB,
+    /// 7.68t = 7.68 TB (binary: 1gi, 1ti).
     #[arg(long, value_name = "SIZE")]
     capacity: Option<String>,
+    /// The structure the fit starts from: `sata` (a 2012-2014 8-channel SATA
+    /// MLC drive) or `nvme` (a PCIe 4.0 data-centre 3D TLC drive); see
+    /// docs/calibrate.md.
+    #[arg(long, default_value = "sata", value_parser = ["sata", "nvme"])]
+    template: String,
     /// Seed of the probes and of the fit's simulations.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -73,14 +78,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let threads = threads(args.jobs)?;
     let bar = crate::common::RunProgress::new("fit");
-    let start = fit::template(capacity_gb);
+    let start = fit::template_named(&args.template, capacity_gb)
+        .ok_or_else(|| Failure::input(format!("--template {}: sata or nvme", args.template)))?;
     let fitted = fit::fit(start, &obs, args.read_only, args.seed, threads, &|f| {
         bar.set(f)
     })
     .map_err(|e| Failure::input(e.to_string()))?;
     drop(bar);
     let path = args.target.as_deref().filter(|t| !t.starts_with("sim:"));
-    let text = preset_toml(&name, &fitted, &what, path, args.read_only);
+    let text = preset_toml(&name, &fitted, &what, path, args.read_only, &args.template);
     // The file must load as a preset: check before writing it.
     let mut db = PresetDb::builtin();
     db.load_str(&text)
@@ -137,7 +143,7 @@ fn from_csv(path: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), 
             "--from needs --capacity (the drive's capacity, e.g. 480g)",
         ));
     };
-    let bytes = parse_size(cap).map_err(|e| Failure::input(format!("--capacity: {e}")))?;
+    let bytes = capacity_bytes(cap)?;
     let text = read_data(path, "CSV file")?;
     let rows = raidlab_core::published::parse_csv(&text)
         .map_err(|e| Failure::input(format!("{path}: {e}")))?;
@@ -158,6 +164,42 @@ fn from_csv(path: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), 
         obs,
         format!("published figures in {path}"),
     ))
+}
+
+/// A `--capacity` in bytes: decimal units (k, m, g, t, p, with or without a
+/// trailing b) as drive capacities are stated, binary ones with `i` (gi,
+/// ti); at most 1 PB, at least 1 MB.
+fn capacity_bytes(text: &str) -> Result<u64, Failure> {
+    let bad = || {
+        Failure::input(format!(
+            "--capacity {text}: expected a size such as 480g or 7.68t"
+        ))
+    };
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.strip_suffix('b').unwrap_or(&t);
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let scale = match unit {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "t" => 1e12,
+        "p" => 1e15,
+        "ki" => 1024.0,
+        "mi" => 1024f64.powi(2),
+        "gi" => 1024f64.powi(3),
+        "ti" => 1024f64.powi(4),
+        _ => return Err(bad()),
+    };
+    let bytes = n * scale;
+    if !(1e6..=1e15).contains(&bytes) {
+        return Err(Failure::input(format!(
+            "--capacity {text}: from 1 MB to 1 PB"
+        )));
+    }
+    Ok(bytes as u64)
 }
 
 /// Probe seconds: (warm-up, measurement) of one probe.
@@ -219,7 +261,7 @@ fn target_bytes(path: &str, args: &Args) -> Result<u64, Failure> {
         raidlab_io::member_size(path).map_err(|e| Failure::input(format!("{path}: {e}")))?;
     let bytes = match (existing, &args.capacity) {
         (Some(b), _) if b > 0 => b,
-        (_, Some(c)) => parse_size(c).map_err(|e| Failure::input(format!("--capacity: {e}")))?,
+        (_, Some(c)) => capacity_bytes(c)?,
         _ => {
             return Err(Failure::input(format!(
                 "{path} does not exist (or is empty): give --capacity to create it"
@@ -237,7 +279,7 @@ fn target_bytes(path: &str, args: &Args) -> Result<u64, Failure> {
 }
 
 /// Where a field's value came from, for its comment.
-fn provenance(field: &str, fit: &Fit, read_only: bool) -> String {
+fn provenance(field: &str, fit: &Fit, read_only: bool, template: &str) -> String {
     if read_only && WRITE_FIELDS.contains(&field) {
         return "template: not measurable read-only".into();
     }
@@ -265,8 +307,8 @@ fn provenance(field: &str, fit: &Fit, read_only: bool) -> String {
         }
         "gc_pacing" => "fitted (yes/no): the steady random-write p99 and IOPS".into(),
         "power_loss_protection" => "fitted (yes/no): synchronous 4 KiB writes".into(),
-        "capacity_gb" => "measured: the target's size".into(),
-        _ => "template: a 2012-2014 8-channel SATA MLC SSD (raidlab-sim fit::template); the probes cannot tell it apart".into(),
+        "capacity_gb" => "the target's size (or --capacity)".into(),
+        _ => format!("template {}: not measured (raidlab-sim fit::template_named)", template),
     }
 }
 
@@ -285,7 +327,14 @@ fn significant(v: f64, n: i32) -> String {
 }
 
 /// The preset file: a header with the fit's residuals, then one table.
-fn preset_toml(name: &str, fit: &Fit, what: &str, path: Option<&str>, read_only: bool) -> String {
+fn preset_toml(
+    name: &str,
+    fit: &Fit,
+    what: &str,
+    path: Option<&str>,
+    read_only: bool,
+    template: &str,
+) -> String {
     let mut s = format!("# {name}: an SSD preset fitted by `raidlab calibrate` to {what}.\n");
     s += &format!(
         "# Fit: {} observations, {} candidates simulated. Residuals (measured -> fitted):\n",
@@ -313,7 +362,7 @@ fn preset_toml(name: &str, fit: &Fit, what: &str, path: Option<&str>, read_only:
         let comment = match k.as_str() {
             "description" | "paths" => String::new(),
             "paths_" => String::new(),
-            _ => format!("  # {}", provenance(k, fit, read_only)),
+            _ => format!("  # {}", provenance(k, fit, read_only, template)),
         };
         s += &format!("{k} = {}{comment}\n", value_text(v));
     }
