@@ -361,3 +361,25 @@ fn collections_for_the_reserve_run_behind_the_writes() {
     let ratio = random.summary.lat_avg_ms / sequential.summary.lat_avg_ms;
     assert!(ratio < 1.1, "random / sequential write latency {ratio}");
 }
+
+/// A drive with many dies used to exhaust one die's blocks in the
+/// simulation ("GC reserve exhausted") when its share of the data drifted
+/// up: the FTL must place pages on dies with room.
+#[test]
+fn many_dies_do_not_exhaust_one_die_of_the_simulated_flash() {
+    let cases = [
+        // 224 dies at 64 KiB random writes (found by calibrate's search).
+        (
+            "base = \"s3500-800\"\ndies_per_channel = 28\ngc_pacing = false\nspare_pct = 14.8\nprogram_us = 325\nchannel_mbps = 800\nfw_write_us = 60\nread_us = 50",
+            "rw=randwrite bs=64k iodepth=32 state=steady",
+        ),
+    ];
+    for (preset, workload) in cases {
+        let mut db = PresetDb::builtin();
+        db.load_str(&format!("[t]\n{preset}\n")).expect("preset");
+        let t = resolve("t", &db).expect("topology");
+        let w = Workload::parse(&format!("{workload} runtime=3")).expect("workload");
+        let r = simulate(&t, &w, 1).expect("simulate");
+        assert!(r.summary.iops > 0.0, "{preset}: {workload}");
+    }
+}
