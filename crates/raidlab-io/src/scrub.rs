@@ -205,30 +205,14 @@ impl Scrubber<'_, '_> {
                 self.read(kids[m], at, b)?;
             }
             for blk in (0..chunk).step_by(BLOCK) {
-                let len = BLOCK.min(chunk - blk);
+                let at = At {
+                    stripe: s,
+                    blk,
+                    len: BLOCK.min(chunk - blk),
+                };
                 match geo.level() {
-                    Level::Raid5 => self.raid5_block(
-                        geo,
-                        kids,
-                        At {
-                            stripe: s,
-                            blk,
-                            len,
-                        },
-                        &mut bufs,
-                        a,
-                    )?,
-                    _ => self.raid6_block(
-                        geo,
-                        kids,
-                        At {
-                            stripe: s,
-                            blk,
-                            len,
-                        },
-                        &mut bufs,
-                        a,
-                    )?,
+                    Level::Raid5 => self.raid5_block(geo, kids, at, &mut bufs, a)?,
+                    _ => self.raid6_block(geo, kids, at, &mut bufs, a)?,
                 }
             }
             a.rows += 1;

@@ -361,7 +361,6 @@ fn preset_toml(
     for (k, v) in &table {
         let comment = match k.as_str() {
             "description" | "paths" => String::new(),
-            "paths_" => String::new(),
             _ => format!("  # {}", provenance(k, fit, read_only, template)),
         };
         s += &format!("{k} = {}{comment}\n", value_text(v));
