@@ -830,6 +830,22 @@ fn calibrate_refuses_bad_input_in_one_line() {
     );
     let csv = tmp("one.csv", "id,source,ref,topology,workload,metric,value,note\na,b,c,d,rw=randread bs=4k iodepth=32,iops,1000,\n");
     assert_input_error(&["calibrate", "--from", &csv, "-o", &out], "--capacity");
+    let dir = std::path::Path::new(&out)
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_input_error(&["calibrate", &dir, "-o", &out], "is a directory");
+    let mut many = String::from("id,source,ref,topology,workload,metric,value,note\n");
+    for i in 0..201 {
+        many += &format!("r{i},s,r,d,rw=randread bs=4k iodepth=32,iops,1000,\n");
+    }
+    let many = tmp("many.csv", &many);
+    assert_input_error(
+        &["calibrate", "--from", &many, "--capacity", "1t", "-o", &out],
+        "at most 200",
+    );
     assert_input_error(
         &["calibrate", "sim:x25e", "-o", "/tmp/bad name!.toml"],
         "not a valid preset name",

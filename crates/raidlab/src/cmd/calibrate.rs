@@ -136,6 +136,9 @@ fn from_sim(preset: &str, args: &Args) -> Result<(f64, Vec<Observation>, String)
     Ok((p.capacity_gb, obs, format!("simulated {preset}")))
 }
 
+/// Most rows `--from` fits (each candidate simulates them all).
+const MAX_FROM_ROWS: usize = 200;
+
 /// Observations from a published-measurement CSV (one drive's rows).
 fn from_csv(path: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), Failure> {
     let Some(cap) = &args.capacity else {
@@ -158,6 +161,14 @@ fn from_csv(path: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), 
         .collect();
     if obs.is_empty() {
         return Err(Failure::input(format!("{path}: no rows")));
+    }
+    // Each candidate the fit tries simulates every row: keep the fit's time
+    // bounded (a datasheet or review gives tens).
+    if obs.len() > MAX_FROM_ROWS {
+        return Err(Failure::input(format!(
+            "{path}: {} rows; one drive's figures are at most {MAX_FROM_ROWS}",
+            obs.len()
+        )));
     }
     Ok((
         bytes as f64 / 1e9,
@@ -257,6 +268,11 @@ fn from_device(path: &str, args: &Args) -> Result<(f64, Vec<Observation>, String
 /// The target's size: an existing file's or device's, or `--capacity` for
 /// a file to create.
 fn target_bytes(path: &str, args: &Args) -> Result<u64, Failure> {
+    if std::path::Path::new(path).is_dir() {
+        return Err(Failure::input(format!(
+            "{path} is a directory: give a file or a block device"
+        )));
+    }
     let existing =
         raidlab_io::member_size(path).map_err(|e| Failure::input(format!("{path}: {e}")))?;
     let bytes = match (existing, &args.capacity) {
