@@ -316,23 +316,25 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         link_cmd_us: 2.0, // one SATA FIS exchange at 6 Gb/s
         queue_depth: 32,  // SATA NCQ
         fw_cores: 2,      // dual-core controllers of the generation
+        // Firmware costs: starting points the fit solves (the DC S3500's, whose
+        // 2 cores serve 75,000 reads/s at QD32 per Intel's specification).
         fw_read_us: 20.0,
         fw_write_us: 30.0,
         fw_us_per_kb: 1.0,
         fw_gc_us: 30.0, // a relocation is firmware work of a write's kind
         channels: TEMPLATE_CHANNELS,
         dies_per_channel: dies,
-        page_kb: 16,          // 20 nm MLC page
-        pages_per_block: 256, // 4 MiB blocks
-        read_us: 50.0,        // 20 nm MLC tR
-        program_us: 1300.0,   // 20 nm MLC tPROG
-        erase_us: 3000.0,     // 20 nm MLC tBERS
-        channel_mbps: 200.0,  // ONFI 2.x synchronous bus
-        spare_pct: 7.4,       // GiB of flash behind GB of LBAs
-        write_buffer_kb: 4096,
-        write_cache: true,
-        readahead_kb: 128,
-        gc_free_blocks: 2,
+        page_kb: 16,           // 20 nm MLC page
+        pages_per_block: 256,  // 4 MiB blocks
+        read_us: 50.0,         // 20 nm MLC tR
+        program_us: 1300.0,    // 20 nm MLC tPROG
+        erase_us: 3000.0,      // 20 nm MLC tBERS
+        channel_mbps: 200.0,   // ONFI 2.x synchronous bus
+        spare_pct: 7.4,        // GiB of flash behind GB of LBAs
+        write_buffer_kb: 4096, // a few MiB of the DRAM holds user writes (DC S3x00 class)
+        write_cache: true,     // shipped on: drives of the class default to it
+        readahead_kb: 128,     // one sequential request's worth of read-ahead
+        gc_free_blocks: 2,     // greedy GC keeps a couple of free blocks per die
         gc_pacing: false,
         power_loss_protection: false,
         ftl: FtlKind::Page,
@@ -364,20 +366,22 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         // 1 Ki to 16 Ki).
         queue_depth: 1024,
         fw_cores: 8, // 8 Arm Cortex-R cores (Marvell Bravera SC5)
+        // Firmware costs: starting points the fit solves; 8 cores at 8 us
+        // serve 1 M commands/s, the class's datasheet random-read rate.
         fw_read_us: 8.0,
         fw_write_us: 8.0,
         fw_us_per_kb: 0.1,
         fw_gc_us: 8.0, // a relocation is firmware work of a write's kind
         channels: 16,
         dies_per_channel: dies,
-        page_kb: 16,           // 3D TLC page
-        pages_per_block: 1024, // 16 MiB blocks of 3D TLC
-        read_us: 45.0,         // Samsung 6th-gen V-NAND: tR under 45 us (2019 launch)
-        program_us: 450.0,     // the same: tPROG under 450 us
-        erase_us: 3500.0,      // 3D NAND tBERS, Micron datasheets: ~3.5 ms
-        channel_mbps: 1200.0,  // Toggle DDR 4.0 / ONFI 4.1: 1200 MT/s
-        spare_pct: 7.4,        // GiB of flash behind GB of LBAs (1 DWPD class)
-        write_buffer_kb: 65536,
+        page_kb: 16,            // 3D TLC page
+        pages_per_block: 1024,  // 16 MiB blocks of 3D TLC
+        read_us: 45.0,          // Samsung 6th-gen V-NAND: tR under 45 us (2019 launch)
+        program_us: 450.0,      // the same: tPROG under 450 us
+        erase_us: 3500.0,       // 3D NAND tBERS, Micron datasheets: ~3.5 ms
+        channel_mbps: 1200.0,   // Toggle DDR 4.0 / ONFI 4.1: 1200 MT/s
+        spare_pct: 7.4,         // GiB of flash behind GB of LBAs (1 DWPD class)
+        write_buffer_kb: 65536, // tens of MiB of the DRAM hold user writes (PLP-protected)
         power_loss_protection: true,
         gc_pacing: true,
         ..template(capacity_gb)
