@@ -371,14 +371,25 @@ fn many_dies_do_not_exhaust_one_die_of_the_simulated_flash() {
         // 224 dies at 64 KiB random writes (found by calibrate's search).
         (
             "base = \"s3500-800\"\ndies_per_channel = 28\ngc_pacing = false\nspare_pct = 14.8\nprogram_us = 325\nchannel_mbps = 800\nfw_write_us = 60\nread_us = 50",
-            "rw=randwrite bs=64k iodepth=32 state=steady",
+            "rw=randwrite bs=64k iodepth=32 state=steady runtime=3",
+        ),
+        // 1 % spare on 288 dies of 8 KiB pages: GC found its open block full
+        // and no free block left ("flash exhausted") within a minute.
+        (
+            "base = \"s3500-480\"\ndies_per_channel = 36\npage_kb = 8\npages_per_block = 512\nprogram_us = 3473\nchannel_mbps = 96.6\nspare_pct = 1\ngc_pacing = false",
+            "rw=randwrite bs=64k numjobs=4 iodepth=32 state=steady runtime=60",
+        ),
+        // A PCIe 4.0 drive with 1 % spare at 4 KiB.
+        (
+            "base = \"pm9a3\"\ndies_per_channel = 18\npage_kb = 8\npages_per_block = 2048\nspare_pct = 1",
+            "rw=randwrite bs=4k numjobs=4 iodepth=32 state=steady runtime=5",
         ),
     ];
     for (preset, workload) in cases {
         let mut db = PresetDb::builtin();
         db.load_str(&format!("[t]\n{preset}\n")).expect("preset");
         let t = resolve("t", &db).expect("topology");
-        let w = Workload::parse(&format!("{workload} runtime=3")).expect("workload");
+        let w = Workload::parse(workload).expect("workload");
         let r = simulate(&t, &w, 1).expect("simulate");
         assert!(r.summary.iops > 0.0, "{preset}: {workload}");
     }

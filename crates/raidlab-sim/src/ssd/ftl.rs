@@ -26,6 +26,9 @@ use crate::table::{prefetch, Lookahead, LOOKAHEAD};
 pub const FOLD_UNITS: u64 = 1 << 18;
 /// Fewest erase blocks per die the simulation keeps (see block scaling).
 pub const MIN_BLOCKS_PER_DIE: u64 = 128;
+/// Blocks of valid-data slack every die keeps beyond GC's reserve (see
+/// [`Ftl::new`]).
+pub const MIN_SPARE_BLOCKS: u64 = 8;
 /// Map entries prefetched per FTL call (page written or GC check): few
 /// enough to issue without waiting for the CPU's line-fill buffers (16 on
 /// the Intel cores this was measured on), so the prefetches spread over the
@@ -175,7 +178,13 @@ impl Ftl {
         // negligible share of a real drive's thousands of blocks per die; here
         // they come on top, so the simulated spare keeps the drive's ratio.
         let reserve = threshold + 3;
-        let bpd = (per_die / upb as u64) as u32 + reserve;
+        // However little spare a drive has, GC needs a few blocks of
+        // valid-data slack per die beyond its reserve, or pages that land
+        // unevenly on dies can fill one die with valid data (no victim then
+        // frees anything). MIN_SPARE_BLOCKS is that slack: ≤ 6 % of a die's
+        // ≥ 128 simulated blocks, below any real drive's 7 % GiB/GB floor.
+        let logical_per_die = (logical as u64).div_ceil(dies as u64).div_ceil(upb as u64);
+        let bpd = (per_die / upb as u64).max(logical_per_die + MIN_SPARE_BLOCKS) as u32 + reserve;
         let blocks = (bpd * dies) as usize;
         let mut ftl = Ftl {
             upp,
@@ -368,11 +377,6 @@ impl Ftl {
             if v == self.upb as usize {
                 return; // nothing reclaimable
             }
-            // Without a free block, the victim's valid units must fit in the
-            // open GC block, or there is nowhere to move them.
-            if self.free[die].is_empty() && self.upb - self.gc_active[die].unit < v as u32 {
-                return;
-            }
             let victim = self.heads[base + v];
             #[cfg(test)]
             self.taken.push(victim);
@@ -412,16 +416,24 @@ impl Ftl {
                 }
             }
             self.p2l[vs as usize..ve as usize].fill(INVALID);
+            self.valid[victim as usize] = 0;
             let movers = &buf[..n];
             // Place them in the die's GC block, a run at a time up to the
             // end of the block.
             let (mut gb, mut gu) = (self.gc_active[die].block, self.gc_active[die].unit);
             let mut programs = 0u32;
             let mut done = 0usize;
+            let mut in_place = false;
             while done < n {
                 if gu == upb {
+                    // The next GC block: a free one, or without one the victim
+                    // itself, erased once its valid units are in the
+                    // controller's buffer (each such step leaves the GC block
+                    // `upb - v` units of room more, so a later victim frees
+                    // a whole block).
                     self.close(gb);
-                    gb = self.free[die].pop().expect("GC reserve exhausted");
+                    gb = self.free[die].pop().unwrap_or(victim);
+                    in_place |= gb == victim;
                     gu = 0;
                 }
                 let k = (n - done).min((upb - gu) as usize);
@@ -446,12 +458,13 @@ impl Ftl {
                 block: gb,
                 unit: gu,
             };
-            self.valid[victim as usize] = 0;
             self.gc_units += moved as u64;
             work.moved += moved;
             work.erases += 1;
             self.erases += 1;
-            self.free[die].push(victim);
+            if !in_place {
+                self.free[die].push(victim);
+            }
         }
     }
 
@@ -544,15 +557,23 @@ impl Ftl {
     }
 
     /// `die`, or when it is [`starved`](Self::starved) the next die that is
-    /// not (or `die` itself when every die is).
+    /// not (or, when every die is, the first with the most free blocks).
     pub fn with_room(&self, die: u32) -> u32 {
         if !self.starved(die) {
             return die;
         }
-        (1..self.dies)
-            .map(|i| (die + i) % self.dies)
+        let mut order = (0..self.dies).map(|i| (die + i) % self.dies);
+        order
+            .clone()
+            .skip(1)
             .find(|&d| !self.starved(d))
-            .unwrap_or(die)
+            .unwrap_or_else(|| {
+                order
+                    .by_ref()
+                    .rev()
+                    .max_by_key(|&d| self.free[d as usize].len())
+                    .unwrap_or(die)
+            })
     }
 
     /// Background GC: when `die` is down to its reserve, reclaim one block
