@@ -31,6 +31,10 @@ pub struct SsdParams {
     /// Host interface in words (`SATA 3 Gb/s`, `PCIe 4.0 x4 NVMe`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
+    /// Unit price in the user's currency (`raidlab plan`'s cost; no
+    /// built-in preset has one: prices are the user's to give).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<f64>,
     /// Paths of real devices or files this preset describes (written by
     /// `raidlab calibrate`): `sim` reads a `run` expression's leaf that is one
     /// of them as this preset.
@@ -38,6 +42,11 @@ pub struct SsdParams {
     pub paths: Vec<String>,
     /// Logical (user) capacity in 10^9 bytes.
     pub capacity_gb: f64,
+    /// Rated endurance: terabytes (10^12 bytes) the host may write over the
+    /// warranty, as the datasheet states it (TBW, or DWPD × capacity ×
+    /// warranty days). `None`: no rating known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endurance_tbw: Option<f64>,
     /// Host link payload rate in 10^6 bytes/s (SATA 3 Gb/s = 300 after 8b/10b).
     pub link_mbps: f64,
     /// Host link per-command overhead (command, status and DMA-setup frames), µs.
@@ -126,6 +135,10 @@ pub struct HddParams {
     /// Host interface in words (`SATA 3 Gb/s`, `PCIe 4.0 x4 NVMe`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
+    /// Unit price in the user's currency (`raidlab plan`'s cost; no
+    /// built-in preset has one: prices are the user's to give).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<f64>,
     /// Paths of real devices or files this preset describes (written by
     /// `raidlab calibrate`): `sim` reads a `run` expression's leaf that is one
     /// of them as this preset.
@@ -171,6 +184,10 @@ pub struct ControllerParams {
     /// Host interface in words (`SATA 3 Gb/s`, `PCIe 4.0 x4 NVMe`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
+    /// Unit price in the user's currency (`raidlab plan`'s cost; no
+    /// built-in preset has one: prices are the user's to give).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<f64>,
     /// PCIe generation (1, 2, 3).
     pub pcie_gen: u32,
     /// PCIe lanes.
@@ -254,6 +271,10 @@ pub struct HostParams {
     /// Host interface in words (`SATA 3 Gb/s`, `PCIe 4.0 x4 NVMe`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
+    /// Unit price in the user's currency (`raidlab plan`'s cost; no
+    /// built-in preset has one: prices are the user's to give).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<f64>,
     /// CPU cores available for I/O.
     pub cores: u32,
     /// Clock, GHz.
@@ -287,6 +308,16 @@ impl Preset {
             Preset::Hdd(_) => "hdd",
             Preset::Controller(_) => "controller",
             Preset::Host(_) => "host",
+        }
+    }
+
+    /// Unit price, where the user gave one.
+    pub fn price(&self) -> Option<f64> {
+        match self {
+            Preset::Ssd(p) => p.price,
+            Preset::Hdd(p) => p.price,
+            Preset::Controller(p) => p.price,
+            Preset::Host(p) => p.price,
         }
     }
 

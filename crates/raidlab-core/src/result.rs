@@ -94,6 +94,45 @@ pub struct Component {
     /// Commands a device completed in the window (devices only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io: Option<IoCounts>,
+    /// An SSD's wear in the window (SSDs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wear: Option<Wear>,
+}
+
+/// An SSD's wear over the measurement window, projected to its rating.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Wear {
+    /// Bytes the host wrote to the drive.
+    pub host_write_bytes: u64,
+    /// Bytes programmed into NAND: host writes × write amplification.
+    pub nand_write_bytes: u64,
+    /// The drive's rated endurance, TB written by the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rated_tbw: Option<f64>,
+    /// Years until host writes at the window's rate reach the rating
+    /// (`None`: no rating, or nothing written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub years_to_rated: Option<f64>,
+}
+
+/// Seconds in a Julian year (365.25 days), the unit endurance is told in.
+pub const YEAR_S: f64 = 365.25 * 86_400.0;
+
+impl Wear {
+    /// Wear of a drive rated `rated_tbw` that took `host_write_bytes` with
+    /// write amplification `wa` over `window_s` seconds.
+    pub fn project(host_write_bytes: u64, wa: f64, rated_tbw: Option<f64>, window_s: f64) -> Wear {
+        let rate = host_write_bytes as f64 / window_s.max(f64::MIN_POSITIVE);
+        let years = rated_tbw
+            .filter(|_| host_write_bytes > 0 && window_s > 0.0)
+            .map(|tbw| tbw * 1e12 / rate / YEAR_S);
+        Wear {
+            host_write_bytes,
+            nand_write_bytes: (host_write_bytes as f64 * wa.max(1.0)).round() as u64,
+            rated_tbw,
+            years_to_rated: years,
+        }
+    }
 }
 
 /// Commands and bytes a device served in the measurement window.

@@ -1293,6 +1293,7 @@ fn member_reports(
             bottleneck: util >= BOTTLENECK_UTIL,
             write_amplification: None,
             io: Some(io),
+            wear: None,
         });
     }
     (mstats, components)

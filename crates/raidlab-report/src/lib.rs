@@ -6,6 +6,7 @@
 
 pub mod fio;
 pub mod html;
+pub mod plan;
 pub mod plot;
 pub mod reproduce;
 pub mod sweep;

@@ -1,7 +1,7 @@
 //! Plain-text tables for the terminal.
 
 use raidlab_core::preset::{Preset, PresetDb};
-use raidlab_core::result::RunResult;
+use raidlab_core::result::{Component, RunResult};
 use raidlab_sim::validate::{ErrorStats, Validation};
 use std::collections::BTreeMap;
 
@@ -239,13 +239,13 @@ fn real_members(r: &RunResult, real: &raidlab_core::result::RealStats) -> String
 /// host CPU and the simulator's own figures.
 fn components(r: &RunResult) -> String {
     let mut o = format!(
-        "\n{:<18} {:<11} {:>6}  {:<9} {:>6} {:>10} {:>10}\n",
-        "component", "kind", "util", "resource", "WA", "reads", "writes"
+        "\n{:<18} {:<11} {:>6}  {:<9} {:>6} {:>10} {:>10} {:>9}\n",
+        "component", "kind", "util", "resource", "WA", "reads", "writes", "TBW yrs"
     );
     let count = |n: Option<u64>| n.map_or_else(|| "-".to_string(), |n| n.to_string());
     for c in &r.components {
         o += &format!(
-            "{:<18} {:<11} {:>5.0}%  {:<9} {:>6} {:>10} {:>10}{}\n",
+            "{:<18} {:<11} {:>5.0}%  {:<9} {:>6} {:>10} {:>10} {:>9}{}\n",
             c.name,
             c.kind,
             c.utilization * 100.0,
@@ -255,6 +255,7 @@ fn components(r: &RunResult) -> String {
                 .unwrap_or_else(|| "-".into()),
             count(c.io.map(|x| x.reads)),
             count(c.io.map(|x| x.writes)),
+            years(c),
             if c.bottleneck { "  <- bottleneck" } else { "" }
         );
     }
@@ -267,6 +268,17 @@ fn components(r: &RunResult) -> String {
         r.host.cpu_util_pct, r.sim.simulated_s, r.sim.wall_s, r.sim.events, r.sim.host_ios
     );
     o
+}
+
+/// A device's years to its rated endurance at the run's write rate: `-`
+/// without a rating or writes, `>999` beyond any service life.
+fn years(c: &Component) -> String {
+    match c.wear.and_then(|w| w.years_to_rated) {
+        Some(y) if y > 999.0 => ">999".into(),
+        Some(y) if y < 0.1 => format!("{y:.3}"),
+        Some(y) => format!("{y:.1}"),
+        None => "-".into(),
+    }
 }
 
 /// One line per preset.

@@ -314,11 +314,13 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         year: None,
         interface: None,
         paths: Vec::new(),
+        price: None, // prices are the user's to give
         capacity_gb,
-        link_mbps: 540.0, // SATA 6 Gb/s payload after 8b/10b and framing
-        link_cmd_us: 2.0, // one SATA FIS exchange at 6 Gb/s
-        queue_depth: 32,  // SATA NCQ
-        fw_cores: 2,      // dual-core controllers of the generation
+        endurance_tbw: None, // a probe suite cannot measure wear-out
+        link_mbps: 540.0,    // SATA 6 Gb/s payload after 8b/10b and framing
+        link_cmd_us: 2.0,    // one SATA FIS exchange at 6 Gb/s
+        queue_depth: 32,     // SATA NCQ
+        fw_cores: 2,         // dual-core controllers of the generation
         // Firmware costs: starting points the fit solves (the DC S3500's, whose
         // 2 cores serve 75,000 reads/s at QD32 per Intel's specification).
         fw_read_us: 20.0,

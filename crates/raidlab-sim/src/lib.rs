@@ -15,6 +15,7 @@ pub mod engine;
 pub mod fit;
 pub mod hdd;
 pub mod host;
+pub mod plan;
 pub use raidlab_core::metrics;
 pub mod ssd;
 mod table;
@@ -1071,6 +1072,7 @@ fn report(sim: &Sim, topo: &Topology, w: &Workload, seed: u64, m: Measured) -> R
         bottleneck: false,
         write_amplification: None,
         io: None,
+        wear: None,
     });
     mark_bottleneck(&mut components);
     debug_assert!(m.t0 <= sim.ctx.now.max(m.t0));
@@ -1122,21 +1124,30 @@ fn device_loads(sim: &Sim, start: &Snapshot, end: &Snapshot, window: Ns) -> Vec<
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let (name, kind) = match r {
+            let (name, kind, tbw) = match r {
                 Report::Ssd(id) => match &comps[id.index()] {
-                    Comp::Ssd(s) => (s.label.clone(), "ssd"),
+                    Comp::Ssd(s) => (s.label.clone(), "ssd", s.rated_tbw),
                     _ => unreachable!("an SSD report names an SSD"),
                 },
                 Report::Hdd(id) => match &comps[id.index()] {
-                    Comp::Hdd(h) => (h.label.clone(), "hdd"),
+                    Comp::Hdd(h) => (h.label.clone(), "hdd", None),
                     _ => unreachable!("an HDD report names an HDD"),
                 },
-                Report::Controller { label, .. } => (label.clone(), "controller"),
+                Report::Controller { label, .. } => (label.clone(), "controller", None),
             };
             let host_units = end.wa[i].0 - start.wa[i].0;
             let gc_units = end.wa[i].1 - start.wa[i].1;
             let wa = (kind == "ssd" && host_units > 0)
                 .then(|| round3((host_units + gc_units) as f64 / host_units as f64));
+            let io = end.io[i].zip(start.io[i]).map(|(e, s)| e - s);
+            let wear = io.filter(|_| kind == "ssd").map(|io| {
+                raidlab_core::result::Wear::project(
+                    io.write_bytes,
+                    wa.unwrap_or(1.0),
+                    tbw,
+                    window as f64 / 1e9,
+                )
+            });
             Component {
                 name,
                 kind: kind.into(),
@@ -1144,7 +1155,8 @@ fn device_loads(sim: &Sim, start: &Snapshot, end: &Snapshot, window: Ns) -> Vec<
                 resource: Some(util[i].1.to_string()),
                 bottleneck: false,
                 write_amplification: wa,
-                io: end.io[i].zip(start.io[i]).map(|(e, s)| e - s),
+                io,
+                wear,
             }
         })
         .collect()

@@ -36,6 +36,7 @@ pub enum Cmd {
     Plot(cmd::plot::Args),
     Presets(cmd::presets::Args),
     Calibrate(cmd::calibrate::Args),
+    Plan(cmd::plan::Args),
 }
 
 /// Report an argument error of clap's: help and version go to stdout with

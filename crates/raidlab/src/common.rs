@@ -170,3 +170,39 @@ impl Drop for RunProgress {
         self.0.finish_and_clear();
     }
 }
+
+/// A `--capacity` in bytes: decimal units (k, m, g, t, p, with or without a
+/// trailing b) as drive capacities are stated, binary ones with `i` (gi,
+/// ti); at most 1 PB, at least 1 MB.
+pub fn capacity_bytes(text: &str) -> Result<u64, Failure> {
+    let bad = || {
+        Failure::input(format!(
+            "--capacity {text}: expected a size such as 480g or 7.68t"
+        ))
+    };
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.strip_suffix('b').unwrap_or(&t);
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let scale = match unit {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "t" => 1e12,
+        "p" => 1e15,
+        "ki" => 1024.0,
+        "mi" => 1024f64.powi(2),
+        "gi" => 1024f64.powi(3),
+        "ti" => 1024f64.powi(4),
+        _ => return Err(bad()),
+    };
+    let bytes = n * scale;
+    if !(1e6..=1e15).contains(&bytes) {
+        return Err(Failure::input(format!(
+            "--capacity {text}: from 1 MB to 1 PB"
+        )));
+    }
+    Ok(bytes as u64)
+}

@@ -34,6 +34,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Cmd::Plot(a) => cmd::plot::run(a),
         Cmd::Presets(a) => cmd::presets::run(a),
         Cmd::Calibrate(a) => cmd::calibrate::run(a),
+        Cmd::Plan(a) => cmd::plan::run(a),
     }
 }
 

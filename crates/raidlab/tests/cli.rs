@@ -887,3 +887,185 @@ fn presets_list_as_json_for_tools() {
     assert_eq!(pm9a3["capacity_gb"], 7680.0);
     assert_eq!(pm9a3["year"], 2020);
 }
+
+/// `plan` ranks configurations, and every row it prints is reproduced by
+/// `sim` with the row's expression and workload.
+#[test]
+fn plan_rows_are_reproduced_by_sim() {
+    let prices = tmp(
+        "prices.toml",
+        "[s3500-480]\nbase = \"s3500-480\"\nprice = 300\n[megaraid9361]\nbase = \"megaraid9361\"\nprice = 600\n",
+    );
+    let o = raidlab(&[
+        "plan",
+        "-w",
+        "rw=randrw rwmixread=70 bs=8k iodepth=16 numjobs=4 runtime=1",
+        "--capacity",
+        "900g",
+        "--survive",
+        "1",
+        "--drives",
+        "s3500-480",
+        "--controllers",
+        "none,megaraid9361",
+        "--max-drives",
+        "4",
+        "--levels",
+        "raid5,raid10",
+        "--top",
+        "3",
+        "--format",
+        "json",
+        "--presets",
+        &prices,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 3);
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["rank"], i + 1);
+        assert!(r["usable_bytes"].as_u64().unwrap() >= 900_000_000_000);
+        assert_eq!(r["survives"], 1);
+        assert!(r["cost"].as_f64().unwrap() >= 4.0 * 300.0, "{r}");
+        assert!(r["why"].as_str().is_some_and(|w| !w.is_empty()));
+        let s = raidlab(&[
+            "sim",
+            "-t",
+            r["topology"].as_str().unwrap(),
+            "-w",
+            r["workload"].as_str().unwrap(),
+            "--format",
+            "json",
+            "--presets",
+            &prices,
+        ]);
+        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+        let s: serde_json::Value = serde_json::from_slice(&s.stdout).expect("sim json");
+        assert_eq!(s["summary"]["iops"], r["iops"], "{}", r["topology"]);
+    }
+    let best = rows[0]["iops"].as_f64().unwrap();
+    assert!(rows
+        .iter()
+        .all(|r| r["iops"].as_f64().unwrap() <= best * 1.005));
+    let csv = raidlab(&[
+        "plan",
+        "-w",
+        "rw=randread bs=4k iodepth=8 runtime=0.5",
+        "--capacity",
+        "400g",
+        "--drives",
+        "s3500-480",
+        "--max-drives",
+        "3",
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        csv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&csv.stderr)
+    );
+    assert!(String::from_utf8_lossy(&csv.stdout).starts_with("rank,topology,workload,usable_bytes"));
+}
+
+#[test]
+fn plan_refuses_bad_questions_in_one_line() {
+    let w = "rw=randread bs=4k runtime=0.1";
+    assert_input_error(
+        &[
+            "plan",
+            "-w",
+            w,
+            "--capacity",
+            "1t",
+            "--drives",
+            "megaraid9361",
+        ],
+        "not a drive preset",
+    );
+    assert_input_error(
+        &[
+            "plan",
+            "-w",
+            w,
+            "--capacity",
+            "1t",
+            "--drives",
+            "x25e",
+            "--controllers",
+            "x25e",
+        ],
+        "not a controller preset",
+    );
+    assert_input_error(
+        &[
+            "plan",
+            "-w",
+            &format!("{w}@zero"),
+            "--capacity",
+            "1t",
+            "--drives",
+            "x25e",
+        ],
+        "weight",
+    );
+    assert_input_error(
+        &["plan", "-w", w, "--capacity", "lots", "--drives", "x25e"],
+        "--capacity",
+    );
+    assert_input_error(
+        &[
+            "plan",
+            "-w",
+            w,
+            "--capacity",
+            "1t",
+            "--drives",
+            "x25e",
+            "--max-drives",
+            "100000",
+        ],
+        "--max-drives",
+    );
+    assert_input_error(
+        &[
+            "plan",
+            "-w",
+            w,
+            "--capacity",
+            "1t",
+            "--drives",
+            "x25e",
+            "--levels",
+            "raid7",
+        ],
+        "--levels",
+    );
+    assert_input_error(
+        &[
+            "plan",
+            "-w",
+            w,
+            "--capacity",
+            "900t",
+            "--drives",
+            "x25e",
+            "--max-drives",
+            "4",
+        ],
+        "no configuration",
+    );
+    assert_input_error(
+        &[
+            "plan",
+            "-w",
+            "rw=sideways",
+            "--capacity",
+            "1t",
+            "--drives",
+            "x25e",
+        ],
+        "sideways",
+    );
+}

@@ -513,3 +513,77 @@ fn plot_draws_svg_and_png_from_sweep_results() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `plan --html` into a directory of its own, with the page's static
+/// checks: self-contained, a row and a point per configuration, the Pareto
+/// front marked. Returns (directory, page, rows).
+fn plan_html(tag: &str) -> (std::path::PathBuf, std::path::PathBuf, usize) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-plan-{tag}-{}", std::process::id()));
+    let d = dir.display().to_string();
+    let o = raidlab(&[
+        "plan",
+        "-w",
+        "rw=randread bs=4k iodepth=16 numjobs=2 runtime=0.3",
+        "--capacity",
+        "400g",
+        "--drives",
+        "s3500-480,s3500-800",
+        "--max-drives",
+        "4",
+        "--levels",
+        "raid5,raid10",
+        "--top",
+        "4",
+        "--html",
+        &d,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = dir.join("plan.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for bad in ["<script", "<link", "src=", "@import", "url("] {
+        assert!(!html.contains(bad), "page refers to '{bad}'");
+    }
+    let rows = html.matches("<tr").count() - 1;
+    assert!(rows >= 4, "{rows} rows");
+    assert_eq!(html.matches("<circle").count(), rows);
+    assert!(html.contains("class=\"pareto\"") && html.contains("usable TB"));
+    (dir, page, rows)
+}
+
+#[test]
+fn plan_html_has_the_rows_and_a_pareto_figure() {
+    let (dir, ..) = plan_html("static");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[cfg_attr(
+    raidlab_no_chromium,
+    ignore = "Chromium is not installed (apt-get install chromium)"
+)]
+fn plan_html_renders_in_headless_chromium() {
+    let (dir, page, rows) = plan_html("chromium");
+    let b = chromium().expect("Chromium is installed (build.rs found it)");
+    let profile = format!("--user-data-dir={}", dir.join("profile").display());
+    let out = Command::new(b)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .arg(&profile)
+        .args(["--dump-dom", &format!("file://{}", page.display())])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(dom.matches("<circle").count(), rows);
+    assert!(dom.contains("raidlab plan"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -130,6 +130,8 @@ impl WarmCache {
 pub struct Ssd {
     /// Label, `x25e#0`.
     pub label: String,
+    /// The preset's rated endurance, TB written (`endurance_tbw`).
+    pub rated_tbw: Option<f64>,
     /// Commands completed.
     io: IoCounts,
     id: CompId,
@@ -217,6 +219,7 @@ impl Ssd {
         Ssd {
             io: IoCounts::default(),
             label,
+            rated_tbw: p.endurance_tbw,
             id,
             host,
             link: Server::default(),

@@ -4,6 +4,7 @@ pub mod calibrate;
 pub mod export_fio;
 pub mod merge;
 pub mod model;
+pub mod plan;
 pub mod plot;
 pub mod presets;
 pub mod reproduce;

@@ -1,0 +1,781 @@
+//! `raidlab plan`: the configurations that meet a capacity and a failure
+//! tolerance, enumerated, pruned with the classic analytic model, simulated
+//! in steady state and ranked (docs/plan.md).
+//!
+//! A configuration is a topology expression: a RAID level over a number of
+//! one drive model, run by the host (md), by one controller (hardware
+//! RAID), by md over the volumes of several controllers (petrov2010's
+//! recommendation), or by md RAID 0 over hardware arrays of several
+//! controllers (nested). Every configuration is checked against the
+//! question's constraints before anything is simulated.
+
+use crate::{simulate, volume_capacity, SimError};
+use raidlab_core::analytic::{cost, Pattern};
+use raidlab_core::preset::{Preset, PresetDb};
+use raidlab_core::result::RunResult;
+use raidlab_core::topology::{resolve, Level};
+use raidlab_core::workload::{Rw, Workload};
+
+/// What the ranking optimises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Objective {
+    /// Highest IOPS.
+    Iops,
+    /// Highest MB/s.
+    Mbps,
+    /// Lowest 99th-percentile latency.
+    P99,
+    /// Lowest cost per IOPS.
+    Cost,
+    /// Most years to the drives' rated endurance.
+    Endurance,
+}
+
+impl Objective {
+    /// Parse an objective word.
+    pub fn parse(s: &str) -> Option<Objective> {
+        Some(match s {
+            "iops" => Objective::Iops,
+            "mbps" => Objective::Mbps,
+            "p99" => Objective::P99,
+            "cost" => Objective::Cost,
+            "endurance" => Objective::Endurance,
+            _ => return None,
+        })
+    }
+    /// The objective's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Objective::Iops => "iops",
+            Objective::Mbps => "mbps",
+            Objective::P99 => "p99",
+            Objective::Cost => "cost",
+            Objective::Endurance => "endurance",
+        }
+    }
+}
+
+/// The user's question.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// Workloads (fio `key=value` text) and their shares of the time.
+    pub workloads: Vec<(String, f64)>,
+    /// Usable capacity wanted, bytes.
+    pub capacity: u64,
+    /// Failures of any members the array must survive.
+    pub survive: u32,
+    /// Candidate drive presets.
+    pub drives: Vec<String>,
+    /// RAID levels to consider (empty: all).
+    pub levels: Vec<Level>,
+    /// Candidate controller presets (`None`: the host's own ports, md).
+    pub controllers: Vec<Option<String>>,
+    /// Most drives in a configuration.
+    pub max_drives: u32,
+    /// Most controllers in a configuration.
+    pub max_controllers: u32,
+    /// The ranking.
+    pub objective: Objective,
+    /// Fewest years to rated endurance every member must reach.
+    pub min_years: Option<f64>,
+    /// Most a configuration may cost (needs prices).
+    pub budget: Option<f64>,
+    /// Seed of every simulation.
+    pub seed: u64,
+}
+
+/// How the RAID is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// md on the host's ports.
+    Md,
+    /// Hardware RAID in one controller.
+    Hardware,
+    /// md over every drive, exposed as volumes of `k` controllers.
+    MdOverVolumes,
+    /// md RAID 0 over a hardware array in each of `k` controllers.
+    Nested,
+}
+
+/// One configuration to evaluate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// The topology expression.
+    pub topology: String,
+    /// Drive preset.
+    pub drive: String,
+    /// Drives in all.
+    pub drives: u32,
+    /// RAID level (the inner level of a nested array).
+    pub level: Level,
+    /// How the RAID is run.
+    pub kind: Kind,
+    /// Controllers used.
+    pub controllers: u32,
+    /// Failures of any members it survives.
+    pub survives: u32,
+    /// Usable bytes.
+    pub usable_bytes: u64,
+    /// Price of drives and controllers, where every part has one.
+    pub cost: Option<f64>,
+    /// The classic model's throughput figure (IOPS or MB/s), for pruning.
+    pub bound: Option<f64>,
+}
+
+/// A configuration's figures under the question's workloads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The configuration.
+    pub candidate: Candidate,
+    /// Time-share weighted IOPS.
+    pub iops: f64,
+    /// Time-share weighted MB/s.
+    pub mbps: f64,
+    /// The worst 99th-percentile latency over the workloads, ms.
+    pub lat_p99_ms: f64,
+    /// The saturated component (of the heaviest-weighted workload).
+    pub bottleneck: String,
+    /// Years until the most-written member reaches its rated endurance.
+    pub endurance_years: Option<f64>,
+    /// Whether every workload's measurement was in steady state.
+    pub steady: bool,
+}
+
+/// Failures a level over `n` members survives whatever members fail.
+pub fn tolerance(level: Level, n: u32) -> u32 {
+    match level {
+        Level::Raid0 | Level::Concat => 0,
+        Level::Raid1 => n.saturating_sub(1),
+        Level::Raid5 | Level::Raid10 => 1,
+        Level::Raid6 => 2,
+    }
+}
+
+/// The levels a plan considers.
+const LEVELS: [Level; 5] = [
+    Level::Raid0,
+    Level::Raid1,
+    Level::Raid10,
+    Level::Raid5,
+    Level::Raid6,
+];
+
+/// Stripe units tried for host RAID: 64 KiB (lvcreate's and many
+/// controllers' default) and 512 KiB (mdadm's default since 3.1).
+const MD_STRIPES_KB: [u32; 2] = [64, 512];
+/// Stripe units tried for hardware RAID: 64 KiB and 256 KiB, the
+/// defaults and common choices of MegaRAID and Adaptec firmware.
+const HW_STRIPES_KB: [u32; 2] = [64, 256];
+
+/// Member counts of `level` worth trying: mirrors only as wide as the
+/// tolerance asks (a wider mirror adds no capacity), RAID 10 even.
+fn counts(level: Level, survive: u32, max: u32) -> Vec<u32> {
+    let min = level.min_members() as u32;
+    match level {
+        Level::Raid1 => vec![(survive + 1).max(2)],
+        Level::Raid10 => (min..=max).filter(|n| n.is_multiple_of(2)).collect(),
+        _ => (min..=max).collect(),
+    }
+}
+
+/// A configuration's expression and what it is made of.
+struct Layout {
+    expr: String,
+    level: Level,
+    n: u32,
+    kind: Kind,
+    k: u32,
+    controller: Option<String>,
+}
+
+impl Layout {
+    fn new(expr: String, level: Level, n: u32, kind: Kind, k: u32, c: Option<&str>) -> Layout {
+        Layout {
+            expr,
+            level,
+            n,
+            kind,
+            k,
+            controller: c.map(str::to_string),
+        }
+    }
+}
+
+/// Every configuration that meets the question's level, count, port and
+/// controller constraints (capacity and budget are checked once resolved).
+fn expressions(q: &Question, db: &PresetDb, drive: &str) -> Vec<Layout> {
+    let mut out = Vec::new();
+    for level in LEVELS
+        .into_iter()
+        .filter(|l| q.levels.is_empty() || q.levels.contains(l))
+    {
+        for n in counts(level, q.survive, q.max_drives) {
+            if tolerance(level, n) < q.survive {
+                continue;
+            }
+            for c in &q.controllers {
+                match c {
+                    None => {
+                        for s in MD_STRIPES_KB {
+                            let e = format!("{}{}({n}*{drive})", level.word(), stripe(level, s));
+                            out.push(Layout::new(e, level, n, Kind::Md, 0, None));
+                        }
+                    }
+                    Some(c) => controller_layouts(q, db, c, drive, level, n, &mut out),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The stripe option of an array (none for RAID 1, which has no stripe).
+fn stripe(level: Level, kb: u32) -> String {
+    if level == Level::Raid1 {
+        String::new()
+    } else {
+        format!("[stripe={kb}k]")
+    }
+}
+
+/// The controller's cache policies tried: write-back with and without
+/// read-ahead, and write-through without it (intel2013's and admin2015's
+/// recommendation for SSD RAID 5).
+const POLICIES: [&str; 3] = [
+    "cache=wb,readahead=on",
+    "cache=wb,readahead=off",
+    "cache=wt,readahead=off",
+];
+
+/// Configurations of `n` drives at `level` with controller `c`: hardware
+/// RAID in one, md RAID 0 over hardware arrays in several, md over their
+/// volumes. A controller without cache (an HBA) only passes drives through.
+fn controller_layouts(
+    q: &Question,
+    db: &PresetDb,
+    c: &str,
+    drive: &str,
+    level: Level,
+    n: u32,
+    out: &mut Vec<Layout>,
+) {
+    let Some(Preset::Controller(p)) = db.get(c) else {
+        return;
+    };
+    let raid = p.cache_mb > 0;
+    let policies: &[&str] = if raid { &POLICIES } else { &["mode=jbod"] };
+    let name = level.word();
+    for k in 1..=q.max_controllers.max(1) {
+        if !n.is_multiple_of(k) || n / k > p.ports {
+            continue;
+        }
+        let per = n / k;
+        let nests = raid && k > 1 && per >= level.min_members() as u32 && level != Level::Raid0;
+        for s in HW_STRIPES_KB.iter().filter(|_| raid) {
+            for pol in policies {
+                let arr = |m: u32| format!("{c}[{pol}]({name}{}({m}*{drive}))", stripe(level, *s));
+                if k == 1 {
+                    out.push(Layout::new(arr(n), level, n, Kind::Hardware, 1, Some(c)));
+                }
+                if nests {
+                    let e = format!(
+                        "raid0[stripe={s}k]({})",
+                        vec![arr(per); k as usize].join(", ")
+                    );
+                    out.push(Layout::new(e, level, n, Kind::Nested, k, Some(c)));
+                }
+            }
+        }
+        for s in MD_STRIPES_KB {
+            for pol in policies {
+                let mode = if raid { "mode=volume," } else { "" };
+                let vol = format!("{c}[{mode}{pol}]({per}*{drive})");
+                let e = format!(
+                    "{name}{}({})",
+                    stripe(level, s),
+                    vec![vol; k as usize].join(", ")
+                );
+                out.push(Layout::new(e, level, n, Kind::MdOverVolumes, k, Some(c)));
+            }
+        }
+    }
+}
+
+/// Why a question cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The question itself is wrong.
+    #[error("{0}")]
+    Input(String),
+    /// A simulation failed.
+    #[error("{0}: {1}")]
+    Sim(String, SimError),
+}
+
+/// Every configuration that meets the question's constraints, with its
+/// usable capacity, cost and classic-model figure.
+pub fn candidates(q: &Question, db: &PresetDb) -> Result<Vec<Candidate>, PlanError> {
+    let mut out = Vec::new();
+    for drive in &q.drives {
+        match db.get(drive) {
+            Some(Preset::Ssd(_)) | Some(Preset::Hdd(_)) => {}
+            _ => {
+                return Err(PlanError::Input(format!(
+                    "--drives: '{drive}' is not a drive preset"
+                )))
+            }
+        }
+        for l in expressions(q, db, drive) {
+            let topo =
+                resolve(&l.expr, db).map_err(|e| PlanError::Input(format!("{}: {e}", l.expr)))?;
+            let usable = volume_capacity(&topo).map_err(|e| PlanError::Sim(l.expr.clone(), e))?;
+            if usable < q.capacity {
+                continue;
+            }
+            let cost = price(db, drive, l.n, l.controller.as_deref(), l.k);
+            if matches!((q.budget, cost), (Some(b), Some(c)) if c > b) {
+                continue;
+            }
+            let per = if l.kind == Kind::Nested {
+                l.n / l.k
+            } else {
+                l.n
+            };
+            out.push(Candidate {
+                topology: l.expr,
+                drive: drive.clone(),
+                drives: l.n,
+                level: l.level,
+                kind: l.kind,
+                controllers: l.k,
+                survives: tolerance(l.level, per),
+                usable_bytes: usable,
+                cost,
+                bound: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The price of `n` drives and `k` controllers, if every part has one.
+fn price(db: &PresetDb, drive: &str, n: u32, controller: Option<&str>, k: u32) -> Option<f64> {
+    let d = db.get(drive)?.price()? * n as f64;
+    match controller {
+        None => Some(d),
+        Some(c) => Some(d + db.get(c)?.price()? * k as f64),
+    }
+}
+
+/// The classic model's figure may understate what an array does where its
+/// controller's caches serve reads; a candidate is passed over only when
+/// even twice its figure cannot reach the rows already kept. The factor is
+/// a safety margin, checked by a test that compares a pruned plan with an
+/// exhaustive one (crates/raidlab-sim/tests/plan.rs).
+pub const PRUNE_MARGIN: f64 = 2.0;
+
+/// The workload as planned: `runtime=2` added where none is given, so every
+/// row measures two seconds after the steady-state test (the row's
+/// workload text says so, and `raidlab sim` with it reproduces the row).
+pub fn planned_workload(text: &str) -> Result<String, PlanError> {
+    let w = Workload::parse(text).map_err(|e| PlanError::Input(format!("-w '{text}': {e}")))?;
+    Ok(if w.runtime.is_some() {
+        text.trim().to_string()
+    } else {
+        format!("{} runtime=2", text.trim())
+    })
+}
+
+/// Each candidate's classic-model figure under a single all-read or
+/// all-write workload with an IOPS or MB/s objective (none otherwise: no
+/// pruning then).
+pub fn set_bounds(cands: &mut [Candidate], q: &Question, db: &PresetDb) -> Result<(), PlanError> {
+    let per_io = match q.objective {
+        Objective::Iops => true,
+        Objective::Mbps => false,
+        _ => return Ok(()),
+    };
+    let [(text, _)] = q.workloads.as_slice() else {
+        return Ok(());
+    };
+    let w = Workload::parse(text).map_err(|e| PlanError::Input(e.to_string()))?;
+    let Some(pattern) = crate::analytic::pattern_of(&w) else {
+        return Ok(());
+    };
+    let mut figures: Vec<(String, f64)> = Vec::new();
+    for c in cands.iter_mut() {
+        let fig = match figures.iter().find(|(d, _)| *d == c.drive) {
+            Some((_, f)) => *f,
+            None => {
+                let f = one_drive(&c.drive, &w, db, q.seed, per_io)?;
+                figures.push((c.drive.clone(), f));
+                f
+            }
+        };
+        c.bound = data_multiple(c, pattern).map(|m| m * fig);
+    }
+    Ok(())
+}
+
+/// One drive alone under `w`, cut to its capacity: IOPS or MB/s.
+fn one_drive(
+    drive: &str,
+    w: &Workload,
+    db: &PresetDb,
+    seed: u64,
+    per_io: bool,
+) -> Result<f64, PlanError> {
+    let t = resolve(drive, db).map_err(|e| PlanError::Input(e.to_string()))?;
+    let cap = volume_capacity(&t).map_err(|e| PlanError::Sim(drive.into(), e))?;
+    let mut w = w.clone();
+    w.size = Some(w.size.map_or(cap, |s| s.min(cap)));
+    let s = simulate(&t, &w, seed)
+        .map_err(|e| PlanError::Sim(drive.into(), e))?
+        .summary;
+    Ok(if per_io { s.iops } else { s.mbps })
+}
+
+/// The classic model's drives' worth of throughput of a candidate.
+fn data_multiple(c: &Candidate, pattern: Pattern) -> Option<f64> {
+    let (groups, per) = match c.kind {
+        Kind::Nested => (c.controllers, c.drives / c.controllers),
+        _ => (1, c.drives),
+    };
+    cost(c.level, per, pattern)
+        .ok()
+        .map(|x| x.drive_multiple * groups as f64)
+}
+
+/// Simulate `c` under every workload and combine the results by the
+/// workloads' time shares.
+pub fn evaluate(c: &Candidate, q: &Question, db: &PresetDb) -> Result<Row, PlanError> {
+    evaluate_for(c, q, db, None)
+}
+
+/// [`evaluate`], with every workload's runtime set to `runtime` if given
+/// (the screening pass).
+fn evaluate_for(
+    c: &Candidate,
+    q: &Question,
+    db: &PresetDb,
+    runtime: Option<raidlab_core::units::Ns>,
+) -> Result<Row, PlanError> {
+    let topo = resolve(&c.topology, db).map_err(|e| PlanError::Input(e.to_string()))?;
+    let total: f64 = q.workloads.iter().map(|(_, f)| f).sum();
+    let mut row = Row {
+        candidate: c.clone(),
+        iops: 0.0,
+        mbps: 0.0,
+        lat_p99_ms: 0.0,
+        bottleneck: String::new(),
+        endurance_years: None,
+        steady: true,
+    };
+    let (mut wear_rate, mut rated, mut heaviest) = (0.0, true, 0.0);
+    for (text, f) in &q.workloads {
+        let share = f / total;
+        let mut w = Workload::parse(text).map_err(|e| PlanError::Input(e.to_string()))?;
+        if runtime.is_some() {
+            w.runtime = runtime;
+        }
+        let r = simulate(&topo, &w, q.seed).map_err(|e| PlanError::Sim(c.topology.clone(), e))?;
+        row.iops += share * r.summary.iops;
+        row.mbps += share * r.summary.mbps;
+        row.lat_p99_ms = row.lat_p99_ms.max(r.summary.lat_p99_ms);
+        row.steady &= r.sim.steady.as_ref().is_some_and(|s| s.reached);
+        if share > heaviest {
+            heaviest = share;
+            row.bottleneck = bottleneck(&r);
+        }
+        match worst_wear(&r) {
+            Some(per_year) => wear_rate += share * per_year,
+            None => rated = false,
+        }
+    }
+    row.endurance_years = (rated && wear_rate > 0.0).then(|| 1.0 / wear_rate);
+    Ok(row)
+}
+
+/// The bottleneck component's name and resource, or the queue depth when
+/// no resource saturates.
+pub fn bottleneck(r: &RunResult) -> String {
+    r.components
+        .iter()
+        .find(|c| c.bottleneck)
+        .map(|c| {
+            format!("{} {}", c.name, c.resource.as_deref().unwrap_or(""))
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_else(|| "queue depth (latency-bound)".into())
+}
+
+/// The share of its rated endurance the most-written SSD member uses per
+/// year (`None`: a member has no rating; HDD-only runs wear nothing).
+fn worst_wear(r: &RunResult) -> Option<f64> {
+    let mut worst = 0.0f64;
+    for c in r.components.iter().filter(|c| c.kind == "ssd") {
+        let w = c.wear?;
+        w.rated_tbw?;
+        if let Some(y) = w.years_to_rated {
+            worst = worst.max(1.0 / y);
+        }
+    }
+    Some(worst)
+}
+
+/// The objective's value of a row, larger is better.
+pub fn score(row: &Row, o: Objective) -> f64 {
+    match o {
+        Objective::Iops => row.iops,
+        Objective::Mbps => row.mbps,
+        Objective::P99 => -row.lat_p99_ms,
+        Objective::Cost => match row.candidate.cost {
+            Some(c) if row.iops > 0.0 => -c / row.iops,
+            _ => f64::NEG_INFINITY,
+        },
+        Objective::Endurance => row.endurance_years.unwrap_or(f64::NEG_INFINITY),
+    }
+}
+
+/// Scores within this ratio of each other rank as equal, so that a smaller
+/// or cheaper configuration is not ranked below a bigger one for a
+/// difference no measurement could show (fio's own run-to-run spread on
+/// the same array is of this order, and more).
+pub const TIE_RATIO: f64 = 1.005;
+
+/// A row's score on a log scale of [`TIE_RATIO`] steps (larger is better).
+fn bucket(row: &Row, o: Objective) -> i64 {
+    let s = score(row, o);
+    if !s.is_finite() || s == 0.0 {
+        return if s > 0.0 {
+            i64::MAX
+        } else if s < 0.0 {
+            i64::MIN
+        } else {
+            0
+        };
+    }
+    let b = (s.abs().ln() / TIE_RATIO.ln()).floor() as i64;
+    if s > 0.0 {
+        b
+    } else {
+        -b
+    }
+}
+
+/// Rank rows best first: rows measured in steady state before rows that
+/// never reached it (their figure is a transient, such as a write-back
+/// cache still filling), then by the objective (within [`TIE_RATIO`]),
+/// then fewer drives, lower cost, and the expression, so equal scores keep
+/// one order.
+pub fn rank(rows: &mut [Row], o: Objective) {
+    rows.sort_by(|a, b| {
+        b.steady
+            .cmp(&a.steady)
+            .then(bucket(b, o).cmp(&bucket(a, o)))
+            .then(a.candidate.drives.cmp(&b.candidate.drives))
+            .then(
+                a.candidate
+                    .cost
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.candidate.cost.unwrap_or(0.0)),
+            )
+            .then(a.candidate.topology.cmp(&b.candidate.topology))
+    });
+}
+
+/// The outcome of a plan.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Rows simulated and meeting every constraint, best first.
+    pub rows: Vec<Row>,
+    /// Configurations that met the constraints before simulation.
+    pub considered: usize,
+    /// Configurations the classic model ruled out.
+    pub pruned: usize,
+    /// Configurations a short screening run ruled out.
+    pub screened: usize,
+    /// Rows dropped for `--min-years`.
+    pub worn: usize,
+}
+
+/// Simulated time of the screening pass: a quarter second holds 10^4
+/// I/Os at the ≥ 40,000 IOPS of any SSD array (a ±1 % mean), a twentieth
+/// of the time of the final measurement.
+pub const SCREEN_RUNTIME_NS: raidlab_core::units::Ns = 250_000_000;
+/// Rows the screening pass passes on to the full measurement, per row
+/// printed: three, so that a screening error of a few per cent cannot push
+/// a row that belongs in the top out of it (the pruned-vs-exhaustive test
+/// checks this).
+pub const SCREEN_KEEP: usize = 3;
+
+/// Evaluate `cands`: unless `exhaustive`, the ones whose classic-model
+/// figure (× [`PRUNE_MARGIN`]) cannot reach the `keep`-th best are passed
+/// over, the rest screened with short runs, and only the best
+/// `keep` × [`SCREEN_KEEP`] of them measured in full.
+pub fn run(
+    mut cands: Vec<Candidate>,
+    q: &Question,
+    db: &PresetDb,
+    threads: usize,
+    keep: usize,
+    exhaustive: bool,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Outcome, PlanError> {
+    let considered = cands.len();
+    let (mut pruned, mut screened) = (0, 0);
+    if !exhaustive && cands.len() > keep * SCREEN_KEEP {
+        let (kept, ran) = screen(cands, q, db, threads, keep, progress)?;
+        pruned = considered - ran;
+        screened = ran - kept.len();
+        cands = kept;
+    }
+    let out = raidlab_core::par::map(cands.len(), threads, progress, |i| {
+        evaluate(&cands[i], q, db)
+    });
+    let mut rows = out.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let before = rows.len();
+    if let Some(min) = q.min_years {
+        rows.retain(|r| {
+            r.endurance_years.is_some_and(|y| y >= min)
+                || r.endurance_years.is_none() && no_writes(q)
+        });
+    }
+    rank(&mut rows, q.objective);
+    Ok(Outcome {
+        worn: before - rows.len(),
+        rows,
+        considered,
+        pruned,
+        screened,
+    })
+}
+
+/// The screening pass: highest classic-model figure first, batch by batch
+/// with short runs, stopping once no remaining figure (× [`PRUNE_MARGIN`])
+/// reaches the `keep`-th best screened score; returns the best
+/// `keep` × [`SCREEN_KEEP`] candidates and how many were screened.
+fn screen(
+    mut cands: Vec<Candidate>,
+    q: &Question,
+    db: &PresetDb,
+    threads: usize,
+    keep: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Vec<Candidate>, usize), PlanError> {
+    // Unbounded candidates first of all (they cannot be pruned); the sort
+    // is stable, so the enumeration order breaks ties.
+    cands.sort_by(|a, b| {
+        let key = |c: &Candidate| c.bound.unwrap_or(f64::INFINITY);
+        key(b).total_cmp(&key(a))
+    });
+    let batch = (threads * 8).max(1);
+    let mut rows: Vec<Row> = Vec::new();
+    let mut done = 0;
+    while done < cands.len() {
+        if rows.len() >= keep {
+            rank(&mut rows, q.objective);
+            let kth = score(&rows[keep - 1], q.objective);
+            if cands[done].bound.is_some_and(|b| b * PRUNE_MARGIN < kth) {
+                break;
+            }
+        }
+        let end = (done + batch).min(cands.len());
+        let slice = &cands[done..end];
+        let out = raidlab_core::par::map(slice.len(), threads, &|_, _| {}, |i| {
+            evaluate_for(&slice[i], q, db, Some(SCREEN_RUNTIME_NS))
+        });
+        for r in out {
+            rows.push(r?);
+        }
+        done = end;
+        progress(done, cands.len());
+    }
+    rank(&mut rows, q.objective);
+    rows.truncate(keep * SCREEN_KEEP);
+    Ok((rows.into_iter().map(|r| r.candidate).collect(), done))
+}
+
+/// Whether no workload writes (endurance is then no constraint).
+fn no_writes(q: &Question) -> bool {
+    q.workloads.iter().all(|(t, _)| {
+        Workload::parse(t).is_ok_and(|w| match w.rw {
+            Rw::Read | Rw::RandRead => true,
+            Rw::Write | Rw::RandWrite => false,
+            Rw::Rw | Rw::RandRw => w.rwmixread == 100,
+        })
+    })
+}
+
+/// One line on why the best row wins over the next.
+pub fn why(rows: &[Row], o: Objective) -> String {
+    let Some(best) = rows.first() else {
+        return "no configuration meets the constraints".into();
+    };
+    let what = match o {
+        Objective::Iops => format!("{:.0} IOPS", best.iops),
+        Objective::Mbps => format!("{:.0} MB/s", best.mbps),
+        Objective::P99 => format!("p99 {:.3} ms", best.lat_p99_ms),
+        Objective::Cost => format!("{:.4} per IOPS", -score(best, o)),
+        Objective::Endurance => format!(
+            "{:.1} years to rated endurance",
+            best.endurance_years.unwrap_or(0.0)
+        ),
+    };
+    let gap = rows.get(1).map(|next| {
+        if bucket(best, o) == bucket(next, o) {
+            return format!(
+                ", level with the next ({}) within {:.1} % and ahead on {}",
+                next.candidate.topology,
+                (TIE_RATIO - 1.0) * 100.0,
+                tie_reason(best, next)
+            );
+        }
+        let (a, b) = (score(best, o), score(next, o));
+        let pct = if b != 0.0 {
+            (a - b) / b.abs() * 100.0
+        } else {
+            0.0
+        };
+        format!(", {pct:+.1} % over the next ({})", next.candidate.topology)
+    });
+    format!(
+        "best {what}{}; {} drives at {} survive {} failure(s); limited by {}",
+        gap.unwrap_or_default(),
+        best.candidate.drives,
+        best.candidate.level.word(),
+        best.candidate.survives,
+        best.bottleneck
+    )
+}
+
+/// What breaks a tie between two rows of one score, in [`rank`]'s order.
+fn tie_reason(a: &Row, b: &Row) -> &'static str {
+    if a.candidate.drives != b.candidate.drives {
+        "fewer drives"
+    } else if a.candidate.cost != b.candidate.cost {
+        "cost"
+    } else {
+        "the order of the expressions"
+    }
+}
+
+/// One line for row `i`: the winner's reason, or how far behind the best
+/// a row is and what limits it.
+pub fn row_why(rows: &[Row], i: usize, o: Objective) -> String {
+    if i == 0 {
+        return why(rows, o);
+    }
+    let (best, r) = (score(&rows[0], o), score(&rows[i], o));
+    let pct = if best != 0.0 {
+        (best - r) / best.abs() * 100.0
+    } else {
+        0.0
+    };
+    format!(
+        "{pct:.0} % behind the best on {}; limited by {}",
+        o.word(),
+        rows[i].bottleneck
+    )
+}

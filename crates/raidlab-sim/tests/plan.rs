@@ -1,0 +1,147 @@
+//! `raidlab plan`: the ranking does not depend on pruning, and it reaches
+//! the conclusions the seed documents reached on their own hardware.
+
+use raidlab_core::preset::PresetDb;
+use raidlab_core::topology::Level;
+use raidlab_sim::plan::{self, Kind, Objective, Question, Row};
+
+fn question(w: &str, capacity: u64, survive: u32, drives: &str, controllers: &[&str]) -> Question {
+    Question {
+        workloads: vec![(plan::planned_workload(w).expect("workload"), 1.0)],
+        capacity,
+        survive,
+        drives: vec![drives.into()],
+        levels: Vec::new(),
+        controllers: controllers
+            .iter()
+            .map(|c| (*c != "none").then(|| c.to_string()))
+            .collect(),
+        max_drives: 8,
+        max_controllers: 2,
+        objective: Objective::Iops,
+        min_years: None,
+        budget: None,
+        seed: 1,
+    }
+}
+
+fn rows(q: &Question, keep: usize, exhaustive: bool) -> Vec<Row> {
+    let db = PresetDb::builtin();
+    let mut c = plan::candidates(q, &db).expect("candidates");
+    plan::set_bounds(&mut c, q, &db).expect("bounds");
+    plan::run(c, q, &db, 2, keep, exhaustive, &|_, _| {})
+        .expect("plan")
+        .rows
+}
+
+/// Pruning by the classic model and the screening runs only save time:
+/// the best rows are those of simulating every configuration in full.
+#[test]
+fn pruning_keeps_the_rows_an_exhaustive_plan_ranks_first() {
+    let mut q = question(
+        "rw=randread bs=4k iodepth=32 numjobs=4",
+        400_000_000_000,
+        1,
+        "s3500-480",
+        &["none", "megaraid9361"],
+    );
+    q.max_drives = 6;
+    q.levels = vec![Level::Raid5, Level::Raid10];
+    let keep = 3;
+    let full = rows(&q, keep, true);
+    let fast = rows(&q, keep, false);
+    assert!(
+        full.len() > fast.len(),
+        "nothing was pruned: {} rows",
+        full.len()
+    );
+    let top = |r: &[Row]| {
+        r.iter()
+            .take(keep)
+            .map(|r| r.candidate.topology.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(top(&full), top(&fast));
+    assert_eq!(fast[0].iops, full[0].iops);
+}
+
+/// petrov2010: for database work on X25-E drives behind Adaptec 5085
+/// controllers, software RAID 0 over several controllers in simple-volume
+/// mode beats hardware RAID 0 behind one controller.
+#[test]
+fn petrov2010_md_over_several_controllers_beats_one_controller() {
+    let mut q = question(
+        "rw=randrw rwmixread=70 bs=8k iodepth=16 numjobs=4",
+        200_000_000_000,
+        0,
+        "x25e",
+        &["adaptec5085"],
+    );
+    q.levels = vec![Level::Raid0];
+    let r = rows(&q, 3, false);
+    let best = &r[0].candidate;
+    assert_eq!(
+        (best.kind, best.controllers),
+        (Kind::MdOverVolumes, 2),
+        "{}",
+        best.topology
+    );
+    let hw = r
+        .iter()
+        .find(|r| r.candidate.kind == Kind::Hardware && r.candidate.drives == 8);
+    if let Some(hw) = hw {
+        assert!(r[0].iops > hw.iops * 1.1, "{} vs {}", r[0].iops, hw.iops);
+    }
+}
+
+/// intel2013 and admin2015: for SSD RAID 5 random writes behind a MegaRAID,
+/// write-through without read-ahead beats write-back.
+#[test]
+fn ssd_raid5_random_writes_prefer_write_through_without_read_ahead() {
+    let mut q = question(
+        "rw=randwrite bs=4k iodepth=32 numjobs=4",
+        2_000_000_000_000,
+        1,
+        "s3500-800",
+        &["megaraid9361"],
+    );
+    q.levels = vec![Level::Raid5];
+    q.max_controllers = 1;
+    let r = rows(&q, 40, true);
+    let best_hw = r
+        .iter()
+        .find(|r| r.candidate.kind == Kind::Hardware && r.candidate.drives == 8)
+        .expect("a hardware RAID 5 of 8 drives");
+    assert!(
+        best_hw
+            .candidate
+            .topology
+            .contains("cache=wt,readahead=off"),
+        "{}",
+        best_hw.candidate.topology
+    );
+}
+
+/// Every SSD member reports its wear, and a RAID 5 wears its members
+/// alike while RAID 1's two members take every write each.
+#[test]
+fn endurance_follows_the_writes_each_member_takes() {
+    let db = PresetDb::builtin();
+    let w =
+        raidlab_core::workload::Workload::parse("rw=randwrite bs=64k iodepth=8 runtime=1").unwrap();
+    let years = |t: &str| {
+        let t = raidlab_core::topology::resolve(t, &db).unwrap();
+        let r = raidlab_sim::simulate(&t, &w, 1).unwrap();
+        r.components
+            .iter()
+            .filter_map(|c| c.wear.and_then(|w| w.years_to_rated))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let mirror = years("raid1(2*s3500-800)");
+    let stripe = years("raid0(4*s3500-800)");
+    assert!(mirror.is_finite() && stripe.is_finite());
+    assert!(
+        stripe > mirror,
+        "RAID 0 over 4 spreads writes: {stripe} vs {mirror} years"
+    );
+}

@@ -1,0 +1,436 @@
+//! `raidlab plan`: the configurations that meet a workload, a capacity and
+//! a failure tolerance, ranked, with the reason.
+
+use crate::args::PresetFiles;
+use crate::common::{capacity_bytes, emit, json_text, progress_bar, threads};
+use crate::failure::Failure;
+use clap::ValueEnum;
+use raidlab_core::preset::{Preset, PresetDb};
+use raidlab_core::topology::Level;
+use raidlab_sim::plan::{self, Objective, Outcome, PlanError, Question, Row};
+use serde_json::json;
+
+/// How a plan is written.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    /// A ranked table with the winner's reason.
+    Table,
+    /// `{"plan", "rows"}`.
+    Json,
+    /// One row per configuration, with a header.
+    Csv,
+}
+
+/// Which array to build: every configuration of the candidate drives and
+/// controllers that holds --capacity and survives --survive failures is
+/// enumerated (RAID level, drive count, stripe unit, hardware RAID, md,
+/// md over several controllers' volumes or hardware arrays, cache and
+/// read-ahead policy), the ones the classic analytic model rules out are
+/// pruned, the rest are simulated in steady state in parallel, and the
+/// best are printed, ranked by --objective. Every row is reproduced by
+/// `raidlab sim -t TOPOLOGY -w WORKLOAD` with its printed expression and
+/// workload. Prices come from `price = N` in a --presets file.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Workload (fio keys), optionally `@WEIGHT` (its share of the time);
+    /// repeat for a weighted set.
+    #[arg(long, short = 'w', required = true)]
+    workload: Vec<String>,
+    /// Usable capacity the array must hold (`2t`, `800g`: decimal units).
+    #[arg(long)]
+    capacity: String,
+    /// Failures of any members the array must survive.
+    #[arg(long, default_value_t = 1)]
+    survive: u32,
+    /// Candidate drive presets, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    drives: Vec<String>,
+    /// RAID levels to consider, comma-separated (default: raid0, raid1,
+    /// raid10, raid5, raid6 as --survive allows).
+    #[arg(long, value_delimiter = ',')]
+    levels: Vec<String>,
+    /// Candidate controller presets, comma-separated, or `none` for the
+    /// host's own ports (md). `none` may be one of the list.
+    #[arg(long, value_delimiter = ',', default_value = "none")]
+    controllers: Vec<String>,
+    /// A host preset to use as the host (default: `host`).
+    #[arg(long)]
+    host: Option<String>,
+    /// Most drives in a configuration.
+    #[arg(long, default_value_t = 16)]
+    max_drives: u32,
+    /// Most controllers in a configuration.
+    #[arg(long, default_value_t = 2)]
+    max_controllers: u32,
+    /// What to rank by.
+    #[arg(long, value_parser = ["iops", "mbps", "p99", "cost", "endurance"], default_value = "iops")]
+    objective: String,
+    /// Fewest years every member must last to its rated endurance.
+    #[arg(long)]
+    min_years: Option<f64>,
+    /// Most a configuration may cost (prices from --presets).
+    #[arg(long)]
+    budget: Option<f64>,
+    /// Rows to print (and the rows pruning must not change).
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Simulate every configuration: no pruning by the analytic model.
+    #[arg(long)]
+    exhaustive: bool,
+    /// Random seed of every simulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Write to FILE instead of stdout.
+    #[arg(long, short = 'o')]
+    output: Option<String>,
+    /// Also write DIR/plan.html: the question, the ranked rows and a Pareto
+    /// figure (objective against cost, or usable capacity without prices).
+    #[arg(long, value_name = "DIR")]
+    html: Option<String>,
+    /// Simulations in parallel (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    #[command(flatten)]
+    presets: PresetFiles,
+}
+
+/// Bounds on what a question may ask for.
+const MAX_DRIVES: u32 = 256;
+/// Most configurations a question may span before any is checked (each
+/// is a resolved topology: about a kilobyte to a few).
+const MAX_ENUMERATED: u64 = 200_000;
+/// A workload set larger than this is not a plan but a sweep.
+const MAX_WORKLOADS: usize = 16;
+
+impl From<PlanError> for Failure {
+    fn from(e: PlanError) -> Self {
+        Failure::input(e.to_string())
+    }
+}
+
+/// Run `plan`.
+pub fn run(args: Args) -> Result<(), Failure> {
+    let mut db = args.presets.load()?;
+    if let Some(h) = &args.host {
+        use_host(&mut db, h)?;
+    }
+    let q = question(&args, &db)?;
+    let mut cands = plan::candidates(&q, &db)?;
+    if cands.is_empty() {
+        return Err(Failure::input(
+            "no configuration of these drives and controllers holds --capacity and survives --survive failures within --max-drives",
+        ));
+    }
+    plan::set_bounds(&mut cands, &q, &db)?;
+    let progress = progress_bar("plan");
+    let out = plan::run(
+        cands,
+        &q,
+        &db,
+        threads(args.jobs)?,
+        args.top.max(1),
+        args.exhaustive,
+        &progress,
+    )?;
+    if let Some(dir) = &args.html {
+        write_html(dir, &q, &out)?;
+    }
+    let text = match args.format {
+        Format::Table => table(&q, &out, args.top),
+        Format::Json => json_text(&to_json(&q, &out, args.top))?,
+        Format::Csv => csv(&q, &out, args.top),
+    };
+    emit(&args.output, &text)
+}
+
+/// `--html DIR`: DIR/plan.html with every measured row.
+fn write_html(dir: &str, q: &Question, out: &Outcome) -> Result<(), Failure> {
+    let lines = vec![
+        format!("workload: {}", workload_text(q)),
+        format!("usable capacity at least {}, surviving {} failure(s)", gb(q.capacity), q.survive),
+        format!("drives: {}", q.drives.join(", ")),
+        format!("objective: {}", q.objective.word()),
+        format!(
+            "{} configurations considered: {} pruned by the analytic model, {} screened out, {} measured",
+            out.considered,
+            out.pruned,
+            out.screened,
+            out.considered - out.pruned - out.screened
+        ),
+    ];
+    let page = raidlab_report::plan::page(
+        &lines,
+        &out.rows,
+        q.objective,
+        &plan::why(&out.rows, q.objective),
+    );
+    let dir = std::path::Path::new(dir);
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(dir.join("plan.html"), page))
+        .map_err(|e| Failure::runtime(format!("--html {}: {e}", dir.display())))
+}
+
+/// Make preset `name` (a host) the host every configuration runs on.
+fn use_host(db: &mut PresetDb, name: &str) -> Result<(), Failure> {
+    match db.get(name) {
+        Some(Preset::Host(_)) if name == "host" => Ok(()),
+        Some(Preset::Host(_)) => {
+            let toml = db.to_toml(name).unwrap_or_default();
+            db.load_str(&format!("[host]\n{toml}"))
+                .map_err(|e| Failure::input(format!("--host {name}: {e}")))
+        }
+        _ => Err(Failure::input(format!(
+            "--host: '{name}' is not a host preset"
+        ))),
+    }
+}
+
+/// The question the arguments ask, checked.
+fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
+    if a.workload.len() > MAX_WORKLOADS {
+        return Err(Failure::input(format!("at most {MAX_WORKLOADS} workloads")));
+    }
+    if a.max_drives == 0 || a.max_drives > MAX_DRIVES {
+        return Err(Failure::input(format!("--max-drives: 1 to {MAX_DRIVES}")));
+    }
+    if a.max_controllers == 0 || a.max_controllers > 16 {
+        return Err(Failure::input("--max-controllers: 1 to 16"));
+    }
+    if a.drives.len() > 16 || a.controllers.len() > 16 {
+        return Err(Failure::input(
+            "--drives and --controllers: at most 16 names each",
+        ));
+    }
+    // Expressions enumerated: drives × levels × counts × (md stripes +
+    // controllers × controller counts × stripes × policies × layouts).
+    let bound = a.drives.len() as u64
+        * 5
+        * a.max_drives as u64
+        * (2 + a.controllers.len() as u64 * a.max_controllers as u64 * 12);
+    if bound > MAX_ENUMERATED {
+        return Err(Failure::input(format!(
+            "the question spans up to {bound} configurations (at most {MAX_ENUMERATED}): fewer --drives, --controllers, --max-drives or --max-controllers"
+        )));
+    }
+    if a.survive > 3 {
+        return Err(Failure::input("--survive: 0 to 3"));
+    }
+    let capacity = capacity_bytes(&a.capacity)?;
+    let controllers = a
+        .controllers
+        .iter()
+        .map(|c| match c.as_str() {
+            "none" => Ok(None),
+            c if matches!(db.get(c), Some(Preset::Controller(_))) => Ok(Some(c.to_string())),
+            c => Err(Failure::input(format!(
+                "--controllers: '{c}' is not a controller preset"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (name, v) in [("--min-years", a.min_years), ("--budget", a.budget)] {
+        if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+            return Err(Failure::input(format!("{name}: a number ≥ 0")));
+        }
+    }
+    Ok(Question {
+        workloads: a
+            .workload
+            .iter()
+            .map(|w| weighted(w))
+            .collect::<Result<_, _>>()?,
+        capacity,
+        survive: a.survive,
+        drives: a.drives.clone(),
+        levels: a
+            .levels
+            .iter()
+            .map(|l| match Level::from_word(l) {
+                Some(Level::Concat) | None => Err(Failure::input(format!(
+                    "--levels: '{l}' is not raid0, raid1, raid10, raid5 or raid6"
+                ))),
+                Some(l) => Ok(l),
+            })
+            .collect::<Result<_, _>>()?,
+        controllers,
+        max_drives: a.max_drives,
+        max_controllers: a.max_controllers,
+        objective: Objective::parse(&a.objective).unwrap_or(Objective::Iops),
+        min_years: a.min_years,
+        budget: a.budget,
+        seed: a.seed,
+    })
+}
+
+/// `WORKLOAD[@WEIGHT]`, with `runtime=2` added where no runtime is given.
+fn weighted(text: &str) -> Result<(String, f64), Failure> {
+    let (w, weight) = match text.rsplit_once('@') {
+        Some((w, f)) => {
+            let f: f64 = f.trim().trim_end_matches('%').parse().map_err(|_| {
+                Failure::input(format!("-w '{text}': the weight after @ is not a number"))
+            })?;
+            if !(f.is_finite() && f > 0.0) {
+                return Err(Failure::input(format!(
+                    "-w '{text}': the weight must be > 0"
+                )));
+            }
+            (w, f)
+        }
+        None => (text, 1.0),
+    };
+    Ok((plan::planned_workload(w)?, weight))
+}
+
+/// The workload text of a question: one workload, or `W1 @0.7 + W2 @0.3`.
+fn workload_text(q: &Question) -> String {
+    let total: f64 = q.workloads.iter().map(|(_, f)| f).sum();
+    if let [(w, _)] = q.workloads.as_slice() {
+        return w.clone();
+    }
+    q.workloads
+        .iter()
+        .map(|(w, f)| format!("{w} @{:.3}", f / total))
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// Bytes in decimal GB or TB, as capacities are sold.
+fn gb(b: u64) -> String {
+    if b >= 1_000_000_000_000 {
+        format!("{:.2} TB", b as f64 / 1e12)
+    } else {
+        format!("{:.0} GB", b as f64 / 1e9)
+    }
+}
+
+/// An optional figure, `-` when absent.
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The ranked table.
+fn table(q: &Question, out: &Outcome, top: usize) -> String {
+    let mut o = format!(
+        "workload   {}\nquestion   {} usable, survive {} failure(s), objective {}\nconsidered {} configurations: {} pruned by the analytic model, {} by a {} s screening run, {} measured; {} short of --min-years\n\n",
+        workload_text(q),
+        gb(q.capacity),
+        q.survive,
+        q.objective.word(),
+        out.considered,
+        out.pruned,
+        out.screened,
+        plan::SCREEN_RUNTIME_NS as f64 / 1e9,
+        out.considered - out.pruned - out.screened,
+        out.worn
+    );
+    o += &format!(
+        "{:>4} {:>10} {:>8} {:>8} {:>9} {:>8} {:>7} {:>4}  {:<24} {}\n",
+        "rank",
+        "IOPS",
+        "MB/s",
+        "p99 ms",
+        "usable",
+        "cost",
+        "TBW yrs",
+        "fail",
+        "limited by",
+        "topology"
+    );
+    for (i, r) in out.rows.iter().take(top).enumerate() {
+        o += &format!(
+            "{:>4} {:>10.0} {:>8.1} {:>8.3} {:>9} {:>8} {:>7} {:>4}  {:<24} {}{}\n",
+            i + 1,
+            r.iops,
+            r.mbps,
+            r.lat_p99_ms,
+            gb(r.candidate.usable_bytes),
+            fmt_opt(r.candidate.cost, 0),
+            fmt_opt(r.endurance_years, 1),
+            r.candidate.survives,
+            r.bottleneck,
+            r.candidate.topology,
+            if r.steady { "" } else { "  (not steady)" },
+        );
+    }
+    o + &format!("\nwhy: {}\n", plan::why(&out.rows, q.objective))
+}
+
+/// A row as JSON.
+fn row_json(q: &Question, rows: &[Row], i: usize) -> serde_json::Value {
+    let r = &rows[i];
+    json!({
+        "rank": i + 1,
+        "topology": r.candidate.topology,
+        "workload": workload_text(q),
+        "usable_bytes": r.candidate.usable_bytes,
+        "survives": r.candidate.survives,
+        "drives": r.candidate.drives,
+        "drive": r.candidate.drive,
+        "iops": r.iops,
+        "mbps": r.mbps,
+        "lat_p99_ms": r.lat_p99_ms,
+        "bottleneck": r.bottleneck,
+        "cost": r.candidate.cost,
+        "endurance_years": r.endurance_years,
+        "steady": r.steady,
+        "why": plan::row_why(rows, i, q.objective),
+    })
+}
+
+/// `{"plan": {the question}, "rows": [...]}`, best first.
+fn to_json(q: &Question, out: &Outcome, top: usize) -> serde_json::Value {
+    let rows: Vec<_> = (0..out.rows.len().min(top))
+        .map(|i| row_json(q, &out.rows, i))
+        .collect();
+    json!({
+        "plan": {
+            "workloads": q.workloads.iter().map(|(w, f)| json!({"workload": w, "weight": f})).collect::<Vec<_>>(),
+            "capacity_bytes": q.capacity,
+            "survive": q.survive,
+            "drives": q.drives,
+            "controllers": q.controllers.iter().map(|c| c.clone().unwrap_or_else(|| "none".into())).collect::<Vec<_>>(),
+            "max_drives": q.max_drives,
+            "max_controllers": q.max_controllers,
+            "objective": q.objective.word(),
+            "min_years": q.min_years,
+            "budget": q.budget,
+            "seed": q.seed,
+            "considered": out.considered,
+            "pruned": out.pruned,
+            "screened_out": out.screened,
+            "short_of_min_years": out.worn,
+        },
+        "rows": rows,
+    })
+}
+
+/// CSV: one row per configuration, best first.
+fn csv(q: &Question, out: &Outcome, top: usize) -> String {
+    let mut o = String::from(
+        "rank,topology,workload,usable_bytes,survives,drives,drive,iops,mbps,lat_p99_ms,bottleneck,cost,endurance_years,steady\n",
+    );
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    for (i, r) in out.rows.iter().take(top).enumerate() {
+        o += &format!(
+            "{},{},{},{},{},{},{},{:.1},{:.2},{:.4},{},{},{},{}\n",
+            i + 1,
+            quote(&r.candidate.topology),
+            quote(&workload_text(q)),
+            r.candidate.usable_bytes,
+            r.candidate.survives,
+            r.candidate.drives,
+            r.candidate.drive,
+            r.iops,
+            r.mbps,
+            r.lat_p99_ms,
+            quote(&r.bottleneck),
+            r.candidate.cost.map_or(String::new(), |c| c.to_string()),
+            r.endurance_years
+                .map_or(String::new(), |y| format!("{y:.3}")),
+            r.steady
+        );
+    }
+    o
+}
