@@ -604,6 +604,9 @@ pub struct Outcome {
 /// I/Os at the ≥ 40,000 IOPS of any SSD array (a ±1 % mean), a twentieth
 /// of the time of the final measurement.
 pub const SCREEN_RUNTIME_NS: raidlab_core::units::Ns = 250_000_000;
+/// Candidates screened between two pruning checks (16: eight per core on
+/// the 2-core machines CI runs on, so both cores stay busy).
+pub const SCREEN_BATCH: usize = 16;
 /// Rows the screening pass passes on to the full measurement, per row
 /// printed: three, so that a screening error of a few per cent cannot push
 /// a row that belongs in the top out of it (the pruned-vs-exhaustive test
@@ -670,7 +673,9 @@ fn screen(
         let key = |c: &Candidate| c.bound.unwrap_or(f64::INFINITY);
         key(b).total_cmp(&key(a))
     });
-    let batch = (threads * 8).max(1);
+    // A fixed batch, not one per thread, so that where pruning stops (and
+    // so the output) does not depend on --jobs.
+    let batch = SCREEN_BATCH;
     let mut rows: Vec<Row> = Vec::new();
     let mut done = 0;
     while done < cands.len() {

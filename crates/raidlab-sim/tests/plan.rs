@@ -145,3 +145,23 @@ fn endurance_follows_the_writes_each_member_takes() {
         "RAID 0 over 4 spreads writes: {stripe} vs {mirror} years"
     );
 }
+
+/// The thread count changes how fast a plan runs, not what it prints.
+#[test]
+fn plans_do_not_depend_on_the_thread_count() {
+    let mut q = question(
+        "rw=randwrite bs=8k iodepth=16 numjobs=2",
+        300_000_000_000,
+        1,
+        "s3500-480",
+        &["none", "megaraid9361"],
+    );
+    q.max_drives = 5;
+    let db = PresetDb::builtin();
+    let mut c = plan::candidates(&q, &db).expect("candidates");
+    plan::set_bounds(&mut c, &q, &db).expect("bounds");
+    let one = plan::run(c.clone(), &q, &db, 1, 3, false, &|_, _| {}).expect("plan");
+    let three = plan::run(c, &q, &db, 3, 3, false, &|_, _| {}).expect("plan");
+    assert_eq!(one.rows, three.rows);
+    assert_eq!((one.pruned, one.screened), (three.pruned, three.screened));
+}
