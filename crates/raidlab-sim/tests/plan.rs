@@ -25,13 +25,15 @@ fn question(w: &str, capacity: u64, survive: u32, drives: &str, controllers: &[&
     }
 }
 
-fn rows(q: &Question, keep: usize, exhaustive: bool) -> Vec<Row> {
+fn outcome(q: &Question, threads: usize, keep: usize, exhaustive: bool) -> plan::Outcome {
     let db = PresetDb::builtin();
     let mut c = plan::candidates(q, &db).expect("candidates");
     plan::set_bounds(&mut c, q, &db).expect("bounds");
-    plan::run(c, q, &db, 2, keep, exhaustive, &|_, _| {})
-        .expect("plan")
-        .rows
+    plan::run(c, q, &db, threads, keep, exhaustive, &|_, _| {}).expect("plan")
+}
+
+fn rows(q: &Question, keep: usize, exhaustive: bool) -> Vec<Row> {
+    outcome(q, 2, keep, exhaustive).rows
 }
 
 /// Pruning by the classic model and the screening runs only save time:
@@ -157,11 +159,8 @@ fn plans_do_not_depend_on_the_thread_count() {
         &["none", "megaraid9361"],
     );
     q.max_drives = 5;
-    let db = PresetDb::builtin();
-    let mut c = plan::candidates(&q, &db).expect("candidates");
-    plan::set_bounds(&mut c, &q, &db).expect("bounds");
-    let one = plan::run(c.clone(), &q, &db, 1, 3, false, &|_, _| {}).expect("plan");
-    let three = plan::run(c, &q, &db, 3, 3, false, &|_, _| {}).expect("plan");
+    let one = outcome(&q, 1, 3, false);
+    let three = outcome(&q, 3, 3, false);
     assert_eq!(one.rows, three.rows);
     assert_eq!((one.pruned, one.screened), (three.pruned, three.screened));
 }

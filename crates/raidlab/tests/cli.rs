@@ -972,100 +972,33 @@ fn plan_rows_are_reproduced_by_sim() {
 #[test]
 fn plan_refuses_bad_questions_in_one_line() {
     let w = "rw=randread bs=4k runtime=0.1";
-    assert_input_error(
-        &[
-            "plan",
-            "-w",
+    let weighted = format!("{w}@zero");
+    // (workload, capacity, drives, other arguments, what the message names)
+    let cases: [(&str, &str, &str, &[&str], &str); 8] = [
+        (w, "1t", "megaraid9361", &[], "not a drive preset"),
+        (
             w,
-            "--capacity",
             "1t",
-            "--drives",
-            "megaraid9361",
-        ],
-        "not a drive preset",
-    );
-    assert_input_error(
-        &[
-            "plan",
-            "-w",
+            "x25e",
+            &["--controllers", "x25e"],
+            "not a controller preset",
+        ),
+        (&weighted, "1t", "x25e", &[], "weight"),
+        (w, "lots", "x25e", &[], "--capacity"),
+        (w, "1t", "x25e", &["--max-drives", "100000"], "--max-drives"),
+        (w, "1t", "x25e", &["--levels", "raid7"], "--levels"),
+        (
             w,
-            "--capacity",
-            "1t",
-            "--drives",
-            "x25e",
-            "--controllers",
-            "x25e",
-        ],
-        "not a controller preset",
-    );
-    assert_input_error(
-        &[
-            "plan",
-            "-w",
-            &format!("{w}@zero"),
-            "--capacity",
-            "1t",
-            "--drives",
-            "x25e",
-        ],
-        "weight",
-    );
-    assert_input_error(
-        &["plan", "-w", w, "--capacity", "lots", "--drives", "x25e"],
-        "--capacity",
-    );
-    assert_input_error(
-        &[
-            "plan",
-            "-w",
-            w,
-            "--capacity",
-            "1t",
-            "--drives",
-            "x25e",
-            "--max-drives",
-            "100000",
-        ],
-        "--max-drives",
-    );
-    assert_input_error(
-        &[
-            "plan",
-            "-w",
-            w,
-            "--capacity",
-            "1t",
-            "--drives",
-            "x25e",
-            "--levels",
-            "raid7",
-        ],
-        "--levels",
-    );
-    assert_input_error(
-        &[
-            "plan",
-            "-w",
-            w,
-            "--capacity",
             "900t",
-            "--drives",
             "x25e",
-            "--max-drives",
-            "4",
-        ],
-        "no configuration",
-    );
-    assert_input_error(
-        &[
-            "plan",
-            "-w",
-            "rw=sideways",
-            "--capacity",
-            "1t",
-            "--drives",
-            "x25e",
-        ],
-        "sideways",
-    );
+            &["--max-drives", "4"],
+            "no configuration",
+        ),
+        ("rw=sideways", "1t", "x25e", &[], "sideways"),
+    ];
+    for (wl, cap, drives, more, want) in cases {
+        let mut args = vec!["plan", "-w", wl, "--capacity", cap, "--drives", drives];
+        args.extend_from_slice(more);
+        assert_input_error(&args, want);
+    }
 }
