@@ -68,6 +68,9 @@ pub struct Question {
     pub drives: Vec<String>,
     /// RAID levels to consider (empty: all).
     pub levels: Vec<Level>,
+    /// Extra over-provisioning of SSDs to try, % of their capacity
+    /// (`op=` of the topology grammar; 0 = as shipped).
+    pub op_pct: Vec<u32>,
     /// Candidate controller presets (`None`: the host's own ports, md).
     pub controllers: Vec<Option<String>>,
     /// Most drives in a configuration.
@@ -104,6 +107,8 @@ pub struct Candidate {
     pub topology: String,
     /// Drive preset.
     pub drive: String,
+    /// Extra over-provisioning of the drives, %.
+    pub op_pct: u32,
     /// Drives in all.
     pub drives: u32,
     /// RAID level (the inner level of a nested array).
@@ -317,45 +322,67 @@ pub enum PlanError {
 pub fn candidates(q: &Question, db: &PresetDb) -> Result<Vec<Candidate>, PlanError> {
     let mut out = Vec::new();
     for drive in &q.drives {
-        match db.get(drive) {
-            Some(Preset::Ssd(_)) | Some(Preset::Hdd(_)) => {}
+        let ssd = match db.get(drive) {
+            Some(Preset::Ssd(_)) => true,
+            Some(Preset::Hdd(_)) => false,
             _ => {
                 return Err(PlanError::Input(format!(
                     "--drives: '{drive}' is not a drive preset"
                 )))
             }
-        }
-        for l in expressions(q, db, drive) {
-            let topo =
-                resolve(&l.expr, db).map_err(|e| PlanError::Input(format!("{}: {e}", l.expr)))?;
-            let usable = volume_capacity(&topo).map_err(|e| PlanError::Sim(l.expr.clone(), e))?;
-            if usable < q.capacity {
-                continue;
-            }
-            let cost = price(db, drive, l.n, l.controller.as_deref(), l.k);
-            if matches!((q.budget, cost), (Some(b), Some(c)) if c > b) {
-                continue;
-            }
-            let per = if l.kind == Kind::Nested {
-                l.n / l.k
+        };
+        for &op in q.op_pct.iter().filter(|&&op| ssd || op == 0) {
+            let leaf = if op == 0 {
+                drive.clone()
             } else {
-                l.n
+                format!("{drive}[op={op}%]")
             };
-            out.push(Candidate {
-                topology: l.expr,
-                drive: drive.clone(),
-                drives: l.n,
-                level: l.level,
-                kind: l.kind,
-                controllers: l.k,
-                survives: tolerance(l.level, per),
-                usable_bytes: usable,
-                cost,
-                bound: None,
-            });
+            for l in expressions(q, db, &leaf) {
+                if let Some(c) = candidate(q, db, drive, op, l)? {
+                    out.push(c);
+                }
+            }
         }
     }
     Ok(out)
+}
+
+/// The candidate of layout `l` of `drive`, if it holds the capacity and
+/// fits the budget.
+fn candidate(
+    q: &Question,
+    db: &PresetDb,
+    drive: &str,
+    op_pct: u32,
+    l: Layout,
+) -> Result<Option<Candidate>, PlanError> {
+    let topo = resolve(&l.expr, db).map_err(|e| PlanError::Input(format!("{}: {e}", l.expr)))?;
+    let usable = volume_capacity(&topo).map_err(|e| PlanError::Sim(l.expr.clone(), e))?;
+    if usable < q.capacity {
+        return Ok(None);
+    }
+    let cost = price(db, drive, l.n, l.controller.as_deref(), l.k);
+    if matches!((q.budget, cost), (Some(b), Some(c)) if c > b) {
+        return Ok(None);
+    }
+    let per = if l.kind == Kind::Nested {
+        l.n / l.k
+    } else {
+        l.n
+    };
+    Ok(Some(Candidate {
+        topology: l.expr,
+        drive: drive.into(),
+        op_pct,
+        drives: l.n,
+        level: l.level,
+        kind: l.kind,
+        controllers: l.k,
+        survives: tolerance(l.level, per),
+        usable_bytes: usable,
+        cost,
+        bound: None,
+    }))
 }
 
 /// The price of `n` drives and `k` controllers, if every part has one.
@@ -402,13 +429,20 @@ pub fn set_bounds(cands: &mut [Candidate], q: &Question, db: &PresetDb) -> Resul
     let Some(pattern) = crate::analytic::pattern_of(&w) else {
         return Ok(());
     };
-    let mut figures: Vec<(String, f64)> = Vec::new();
+    let mut figures: Vec<(String, u32, f64)> = Vec::new();
     for c in cands.iter_mut() {
-        let fig = match figures.iter().find(|(d, _)| *d == c.drive) {
-            Some((_, f)) => *f,
+        let fig = match figures
+            .iter()
+            .find(|(d, op, _)| *d == c.drive && *op == c.op_pct)
+        {
+            Some((_, _, f)) => *f,
             None => {
-                let f = one_drive(&c.drive, &w, db, q.seed, per_io)?;
-                figures.push((c.drive.clone(), f));
+                let leaf = match c.op_pct {
+                    0 => c.drive.clone(),
+                    op => format!("{}[op={op}%]", c.drive),
+                };
+                let f = one_drive(&leaf, &w, db, q.seed, per_io)?;
+                figures.push((c.drive.clone(), c.op_pct, f));
                 f
             }
         };

@@ -12,6 +12,7 @@ fn question(w: &str, capacity: u64, survive: u32, drives: &str, controllers: &[&
         survive,
         drives: vec![drives.into()],
         levels: Vec::new(),
+        op_pct: vec![0],
         controllers: controllers
             .iter()
             .map(|c| (*c != "none").then(|| c.to_string()))

@@ -912,6 +912,8 @@ fn plan_rows_are_reproduced_by_sim() {
         "4",
         "--levels",
         "raid5,raid10",
+        "--op",
+        "0,20",
         "--top",
         "3",
         "--format",
@@ -929,6 +931,12 @@ fn plan_rows_are_reproduced_by_sim() {
         assert_eq!(r["survives"], 1);
         assert!(r["cost"].as_f64().unwrap() >= 4.0 * 300.0, "{r}");
         assert!(r["why"].as_str().is_some_and(|w| !w.is_empty()));
+        let op = r["op_pct"].as_u64().unwrap();
+        assert!(op == 0 || op == 20);
+        assert_eq!(
+            r["topology"].as_str().unwrap().contains("[op=20%]"),
+            op == 20
+        );
         let s = raidlab(&[
             "sim",
             "-t",

@@ -49,6 +49,10 @@ pub struct Args {
     /// raid10, raid5, raid6 as --survive allows).
     #[arg(long, value_delimiter = ',')]
     levels: Vec<String>,
+    /// Extra SSD over-provisioning to try, % of capacity, comma-separated
+    /// (`0,20`: as shipped and with a fifth left unused).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    op: Vec<u32>,
     /// Candidate controller presets, comma-separated, or `none` for the
     /// host's own ports (md). `none` may be one of the list.
     #[arg(long, value_delimiter = ',', default_value = "none")]
@@ -207,6 +211,7 @@ fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
     // Expressions enumerated: drives × levels × counts × (md stripes +
     // controllers × controller counts × stripes × policies × layouts).
     let bound = a.drives.len() as u64
+        * a.op.len().max(1) as u64
         * 5
         * a.max_drives as u64
         * (2 + a.controllers.len() as u64 * a.max_controllers as u64 * 12);
@@ -254,6 +259,15 @@ fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
                 Some(l) => Ok(l),
             })
             .collect::<Result<_, _>>()?,
+        op_pct: {
+            if a.op.len() > 4 || a.op.iter().any(|&o| o > 90) {
+                return Err(Failure::input("--op: at most 4 values, each 0 to 90 (%)"));
+            }
+            let mut op = a.op.clone();
+            op.sort_unstable();
+            op.dedup();
+            op
+        },
         controllers,
         max_drives: a.max_drives,
         max_controllers: a.max_controllers,
@@ -368,6 +382,7 @@ fn row_json(q: &Question, rows: &[Row], i: usize) -> serde_json::Value {
         "survives": r.candidate.survives,
         "drives": r.candidate.drives,
         "drive": r.candidate.drive,
+        "op_pct": r.candidate.op_pct,
         "iops": r.iops,
         "mbps": r.mbps,
         "lat_p99_ms": r.lat_p99_ms,
@@ -390,6 +405,7 @@ fn to_json(q: &Question, out: &Outcome, top: usize) -> serde_json::Value {
             "capacity_bytes": q.capacity,
             "survive": q.survive,
             "drives": q.drives,
+            "op_pct": q.op_pct,
             "controllers": q.controllers.iter().map(|c| c.clone().unwrap_or_else(|| "none".into())).collect::<Vec<_>>(),
             "max_drives": q.max_drives,
             "max_controllers": q.max_controllers,
