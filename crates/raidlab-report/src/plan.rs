@@ -124,11 +124,11 @@ pub fn page(question: &[String], rows: &[Row], o: Objective, why: &str) -> Strin
         esc(o.word())
     );
     p += &figure(rows, o, &front);
-    p += "<h2>Configurations, best first (the Pareto front shaded)</h2>\n<table class=\"plan\">\n<tr><th>rank</th><th>IOPS</th><th>MB/s</th><th>p99 ms</th><th>usable TB</th><th>cost</th><th>years to rated endurance</th><th>failures survived</th><th>limited by</th><th>topology</th></tr>\n";
+    p += "<h2>Configurations, best first (the Pareto front shaded)</h2>\n<table class=\"plan\">\n<tr><th>rank</th><th>IOPS</th><th>MB/s</th><th>p99 ms</th><th>usable TB</th><th>cost</th><th>years to rated endurance</th><th>failures survived</th><th>IOPS degraded</th><th>rebuild h</th><th>limited by</th><th>topology</th></tr>\n";
     for (i, r) in rows.iter().enumerate() {
         let opt = |v: Option<f64>, d: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.d$}"));
         p += &format!(
-            "<tr{}><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{:.3}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td class=\"t\">{}{}</td></tr>\n",
+            "<tr{}><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{:.3}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td class=\"t\">{}{}</td></tr>\n",
             if front[i] { " class=\"pareto\"" } else { "" },
             i + 1,
             r.iops,
@@ -138,6 +138,8 @@ pub fn page(question: &[String], rows: &[Row], o: Objective, why: &str) -> Strin
             opt(r.candidate.cost, 0),
             opt(r.endurance_years, 1),
             r.candidate.survives,
+            opt(r.degraded_iops, 0),
+            opt(r.rebuild_hours, 1),
             esc(&r.bottleneck),
             esc(&r.candidate.topology),
             if r.steady { "" } else { " (not steady)" }

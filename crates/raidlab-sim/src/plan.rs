@@ -144,6 +144,12 @@ pub struct Row {
     pub endurance_years: Option<f64>,
     /// Whether every workload's measurement was in steady state.
     pub steady: bool,
+    /// Time-share weighted IOPS with one member failed and a spare
+    /// rebuilding (`None`: not measured, or the layout has none).
+    pub degraded_iops: Option<f64>,
+    /// Hours the rebuild takes at its rate under the workload (the
+    /// heaviest workload's), md's `speed_limit_min` as the floor.
+    pub rebuild_hours: Option<f64>,
 }
 
 /// Failures a level over `n` members survives whatever members fail.
@@ -504,6 +510,8 @@ fn evaluate_for(
         bottleneck: String::new(),
         endurance_years: None,
         steady: true,
+        degraded_iops: None,
+        rebuild_hours: None,
     };
     let (mut wear_rate, mut rated, mut heaviest) = (0.0, true, 0.0);
     for (text, f) in &q.workloads {
@@ -817,4 +825,56 @@ pub fn row_why(rows: &[Row], i: usize, o: Objective) -> String {
         o.word(),
         rows[i].bottleneck
     )
+}
+
+/// The expression of `c` with its first member failed and one hot spare
+/// taking its place (rebuilt during the run), for host and hardware RAID
+/// of a level that survives a failure; `None` for other layouts.
+pub fn degraded_expr(c: &Candidate) -> Option<String> {
+    if c.survives == 0 || !matches!(c.kind, Kind::Md | Kind::Hardware) {
+        return None;
+    }
+    let leaf = match c.op_pct {
+        0 => c.drive.clone(),
+        op => format!("{}[op={op}%]", c.drive),
+    };
+    let members = format!("({}*{leaf})", c.drives);
+    let failed = format!("({}*{leaf}, missing, {leaf})", c.drives - 1);
+    let word = c.level.word();
+    let e = c.topology.replacen(&members, &failed, 1);
+    let e = if e.contains(&format!("{word}[")) {
+        e.replacen(&format!("{word}["), &format!("{word}[spares=1,"), 1)
+    } else {
+        e.replacen(&format!("{word}("), &format!("{word}[spares=1]("), 1)
+    };
+    (e != c.topology).then_some(e)
+}
+
+/// Measure the first `top` rows degraded: one member failed, a spare
+/// rebuilding under the workloads. Rows whose layout cannot take a spare
+/// (a controller without a free port) stay unmeasured.
+pub fn degrade(rows: &mut [Row], q: &Question, db: &PresetDb, threads: usize, top: usize) {
+    let n = rows.len().min(top);
+    let out = raidlab_core::par::map(n, threads, &|_, _| {}, |i| {
+        let e = degraded_expr(&rows[i].candidate)?;
+        let topo = resolve(&e, db).ok()?;
+        let total: f64 = q.workloads.iter().map(|(_, f)| f).sum();
+        let (mut iops, mut hours, mut heaviest) = (0.0, None, 0.0);
+        for (text, f) in &q.workloads {
+            let w = Workload::parse(text).ok()?;
+            let r = simulate(&topo, &w, q.seed).ok()?;
+            iops += f / total * r.summary.iops;
+            if *f > heaviest {
+                heaviest = *f;
+                hours = r.sim.rebuilds.first().map(|b| b.projected_s / 3600.0);
+            }
+        }
+        Some((iops, hours))
+    });
+    for (row, d) in rows.iter_mut().zip(out) {
+        if let Some((iops, hours)) = d {
+            row.degraded_iops = Some(iops);
+            row.rebuild_hours = hours;
+        }
+    }
 }

@@ -165,3 +165,51 @@ fn plans_do_not_depend_on_the_thread_count() {
     assert_eq!(one.rows, three.rows);
     assert_eq!((one.pruned, one.screened), (three.pruned, three.screened));
 }
+
+/// A row of host or hardware RAID is also measured with a member failed
+/// and a spare rebuilding: fewer IOPS, and a rebuild time.
+#[test]
+fn rows_report_degraded_throughput_and_rebuild_time() {
+    let mut q = question(
+        "rw=randrw rwmixread=70 bs=8k iodepth=16 numjobs=4 runtime=1",
+        900_000_000_000,
+        1,
+        "s3500-480",
+        &["none", "megaraid9361"],
+    );
+    q.max_drives = 4;
+    q.levels = vec![Level::Raid5];
+    q.max_controllers = 1;
+    let mut r = rows(&q, 4, true);
+    let db = PresetDb::builtin();
+    let n = r.len();
+    plan::degrade(&mut r, &q, &db, 2, n);
+    let md = r
+        .iter()
+        .find(|r| r.candidate.kind == Kind::Md)
+        .expect("an md row");
+    assert_eq!(
+        plan::degraded_expr(&md.candidate).as_deref(),
+        Some(
+            md.candidate
+                .topology
+                .replace("raid5[", "raid5[spares=1,")
+                .replace("(4*s3500-480)", "(3*s3500-480, missing, s3500-480)")
+                .as_str()
+        )
+    );
+    let hw = r
+        .iter()
+        .find(|r| r.candidate.kind == Kind::Hardware)
+        .expect("a hardware row");
+    for row in [md, hw] {
+        let d = row.degraded_iops.expect("degraded IOPS");
+        assert!(
+            d < row.iops,
+            "{}: degraded {d} vs {}",
+            row.candidate.topology,
+            row.iops
+        );
+        assert!(row.rebuild_hours.is_some_and(|h| h > 0.0));
+    }
+}

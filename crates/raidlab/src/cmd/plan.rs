@@ -130,7 +130,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     }
     plan::set_bounds(&mut cands, &q, &db)?;
     let progress = progress_bar("plan");
-    let out = plan::run(
+    let mut out = plan::run(
         cands,
         &q,
         &db,
@@ -139,6 +139,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         args.exhaustive,
         &progress,
     )?;
+    plan::degrade(&mut out.rows, &q, &db, threads(args.jobs)?, args.top.max(1));
     if let Some(dir) = &args.html {
         write_html(dir, &q, &out)?;
     }
@@ -354,7 +355,7 @@ fn table(q: &Question, out: &Outcome, top: usize) -> String {
     );
     for (i, r) in out.rows.iter().take(top).enumerate() {
         o += &format!(
-            "{:>4} {:>10.0} {:>8.1} {:>8.3} {:>9} {:>8} {:>7} {:>4}  {:<24} {}{}\n",
+            "{:>4} {:>10.0} {:>8.1} {:>8.3} {:>9} {:>8} {:>7} {:>4} {:>10} {:>9}  {:<24} {}{}\n",
             i + 1,
             r.iops,
             r.mbps,
@@ -363,6 +364,8 @@ fn table(q: &Question, out: &Outcome, top: usize) -> String {
             fmt_opt(r.candidate.cost, 0),
             fmt_opt(r.endurance_years, 1),
             r.candidate.survives,
+            fmt_opt(r.degraded_iops, 0),
+            fmt_opt(r.rebuild_hours, 1),
             r.bottleneck,
             r.candidate.topology,
             if r.steady { "" } else { "  (not steady)" },
@@ -390,6 +393,8 @@ fn row_json(q: &Question, rows: &[Row], i: usize) -> serde_json::Value {
         "cost": r.candidate.cost,
         "endurance_years": r.endurance_years,
         "steady": r.steady,
+        "degraded_iops": r.degraded_iops,
+        "rebuild_hours": r.rebuild_hours,
         "why": plan::row_why(rows, i, q.objective),
     })
 }
@@ -425,12 +430,12 @@ fn to_json(q: &Question, out: &Outcome, top: usize) -> serde_json::Value {
 /// CSV: one row per configuration, best first.
 fn csv(q: &Question, out: &Outcome, top: usize) -> String {
     let mut o = String::from(
-        "rank,topology,workload,usable_bytes,survives,drives,drive,iops,mbps,lat_p99_ms,bottleneck,cost,endurance_years,steady\n",
+        "rank,topology,workload,usable_bytes,survives,drives,drive,iops,mbps,lat_p99_ms,bottleneck,cost,endurance_years,steady,degraded_iops,rebuild_hours\n",
     );
     let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
     for (i, r) in out.rows.iter().take(top).enumerate() {
         o += &format!(
-            "{},{},{},{},{},{},{},{:.1},{:.2},{:.4},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{:.1},{:.2},{:.4},{},{},{},{},{},{}\n",
             i + 1,
             quote(&r.candidate.topology),
             quote(&workload_text(q)),
@@ -445,7 +450,9 @@ fn csv(q: &Question, out: &Outcome, top: usize) -> String {
             r.candidate.cost.map_or(String::new(), |c| c.to_string()),
             r.endurance_years
                 .map_or(String::new(), |y| format!("{y:.3}")),
-            r.steady
+            r.steady,
+            r.degraded_iops.map_or(String::new(), |v| format!("{v:.1}")),
+            r.rebuild_hours.map_or(String::new(), |v| format!("{v:.2}"))
         );
     }
     o
