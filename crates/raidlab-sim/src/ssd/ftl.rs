@@ -417,47 +417,11 @@ impl Ftl {
             }
             self.p2l[vs as usize..ve as usize].fill(INVALID);
             self.valid[victim as usize] = 0;
-            let movers = &buf[..n];
-            // Place them in the die's GC block, a run at a time up to the
-            // end of the block.
-            let (mut gb, mut gu) = (self.gc_active[die].block, self.gc_active[die].unit);
-            let mut programs = 0u32;
-            let mut done = 0usize;
-            let mut in_place = false;
-            while done < n {
-                if gu == upb {
-                    // The next GC block: a free one, or without one the victim
-                    // itself, erased once its valid units are in the
-                    // controller's buffer (each such step leaves the GC block
-                    // `upb - v` units of room more, so a later victim frees
-                    // a whole block).
-                    self.close(gb);
-                    gb = self.free[die].pop().unwrap_or(victim);
-                    in_place |= gb == victim;
-                    gu = 0;
-                }
-                let k = (n - done).min((upb - gu) as usize);
-                let dst = gb * upb + gu;
-                let run = &movers[done..done + k];
-                self.p2l[dst as usize..dst as usize + k].copy_from_slice(run);
-                for (i, &l) in run.iter().enumerate() {
-                    self.l2p[l as usize] = dst + i as u32;
-                }
-                // A new destination page starts at every multiple of `upp`.
-                let end = gu + k as u32;
-                programs += end.div_ceil(upp) - gu.div_ceil(upp);
-                self.valid[gb as usize] += k as u16;
-                gu = end;
-                done += k;
-            }
+            let (programs, in_place) = self.relocate(die, victim, &buf[..n]);
             self.gc_buf = buf;
             let moved = n as u32;
             work.read_pages += reads;
             work.program_pages += programs;
-            self.gc_active[die] = Cursor {
-                block: gb,
-                unit: gu,
-            };
             self.gc_units += moved as u64;
             work.moved += moved;
             work.erases += 1;
@@ -466,6 +430,47 @@ impl Ftl {
                 self.free[die].push(victim);
             }
         }
+    }
+
+    /// Place `movers` (a victim's valid units, in order) in `die`'s GC
+    /// block, a run at a time up to the end of each block. Returns the
+    /// pages programmed and whether the victim itself became the GC block.
+    #[inline]
+    fn relocate(&mut self, die: usize, victim: u32, movers: &[u32]) -> (u32, bool) {
+        let (upb, upp, n) = (self.upb, self.upp, movers.len());
+        let (mut gb, mut gu) = (self.gc_active[die].block, self.gc_active[die].unit);
+        let (mut programs, mut done, mut in_place) = (0u32, 0usize, false);
+        while done < n {
+            if gu == upb {
+                // The next GC block: a free one, or without one the victim
+                // itself, erased once its valid units are in the
+                // controller's buffer (each such step leaves the GC block
+                // `upb - v` units of room more, so a later victim frees a
+                // whole block).
+                self.close(gb);
+                gb = self.free[die].pop().unwrap_or(victim);
+                in_place |= gb == victim;
+                gu = 0;
+            }
+            let k = (n - done).min((upb - gu) as usize);
+            let dst = gb * upb + gu;
+            let run = &movers[done..done + k];
+            self.p2l[dst as usize..dst as usize + k].copy_from_slice(run);
+            for (i, &l) in run.iter().enumerate() {
+                self.l2p[l as usize] = dst + i as u32;
+            }
+            // A new destination page starts at every multiple of `upp`.
+            let end = gu + k as u32;
+            programs += end.div_ceil(upp) - gu.div_ceil(upp);
+            self.valid[gb as usize] += k as u16;
+            gu = end;
+            done += k;
+        }
+        self.gc_active[die] = Cursor {
+            block: gb,
+            unit: gu,
+        };
+        (programs, in_place)
     }
 
     /// Program one page on `die` holding `lpns` (≤ upp units; `INVALID`
