@@ -886,6 +886,12 @@ fn presets_list_as_json_for_tools() {
         .expect("a current NVMe preset");
     assert_eq!(pm9a3["capacity_gb"], 7680.0);
     assert_eq!(pm9a3["year"], 2020);
+    // Every built-in SSD has a rated endurance; no built-in has a price.
+    for e in list.iter().filter(|e| e["kind"] == "ssd") {
+        assert!(e["endurance_tbw"].as_f64().is_some_and(|t| t > 0.0), "{e}");
+        assert!(e["price"].is_null(), "{e}");
+    }
+    assert_eq!(x25e["endurance_tbw"], 2000.0);
 }
 
 /// `plan` ranks configurations, and every row it prints is reproduced by

@@ -75,6 +75,10 @@ struct Entry<'a> {
     year: Option<u32>,
     /// 10^9 bytes; drives only.
     capacity_gb: Option<f64>,
+    /// Rated TB written; SSDs with a rating only.
+    endurance_tbw: Option<f64>,
+    /// The user's price, where a presets file gives one.
+    price: Option<f64>,
     description: &'a str,
 }
 
@@ -92,6 +96,11 @@ impl<'a> Entry<'a> {
             interface,
             year,
             capacity_gb,
+            endurance_tbw: match p {
+                Preset::Ssd(s) => s.endurance_tbw,
+                _ => None,
+            },
+            price: p.price(),
             description: p.description(),
         }
     }
