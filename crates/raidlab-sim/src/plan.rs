@@ -13,7 +13,7 @@ use crate::{simulate, volume_capacity, SimError};
 use raidlab_core::analytic::{cost, Pattern};
 use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::result::RunResult;
-use raidlab_core::topology::{resolve, Level};
+use raidlab_core::topology::{resolve, Level, Node};
 use raidlab_core::workload::{Rw, Workload};
 
 /// What the ranking optimises.
@@ -457,21 +457,21 @@ pub fn set_bounds(cands: &mut [Candidate], q: &Question, db: &PresetDb) -> Resul
     Ok(())
 }
 
-/// One drive alone under `w`, cut to its capacity: IOPS or MB/s.
+/// One drive (`leaf`, e.g. `x25e[op=20%]`) alone under `w`, cut to its
+/// capacity, as the analytic model measures it: IOPS or MB/s.
 fn one_drive(
-    drive: &str,
+    leaf: &str,
     w: &Workload,
     db: &PresetDb,
     seed: u64,
     per_io: bool,
 ) -> Result<f64, PlanError> {
-    let t = resolve(drive, db).map_err(|e| PlanError::Input(e.to_string()))?;
-    let cap = volume_capacity(&t).map_err(|e| PlanError::Sim(drive.into(), e))?;
-    let mut w = w.clone();
-    w.size = Some(w.size.map_or(cap, |s| s.min(cap)));
-    let s = simulate(&t, &w, seed)
-        .map_err(|e| PlanError::Sim(drive.into(), e))?
-        .summary;
+    let t = resolve(leaf, db).map_err(|e| PlanError::Input(e.to_string()))?;
+    let Node::Device(dev) = &t.root else {
+        return Err(PlanError::Input(format!("'{leaf}' is not a drive")));
+    };
+    let s =
+        crate::analytic::one_drive(&t, dev, w, seed).map_err(|e| PlanError::Sim(leaf.into(), e))?;
     Ok(if per_io { s.iops } else { s.mbps })
 }
 
@@ -500,8 +500,6 @@ fn evaluate_for(
     db: &PresetDb,
     runtime: Option<raidlab_core::units::Ns>,
 ) -> Result<Row, PlanError> {
-    let topo = resolve(&c.topology, db).map_err(|e| PlanError::Input(e.to_string()))?;
-    let total: f64 = q.workloads.iter().map(|(_, f)| f).sum();
     let mut row = Row {
         candidate: c.clone(),
         iops: 0.0,
@@ -514,13 +512,7 @@ fn evaluate_for(
         rebuild_hours: None,
     };
     let (mut wear_rate, mut rated, mut heaviest) = (0.0, true, 0.0);
-    for (text, f) in &q.workloads {
-        let share = f / total;
-        let mut w = Workload::parse(text).map_err(|e| PlanError::Input(e.to_string()))?;
-        if runtime.is_some() {
-            w.runtime = runtime;
-        }
-        let r = simulate(&topo, &w, q.seed).map_err(|e| PlanError::Sim(c.topology.clone(), e))?;
+    for (share, r) in runs(&c.topology, q, db, runtime)? {
         row.iops += share * r.summary.iops;
         row.mbps += share * r.summary.mbps;
         row.lat_p99_ms = row.lat_p99_ms.max(r.summary.lat_p99_ms);
@@ -536,6 +528,29 @@ fn evaluate_for(
     }
     row.endurance_years = (rated && wear_rate > 0.0).then(|| 1.0 / wear_rate);
     Ok(row)
+}
+
+/// `expr` simulated under each of the question's workloads (their runtime
+/// set to `runtime` if given), with each workload's share of the time.
+fn runs(
+    expr: &str,
+    q: &Question,
+    db: &PresetDb,
+    runtime: Option<raidlab_core::units::Ns>,
+) -> Result<Vec<(f64, RunResult)>, PlanError> {
+    let topo = resolve(expr, db).map_err(|e| PlanError::Input(e.to_string()))?;
+    let total: f64 = q.workloads.iter().map(|(_, f)| f).sum();
+    q.workloads
+        .iter()
+        .map(|(text, f)| {
+            let mut w = Workload::parse(text).map_err(|e| PlanError::Input(e.to_string()))?;
+            if runtime.is_some() {
+                w.runtime = runtime;
+            }
+            let r = simulate(&topo, &w, q.seed).map_err(|e| PlanError::Sim(expr.into(), e))?;
+            Ok((f / total, r))
+        })
+        .collect()
 }
 
 /// The bottleneck component's name and resource, or the queue depth when
@@ -682,10 +697,8 @@ pub fn run(
     let mut rows = out.into_iter().collect::<Result<Vec<_>, _>>()?;
     let before = rows.len();
     if let Some(min) = q.min_years {
-        rows.retain(|r| {
-            r.endurance_years.is_some_and(|y| y >= min)
-                || r.endurance_years.is_none() && no_writes(q)
-        });
+        let reads_only = no_writes(q);
+        rows.retain(|r| r.endurance_years.map_or(reads_only, |y| y >= min));
     }
     rank(&mut rows, q.objective);
     Ok(Outcome {
@@ -857,15 +870,11 @@ pub fn degrade(rows: &mut [Row], q: &Question, db: &PresetDb, threads: usize, to
     let n = rows.len().min(top);
     let out = raidlab_core::par::map(n, threads, &|_, _| {}, |i| {
         let e = degraded_expr(&rows[i].candidate)?;
-        let topo = resolve(&e, db).ok()?;
-        let total: f64 = q.workloads.iter().map(|(_, f)| f).sum();
         let (mut iops, mut hours, mut heaviest) = (0.0, None, 0.0);
-        for (text, f) in &q.workloads {
-            let w = Workload::parse(text).ok()?;
-            let r = simulate(&topo, &w, q.seed).ok()?;
-            iops += f / total * r.summary.iops;
-            if *f > heaviest {
-                heaviest = *f;
+        for (share, r) in runs(&e, q, db, None).ok()? {
+            iops += share * r.summary.iops;
+            if share > heaviest {
+                heaviest = share;
                 hours = r.sim.rebuilds.first().map(|b| b.projected_s / 3600.0);
             }
         }
