@@ -15,6 +15,7 @@ use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::result::RunResult;
 use raidlab_core::topology::{resolve, Level, Node};
 use raidlab_core::workload::{Rw, Workload};
+use std::collections::BTreeMap;
 
 /// What the ranking optimises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,9 +101,16 @@ pub enum Kind {
     Nested,
 }
 
+/// A configuration's place in the enumeration ([`candidates`]' order),
+/// which names it across the shards of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CandidateId(pub usize);
+
 /// One configuration to evaluate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
+    /// Its place in the enumeration.
+    pub id: CandidateId,
     /// The topology expression.
     pub topology: String,
     /// Drive preset.
@@ -344,7 +352,8 @@ pub fn candidates(q: &Question, db: &PresetDb) -> Result<Vec<Candidate>, PlanErr
                 format!("{drive}[op={op}%]")
             };
             for l in expressions(q, db, &leaf) {
-                if let Some(c) = candidate(q, db, drive, op, l)? {
+                if let Some(mut c) = candidate(q, db, drive, op, l)? {
+                    c.id = CandidateId(out.len());
                     out.push(c);
                 }
             }
@@ -377,6 +386,7 @@ fn candidate(
         l.n
     };
     Ok(Some(Candidate {
+        id: CandidateId(0),
         topology: l.expr,
         drive: drive.into(),
         op_pct,
@@ -670,91 +680,294 @@ pub const SCREEN_BATCH: usize = 16;
 /// checks this).
 pub const SCREEN_KEEP: usize = 3;
 
-/// Evaluate `cands`: unless `exhaustive`, the ones whose classic-model
-/// figure (× [`PRUNE_MARGIN`]) cannot reach the `keep`-th best are passed
-/// over, the rest screened with short runs, and only the best
-/// `keep` × [`SCREEN_KEEP`] of them measured in full.
+/// How much work a plan does: simulations in parallel, rows printed (the
+/// rows pruning must not change), and whether to simulate everything.
+#[derive(Debug, Clone, Copy)]
+pub struct Effort {
+    /// Simulations in parallel (the output does not depend on it).
+    pub threads: usize,
+    /// Rows printed (≥ 1).
+    pub top: usize,
+    /// Simulate every configuration: no pruning, no screening.
+    pub exhaustive: bool,
+}
+
+impl Effort {
+    /// Whether `n` candidates go through the screening pass.
+    fn screens(self, n: usize) -> bool {
+        !self.exhaustive && n > self.top * SCREEN_KEEP
+    }
+}
+
+/// Shard `index` (1-based) of `count`: the share of a plan's simulations
+/// one machine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, 1 to `count`.
+    pub index: usize,
+    /// Shards in all.
+    pub count: usize,
+}
+
+impl Shard {
+    /// Whether position `pos` of the visiting order is this shard's.
+    fn owns(self, pos: usize) -> bool {
+        pos % self.count == self.index - 1
+    }
+}
+
+/// What a shard computed: screening rows, full rows and degraded figures
+/// by candidate, the inputs [`replay`] rebuilds the unsharded plan from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Work {
+    /// Rows of the short screening runs.
+    pub screened: BTreeMap<CandidateId, Row>,
+    /// Rows measured in full.
+    pub full: BTreeMap<CandidateId, Row>,
+    /// Degraded IOPS and rebuild hours of full rows (`None`: the layout
+    /// has no degraded form, or it could not be simulated).
+    pub degraded: BTreeMap<CandidateId, Option<(f64, Option<f64>)>>,
+}
+
+/// Evaluate `cands`: unless `effort.exhaustive`, the ones whose
+/// classic-model figure (× [`PRUNE_MARGIN`]) cannot reach the `top`-th
+/// best are passed over, the rest screened with short runs, and only the
+/// best `top` × [`SCREEN_KEEP`] of them measured in full.
 pub fn run(
-    mut cands: Vec<Candidate>,
+    cands: Vec<Candidate>,
     q: &Question,
     db: &PresetDb,
-    threads: usize,
-    keep: usize,
-    exhaustive: bool,
+    effort: Effort,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Outcome, PlanError> {
     let considered = cands.len();
-    let (mut pruned, mut screened) = (0, 0);
-    if !exhaustive && cands.len() > keep * SCREEN_KEEP {
-        let (kept, ran) = screen(cands, q, db, threads, keep, progress)?;
-        pruned = considered - ran;
-        screened = ran - kept.len();
-        cands = kept;
+    let (kept, done) = if effort.screens(considered) {
+        let order = screen_order(&cands);
+        let mut eval = |batch: &[usize]| screen_rows(&cands, batch, q, db, effort.threads);
+        screen_pass(&cands, &order, q, effort.top, &mut eval, progress)?
+    } else {
+        (cands.iter().map(|c| c.id).collect(), considered)
+    };
+    let rows = full_rows(&cands, &kept, q, db, effort.threads, progress)?;
+    Ok(finish(rows, q, considered, done))
+}
+
+/// The outcome of the rows measured in full, `done` of `considered`
+/// candidates having been screened: rows short of `--min-years` dropped,
+/// the rest ranked.
+fn finish(rows: Vec<Row>, q: &Question, considered: usize, done: usize) -> Outcome {
+    let measured = rows.len();
+    let rows = ranked(rows, q);
+    Outcome {
+        worn: measured - rows.len(),
+        rows,
+        considered,
+        pruned: considered - done,
+        screened: done - measured,
     }
-    let out = raidlab_core::par::map(cands.len(), threads, progress, |i| {
-        evaluate(&cands[i], q, db)
-    });
-    let mut rows = out.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let before = rows.len();
+}
+
+/// `rows` short of `--min-years` dropped, the rest ranked.
+fn ranked(mut rows: Vec<Row>, q: &Question) -> Vec<Row> {
     if let Some(min) = q.min_years {
         let reads_only = no_writes(q);
         rows.retain(|r| r.endurance_years.map_or(reads_only, |y| y >= min));
     }
     rank(&mut rows, q.objective);
-    Ok(Outcome {
-        worn: before - rows.len(),
-        rows,
-        considered,
-        pruned,
-        screened,
-    })
+    rows
 }
 
-/// The screening pass: highest classic-model figure first, batch by batch
-/// with short runs, stopping once no remaining figure (× [`PRUNE_MARGIN`])
-/// reaches the `keep`-th best screened score; returns the best
-/// `keep` × [`SCREEN_KEEP`] candidates and how many were screened.
-fn screen(
-    mut cands: Vec<Candidate>,
+/// The screening pass's visiting order (positions in `cands`): highest
+/// classic-model figure first, unbounded candidates (which cannot be
+/// pruned) first of all; the sort is stable, so the enumeration order
+/// breaks ties.
+pub fn screen_order(cands: &[Candidate]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cands.len()).collect();
+    let key = |i: &usize| cands[*i].bound.unwrap_or(f64::INFINITY);
+    order.sort_by(|a, b| key(b).total_cmp(&key(a)));
+    order
+}
+
+/// Whether the screening pass stops before `next`: once `keep` rows are
+/// screened, when even `next`'s figure × [`PRUNE_MARGIN`] falls short of
+/// the `keep`-th best screened score. The score is taken over every row
+/// screened, so a subset of the rows never stops sooner than all of them
+/// (which is what lets a shard screen a superset of its share).
+fn stops(rows: &[Row], next: &Candidate, o: Objective, keep: usize) -> bool {
+    if rows.len() < keep {
+        return false;
+    }
+    let mut scores: Vec<f64> = rows.iter().map(|r| score(r, o)).collect();
+    scores.sort_by(|a, b| b.total_cmp(a));
+    next.bound
+        .is_some_and(|b| b * PRUNE_MARGIN < scores[keep - 1])
+}
+
+/// The rows of a batch of candidates (positions in the candidate list).
+type BatchEval<'a> = dyn FnMut(&[usize]) -> Result<Vec<Row>, PlanError> + 'a;
+
+/// The screening pass over `order` in batches of [`SCREEN_BATCH`], `eval`
+/// giving a batch's rows, until [`stops`]; returns the best
+/// `top` × [`SCREEN_KEEP`] candidates and how many were screened. The
+/// batch is fixed (not one per thread) so that where the pass stops, and
+/// so the output, does not depend on `--jobs`.
+fn screen_pass(
+    cands: &[Candidate],
+    order: &[usize],
+    q: &Question,
+    top: usize,
+    eval: &mut BatchEval<'_>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Vec<CandidateId>, usize), PlanError> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut done = 0;
+    while done < order.len() && !stops(&rows, &cands[order[done]], q.objective, top) {
+        let end = (done + SCREEN_BATCH).min(order.len());
+        rows.extend(eval(&order[done..end])?);
+        done = end;
+        progress(done, order.len());
+    }
+    rank(&mut rows, q.objective);
+    rows.truncate(top * SCREEN_KEEP);
+    Ok((rows.into_iter().map(|r| r.candidate.id).collect(), done))
+}
+
+/// One shard's share of a plan: the screening runs of its own positions
+/// of the visiting order (stopping on its own rows, which is never before
+/// the unsharded pass would: it screens a superset of its share), the
+/// full runs of its own best, and the degraded runs of the best of those.
+/// [`replay`] of every shard's work is the unsharded outcome; what a shard
+/// could not know it was needed for (a full or degraded row that ranks
+/// among the best only beside the other shards' rows) the replay runs.
+pub fn run_shard(
+    cands: &[Candidate],
+    q: &Question,
+    db: &PresetDb,
+    effort: Effort,
+    shard: Shard,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Work, PlanError> {
+    let mut work = Work::default();
+    let ids: Vec<CandidateId> = if effort.screens(cands.len()) {
+        let order = screen_order(cands);
+        let mut eval = |batch: &[usize]| {
+            let mine: Vec<usize> = batch.iter().copied().filter(|&p| shard.owns(p)).collect();
+            let rows = screen_rows(cands, &mine, q, db, effort.threads)?;
+            for r in &rows {
+                work.screened.insert(r.candidate.id, r.clone());
+            }
+            Ok(rows)
+        };
+        screen_pass(cands, &order, q, effort.top, &mut eval, progress)?.0
+    } else {
+        (0..cands.len())
+            .filter(|&p| shard.owns(p))
+            .map(CandidateId)
+            .collect()
+    };
+    let full = full_rows(cands, &ids, q, db, effort.threads, progress)?;
+    let mut best = ranked(full.clone(), q);
+    best.truncate(effort.top);
+    let figures = raidlab_core::par::map(best.len(), effort.threads, &|_, _| {}, |i| {
+        degraded_figures(&best[i].candidate, q, db)
+    });
+    for (r, d) in best.iter().zip(figures) {
+        work.degraded.insert(r.candidate.id, d);
+    }
+    work.full = full.into_iter().map(|r| (r.candidate.id, r)).collect();
+    Ok(work)
+}
+
+/// Screening rows of the candidates at `positions` of `cands`.
+fn screen_rows(
+    cands: &[Candidate],
+    positions: &[usize],
     q: &Question,
     db: &PresetDb,
     threads: usize,
-    keep: usize,
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<(Vec<Candidate>, usize), PlanError> {
-    // Unbounded candidates first of all (they cannot be pruned); the sort
-    // is stable, so the enumeration order breaks ties.
-    cands.sort_by(|a, b| {
-        let key = |c: &Candidate| c.bound.unwrap_or(f64::INFINITY);
-        key(b).total_cmp(&key(a))
+) -> Result<Vec<Row>, PlanError> {
+    let out = raidlab_core::par::map(positions.len(), threads, &|_, _| {}, |i| {
+        evaluate_for(&cands[positions[i]], q, db, Some(SCREEN_RUNTIME_NS))
     });
-    // A fixed batch, not one per thread, so that where pruning stops (and
-    // so the output) does not depend on --jobs.
-    let batch = SCREEN_BATCH;
-    let mut rows: Vec<Row> = Vec::new();
-    let mut done = 0;
-    while done < cands.len() {
-        if rows.len() >= keep {
-            rank(&mut rows, q.objective);
-            let kth = score(&rows[keep - 1], q.objective);
-            if cands[done].bound.is_some_and(|b| b * PRUNE_MARGIN < kth) {
-                break;
+    out.into_iter().collect()
+}
+
+/// Full rows of the candidates `ids`.
+fn full_rows(
+    cands: &[Candidate],
+    ids: &[CandidateId],
+    q: &Question,
+    db: &PresetDb,
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Vec<Row>, PlanError> {
+    let out = raidlab_core::par::map(ids.len(), threads, progress, |i| {
+        evaluate(&cands[ids[i].0], q, db)
+    });
+    out.into_iter().collect()
+}
+
+/// The unsharded outcome from every shard's `work`: the screening pass,
+/// the ranking and the degraded runs replayed on the shards' rows, any
+/// row the shards lack simulated here (the rows are the same whoever
+/// simulates them: each depends only on its configuration and the seed).
+pub fn replay(
+    cands: &[Candidate],
+    q: &Question,
+    db: &PresetDb,
+    effort: Effort,
+    work: &Work,
+) -> Result<Outcome, PlanError> {
+    let (kept, done) = if effort.screens(cands.len()) {
+        let order = screen_order(cands);
+        let mut eval = |batch: &[usize]| {
+            let lack: Vec<usize> = batch
+                .iter()
+                .copied()
+                .filter(|&p| !work.screened.contains_key(&CandidateId(p)))
+                .collect();
+            let mut extra = screen_rows(cands, &lack, q, db, effort.threads)?.into_iter();
+            let mut rows = Vec::with_capacity(batch.len());
+            for &p in batch {
+                rows.extend(
+                    work.screened
+                        .get(&CandidateId(p))
+                        .cloned()
+                        .or_else(|| extra.next()),
+                );
             }
+            Ok(rows)
+        };
+        screen_pass(cands, &order, q, effort.top, &mut eval, &|_, _| {})?
+    } else {
+        (cands.iter().map(|c| c.id).collect(), cands.len())
+    };
+    let lack: Vec<CandidateId> = kept
+        .iter()
+        .copied()
+        .filter(|id| !work.full.contains_key(id))
+        .collect();
+    let mut extra = full_rows(cands, &lack, q, db, effort.threads, &|_, _| {})?.into_iter();
+    let rows = kept
+        .iter()
+        .filter_map(|id| work.full.get(id).cloned().or_else(|| extra.next()))
+        .collect();
+    let mut out = finish(rows, q, cands.len(), done);
+    let top = out.rows.len().min(effort.top);
+    let figures = raidlab_core::par::map(top, effort.threads, &|_, _| {}, |i| {
+        let c = &out.rows[i].candidate;
+        match work.degraded.get(&c.id) {
+            Some(d) => *d,
+            None => degraded_figures(c, q, db),
         }
-        let end = (done + batch).min(cands.len());
-        let slice = &cands[done..end];
-        let out = raidlab_core::par::map(slice.len(), threads, &|_, _| {}, |i| {
-            evaluate_for(&slice[i], q, db, Some(SCREEN_RUNTIME_NS))
-        });
-        for r in out {
-            rows.push(r?);
+    });
+    for (row, d) in out.rows.iter_mut().zip(figures) {
+        if let Some((iops, hours)) = d {
+            row.degraded_iops = Some(iops);
+            row.rebuild_hours = hours;
         }
-        done = end;
-        progress(done, cands.len());
     }
-    rank(&mut rows, q.objective);
-    rows.truncate(keep * SCREEN_KEEP);
-    Ok((rows.into_iter().map(|r| r.candidate).collect(), done))
+    Ok(out)
 }
 
 /// Whether no workload writes (endurance is then no constraint).
@@ -863,22 +1076,27 @@ pub fn degraded_expr(c: &Candidate) -> Option<String> {
     (e != c.topology).then_some(e)
 }
 
-/// Measure the first `top` rows degraded: one member failed, a spare
-/// rebuilding under the workloads. Rows whose layout cannot take a spare
-/// (a controller without a free port) stay unmeasured.
+/// Degraded IOPS and rebuild hours of `c`: one member failed, a spare
+/// rebuilding under the workloads; `None` where the layout cannot take a
+/// spare (a controller without a free port) or has no redundancy.
+pub fn degraded_figures(c: &Candidate, q: &Question, db: &PresetDb) -> Option<(f64, Option<f64>)> {
+    let e = degraded_expr(c)?;
+    let (mut iops, mut hours, mut heaviest) = (0.0, None, 0.0);
+    for (share, r) in runs(&e, q, db, None).ok()? {
+        iops += share * r.summary.iops;
+        if share > heaviest {
+            heaviest = share;
+            hours = r.sim.rebuilds.first().map(|b| b.projected_s / 3600.0);
+        }
+    }
+    Some((iops, hours))
+}
+
+/// Measure the first `top` rows degraded ([`degraded_figures`]).
 pub fn degrade(rows: &mut [Row], q: &Question, db: &PresetDb, threads: usize, top: usize) {
     let n = rows.len().min(top);
     let out = raidlab_core::par::map(n, threads, &|_, _| {}, |i| {
-        let e = degraded_expr(&rows[i].candidate)?;
-        let (mut iops, mut hours, mut heaviest) = (0.0, None, 0.0);
-        for (share, r) in runs(&e, q, db, None).ok()? {
-            iops += share * r.summary.iops;
-            if share > heaviest {
-                heaviest = share;
-                hours = r.sim.rebuilds.first().map(|b| b.projected_s / 3600.0);
-            }
-        }
-        Some((iops, hours))
+        degraded_figures(&rows[i].candidate, q, db)
     });
     for (row, d) in rows.iter_mut().zip(out) {
         if let Some((iops, hours)) = d {

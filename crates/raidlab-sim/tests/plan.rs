@@ -3,7 +3,7 @@
 
 use raidlab_core::preset::PresetDb;
 use raidlab_core::topology::Level;
-use raidlab_sim::plan::{self, Kind, Objective, Question, Row};
+use raidlab_sim::plan::{self, Effort, Kind, Objective, Question, Row, Shard, Work};
 
 fn question(w: &str, capacity: u64, survive: u32, drives: &str, controllers: &[&str]) -> Question {
     Question {
@@ -26,11 +26,20 @@ fn question(w: &str, capacity: u64, survive: u32, drives: &str, controllers: &[&
     }
 }
 
+fn candidates(q: &Question, db: &PresetDb) -> Vec<plan::Candidate> {
+    let mut c = plan::candidates(q, db).expect("candidates");
+    plan::set_bounds(&mut c, q, db).expect("bounds");
+    c
+}
+
 fn outcome(q: &Question, threads: usize, keep: usize, exhaustive: bool) -> plan::Outcome {
     let db = PresetDb::builtin();
-    let mut c = plan::candidates(q, &db).expect("candidates");
-    plan::set_bounds(&mut c, q, &db).expect("bounds");
-    plan::run(c, q, &db, threads, keep, exhaustive, &|_, _| {}).expect("plan")
+    let effort = Effort {
+        threads,
+        top: keep,
+        exhaustive,
+    };
+    plan::run(candidates(q, &db), q, &db, effort, &|_, _| {}).expect("plan")
 }
 
 fn rows(q: &Question, keep: usize, exhaustive: bool) -> Vec<Row> {
@@ -211,5 +220,69 @@ fn rows_report_degraded_throughput_and_rebuild_time() {
             row.iops
         );
         assert!(row.rebuild_hours.is_some_and(|h| h > 0.0));
+    }
+}
+
+/// A plan split into shards and replayed from their work is the unsharded
+/// plan: the same rows, figures, degraded figures and counts, whatever
+/// the number of shards, and whatever rows the shards lack (the replay
+/// runs those).
+#[test]
+fn sharded_plans_replay_to_the_unsharded_plan() {
+    let mut q = question(
+        "rw=randread bs=4k iodepth=16 numjobs=2 runtime=0.2",
+        400_000_000_000,
+        1,
+        "s3500-480",
+        &["none", "megaraid9361"],
+    );
+    q.max_drives = 4;
+    q.max_controllers = 1;
+    let db = PresetDb::builtin();
+    let cands = candidates(&q, &db);
+    assert!(
+        cands.len() > 12,
+        "{} candidates: too few to screen",
+        cands.len()
+    );
+    for exhaustive in [false, true] {
+        let effort = Effort {
+            threads: 2,
+            top: 2,
+            exhaustive,
+        };
+        let mut whole = plan::run(cands.clone(), &q, &db, effort, &|_, _| {}).expect("plan");
+        plan::degrade(&mut whole.rows, &q, &db, 2, effort.top);
+        assert_eq!(whole.pruned + whole.screened > 0, !exhaustive);
+        assert!(whole.rows[..2].iter().any(|r| r.degraded_iops.is_some()));
+        for count in [2, 3] {
+            let mut work = Work::default();
+            for index in 1..=count {
+                let shard = Shard { index, count };
+                let w = plan::run_shard(&cands, &q, &db, effort, shard, &|_, _| {}).expect("shard");
+                assert!(w.screened.len() + w.full.len() < cands.len() * 2 / count + 16);
+                work.screened.extend(w.screened);
+                work.full.extend(w.full);
+                work.degraded.extend(w.degraded);
+            }
+            let merged = plan::replay(&cands, &q, &db, effort, &work).expect("replay");
+            assert_eq!(
+                merged.rows, whole.rows,
+                "{count} shards, exhaustive {exhaustive}"
+            );
+            assert_eq!(
+                (merged.pruned, merged.screened, merged.worn),
+                (whole.pruned, whole.screened, whole.worn)
+            );
+            // Rows no shard ran are run by the replay, to the same figures.
+            let best = whole.rows[0].candidate.id;
+            work.full.remove(&best);
+            work.degraded.remove(&best);
+            if let Some(&first) = work.screened.keys().next() {
+                work.screened.remove(&first);
+            }
+            let holes = plan::replay(&cands, &q, &db, effort, &work).expect("replay");
+            assert_eq!(holes.rows, whole.rows);
+        }
     }
 }

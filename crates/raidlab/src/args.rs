@@ -151,7 +151,7 @@ pub struct RowsRun {
 }
 
 /// Extra preset files (`--presets FILE.toml`, repeatable).
-#[derive(clap::Args)]
+#[derive(clap::Args, serde::Serialize, serde::Deserialize, Clone)]
 pub struct PresetFiles {
     /// Extra presets (TOML; tables may derive from built-ins with `base = "NAME"`).
     #[arg(long = "presets", value_name = "FILE")]

@@ -1016,3 +1016,58 @@ fn plan_refuses_bad_questions_in_one_line() {
         assert_input_error(&args, want);
     }
 }
+
+/// `plan --shard i/n` on each of n machines and `merge` of the shard files
+/// print byte for byte what the unsharded plan prints; a merge of shards
+/// that are not every shard of one plan is refused in one line.
+#[test]
+fn sharded_plans_merge_to_the_unsharded_output() {
+    let base = [
+        "plan",
+        "-w",
+        "rw=randwrite bs=8k iodepth=16 numjobs=2 runtime=0.2",
+        "--capacity",
+        "300g",
+        "--drives",
+        "s3500-480",
+        "--controllers",
+        "none,megaraid9361",
+        "--max-drives",
+        "4",
+        "--max-controllers",
+        "1",
+        "--top",
+        "2",
+    ];
+    let whole = raidlab(&base);
+    assert!(whole.status.success(), "{}", stderr(&whole));
+    let dir = std::env::temp_dir().join(format!("raidlab-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = |i: usize| dir.join(format!("s{i}.json")).display().to_string();
+    for i in 1..=2 {
+        let (shard, out) = (format!("{i}/2"), file(i));
+        let mut args = base.to_vec();
+        args.extend_from_slice(&["--shard", &shard, "-o", &out]);
+        let o = raidlab(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let merged = raidlab(&["merge", &file(2), &file(1)]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&whole.stdout)
+    );
+    assert_input_error(&["merge", &file(1)], "2/2 missing");
+    assert_input_error(&["merge", &file(1), &file(1)], "given twice");
+    let other = tmp(
+        "other-shard.json",
+        &std::fs::read_to_string(file(2))
+            .expect("read")
+            .replace("\"top\": 2", "\"top\": 3"),
+    );
+    assert_input_error(&["merge", &file(1), &other], "another plan");
+    let sweep = tmp("slice.csv", "a,b\n1,2\n");
+    assert_input_error(&["merge", &file(1), &sweep], "mix");
+    assert_input_error(&[&base[..], &["--shard", "3/2"]].concat(), "--shard");
+    let _ = std::fs::remove_dir_all(&dir);
+}

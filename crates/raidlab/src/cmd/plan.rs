@@ -2,16 +2,17 @@
 //! a failure tolerance, ranked, with the reason.
 
 use crate::args::PresetFiles;
+use crate::cmd::plan_shard as shard;
 use crate::common::{capacity_bytes, emit, json_text, progress_bar, threads};
 use crate::failure::Failure;
 use clap::ValueEnum;
 use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::topology::Level;
-use raidlab_sim::plan::{self, Objective, Outcome, PlanError, Question, Row};
+use raidlab_sim::plan::{self, Effort, Objective, Outcome, PlanError, Question, Row};
 use serde_json::json;
 
 /// How a plan is written.
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Format {
     /// A ranked table with the winner's reason.
     Table,
@@ -30,7 +31,7 @@ pub enum Format {
 /// best are printed, ranked by --objective. Every row is reproduced by
 /// `raidlab sim -t TOPOLOGY -w WORKLOAD` with its printed expression and
 /// workload. Prices come from `price = N` in a --presets file.
-#[derive(clap::Args)]
+#[derive(clap::Args, serde::Serialize, serde::Deserialize, Clone)]
 pub struct Args {
     /// Workload (fio keys), optionally `@WEIGHT` (its share of the time);
     /// repeat for a weighted set.
@@ -97,8 +98,26 @@ pub struct Args {
     /// Simulations in parallel (default: all cores).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Run only shard i of n (1-based) and write its work as a JSON shard
+    /// file; `raidlab merge` of all n files prints exactly what the
+    /// unsharded plan prints.
+    #[arg(long, value_name = "i/n")]
+    shard: Option<String>,
     #[command(flatten)]
     presets: PresetFiles,
+}
+
+impl Args {
+    /// The arguments as a shard file records them: the question alone,
+    /// without the shard, the output file or the thread count.
+    pub(crate) fn question_only(&self) -> Args {
+        Args {
+            shard: None,
+            output: None,
+            jobs: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// Bounds on what a question may ask for.
@@ -117,11 +136,40 @@ impl From<PlanError> for Failure {
 
 /// Run `plan`.
 pub fn run(args: Args) -> Result<(), Failure> {
-    let mut db = args.presets.load()?;
+    let texts = shard::preset_texts(&args.presets.files)?;
+    let (db, q, cands) = setup(&args, &texts)?;
+    let effort = Effort {
+        threads: threads(args.jobs)?,
+        top: args.top.max(1),
+        exhaustive: args.exhaustive,
+    };
+    let progress = progress_bar("plan");
+    if let Some(s) = &args.shard {
+        let s = shard::parse(s)?;
+        let work = plan::run_shard(&cands, &q, &db, effort, s, &progress)?;
+        let doc = shard::document(&args, &texts, s, cands.len(), &work);
+        return emit(&args.output, &json_text(&doc)?);
+    }
+    let mut out = plan::run(cands, &q, &db, effort, &progress)?;
+    plan::degrade(&mut out.rows, &q, &db, effort.threads, effort.top);
+    render(&args, &q, &out)
+}
+
+/// The presets (built-in plus the files' `texts`), the question and its
+/// candidates with their classic-model figures.
+fn setup(
+    args: &Args,
+    texts: &[(String, String)],
+) -> Result<(PresetDb, Question, Vec<plan::Candidate>), Failure> {
+    let mut db = PresetDb::builtin();
+    for (f, text) in texts {
+        db.load_str(text)
+            .map_err(|e| Failure::input(format!("{f}: {e}")))?;
+    }
     if let Some(h) = &args.host {
         use_host(&mut db, h)?;
     }
-    let q = question(&args, &db)?;
+    let q = question(args, &db)?;
     let mut cands = plan::candidates(&q, &db)?;
     if cands.is_empty() {
         return Err(Failure::input(
@@ -129,24 +177,46 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ));
     }
     plan::set_bounds(&mut cands, &q, &db)?;
-    let progress = progress_bar("plan");
-    let mut out = plan::run(
-        cands,
+    Ok((db, q, cands))
+}
+
+/// `raidlab merge` of plan shard files: the unsharded plan's output.
+pub fn merge(
+    slices: &[(String, String)],
+    output: &Option<String>,
+    jobs: Option<usize>,
+) -> Result<(), Failure> {
+    let shard::Joined {
+        args,
+        presets,
+        work,
+    } = shard::join(slices)?;
+    let (db, q, cands) = setup(&args, &presets)?;
+    let effort = Effort {
+        threads: threads(jobs)?,
+        top: args.top.max(1),
+        exhaustive: args.exhaustive,
+    };
+    let out = plan::replay(&cands, &q, &db, effort, &shard::rows_of(work, &cands)?)?;
+    render(
+        &Args {
+            output: output.clone(),
+            ..args
+        },
         &q,
-        &db,
-        threads(args.jobs)?,
-        args.top.max(1),
-        args.exhaustive,
-        &progress,
-    )?;
-    plan::degrade(&mut out.rows, &q, &db, threads(args.jobs)?, args.top.max(1));
+        &out,
+    )
+}
+
+/// Print (and with --html write) the outcome as the arguments ask.
+fn render(args: &Args, q: &Question, out: &Outcome) -> Result<(), Failure> {
     if let Some(dir) = &args.html {
-        write_html(dir, &q, &out)?;
+        write_html(dir, q, out)?;
     }
     let text = match args.format {
-        Format::Table => table(&q, &out, args.top),
-        Format::Json => json_text(&to_json(&q, &out, args.top))?,
-        Format::Csv => csv(&q, &out, args.top),
+        Format::Table => table(q, out, args.top),
+        Format::Json => json_text(&to_json(q, out, args.top))?,
+        Format::Csv => csv(q, out, args.top),
     };
     emit(&args.output, &text)
 }
