@@ -117,7 +117,7 @@ pub fn cost(level: Level, d: u32, pattern: Pattern) -> Result<Cost> {
     }
     if level == Level::Concat {
         return Err(Error::Input(
-            "the model covers raid0, raid1, raid5, raid6 and raid10, not concat".into(),
+            "the model covers raid0, raid1, raid4, raid5, raid6 and raid10, not concat".into(),
         ));
     }
     let df = d as f64;
@@ -133,7 +133,12 @@ pub fn cost(level: Level, d: u32, pattern: Pattern) -> Result<Cost> {
         (Level::Raid10, LargeSequentialWrite) => (1, 2, 2.0 * df),
         // Read old data and parity, write both.
         (Level::Raid5, SmallRandomWrite) => (1, 4, 4.0),
-        (Level::Raid5, LargeSequentialWrite) => (d - 1, d, df + 1.0),
+        (Level::Raid4 | Level::Raid5, LargeSequentialWrite) => (d - 1, d, df + 1.0),
+        // As RAID 5, but every write's parity read and write fall on the
+        // one parity member: two of its I/Os per write cap the array at
+        // half a drive, T/C = 1/(2d) (Patterson, Gibson and Katz 1988,
+        // "A Case for RAID", level 4's small writes).
+        (Level::Raid4, SmallRandomWrite) => (1, 2 * d, 4.0),
         // Read old data, P and Q, write all three.
         (Level::Raid6, SmallRandomWrite) => (1, 6, 6.0),
         (Level::Raid6, LargeSequentialWrite) => (d - 2, d, df + 2.0),
@@ -143,7 +148,7 @@ pub fn cost(level: Level, d: u32, pattern: Pattern) -> Result<Cost> {
         Level::Raid0 | Level::Concat => 1.0,
         Level::Raid1 => 1.0 / df,
         Level::Raid10 => 0.5,
-        Level::Raid5 => (df - 1.0) / df,
+        Level::Raid4 | Level::Raid5 => (df - 1.0) / df,
         Level::Raid6 => (df - 2.0) / df,
     };
     let tc = num as f64 / den as f64;

@@ -81,7 +81,7 @@ fn controller(c: &Controller, state: impl Fn(&Device) -> SsdState + Copy) -> Str
 
 fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
     let mut opts = vec![format!("stripe={}", format_size(a.stripe))];
-    if matches!(a.level, Level::Raid5 | Level::Raid6) {
+    if matches!(a.level, Level::Raid4 | Level::Raid5 | Level::Raid6) {
         opts.push(format!("layout={}", a.layout.word()));
     }
     if a.spares > 0 {

@@ -591,6 +591,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 a.stripe = Some(s);
             }
             "layout" => match level {
+                Level::Raid4 => return invalid(o.col, "raid4 has one layout, parity on its last member (md's level 4): no layout="),
                 Level::Raid5 | Level::Raid6 => {
                     a.layout = ParityLayout::from_word(&o.value).ok_or_else(|| Error::Invalid {
                         col: o.col,
@@ -1431,6 +1432,8 @@ mod tests {
         );
         assert!(err("nope").contains("unknown preset 'nope'"));
         assert!(err("raid5(2*x25e)").contains("raid5 with 2 active members"));
+        assert!(err("raid4[layout=left-symmetric](4*x25e)").contains("no layout="));
+        assert!(err("raid4(2*x25e)").contains("raid4 with 2 active members"));
         assert!(err("raid6(3*x25e)").contains("raid6 with 3"));
         assert!(err("raid0[stripe=48k](2*x25e)").contains("power of two"));
         assert!(err("raid0[stripe=48k](2*x25e)").contains("column 7"));

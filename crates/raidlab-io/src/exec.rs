@@ -134,7 +134,7 @@ impl Vol {
                     .iter()
                     .map(|c| matches!(c, RealNode::Missing))
                     .collect();
-                self.has_parity |= matches!(level, Level::Raid5 | Level::Raid6);
+                self.has_parity |= matches!(level, Level::Raid4 | Level::Raid5 | Level::Raid6);
                 let cap = geo.capacity();
                 self.nodes[id] = VNode::Array {
                     geo,
@@ -268,7 +268,7 @@ impl Vol {
         };
         let c = geo.chunk();
         match geo.level() {
-            Level::Raid5 | Level::Raid6 => {
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 let sb = c * geo.data_disks() as u64;
                 for s in off / sb..(off + len).div_ceil(sb) {
                     out.push((n as u32, s));
@@ -559,7 +559,7 @@ impl<'a, 'm> Exec<'a, 'm> {
                         .expect("a surviving copy");
                     futs.push(self.read(children[c], co, head));
                 }
-                Level::Raid5 | Level::Raid6 if failed[m] => {
+                Level::Raid4 | Level::Raid5 | Level::Raid6 if failed[m] => {
                     futs.push(Box::pin(self.rebuild_piece(geo, children, failed, p, head)));
                 }
                 _ => futs.push(self.read(children[m], p.member_off, head)),
@@ -625,7 +625,7 @@ impl<'a, 'm> Exec<'a, 'm> {
     ) -> BoxFut<'b, Res> {
         let mut futs: Vec<BoxFut<'b, Res>> = Vec::new();
         match geo.level() {
-            Level::Raid5 | Level::Raid6 => {
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 let mut plan = Vec::new();
                 geo.write_plan(off, data.len() as u64, &mut plan);
                 for op in plan {
@@ -880,7 +880,7 @@ impl<'d> RowWrite<'d> {
 fn gen_parity<B: AsRef<[u8]>>(geo: &Geometry, stripe: u64, rows: &[B], p: &mut [u8], q: &mut [u8]) {
     let dd = geo.data_disks();
     match geo.level() {
-        Level::Raid5 => {
+        Level::Raid4 | Level::Raid5 => {
             let data: Vec<&[u8]> = (0..dd)
                 .map(|k| rows[geo.data_member(stripe, k)].as_ref())
                 .collect();

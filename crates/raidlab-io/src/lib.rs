@@ -158,7 +158,7 @@ fn needed_leaf_size(n: &RealNode, span: u64, out: &mut Vec<(usize, u64)>) {
             let k = children.len() as u64;
             let per = match level {
                 Level::Raid0 => span.div_ceil(k * chunk) * chunk,
-                Level::Raid5 => span.div_ceil((k - 1) * chunk) * chunk,
+                Level::Raid4 | Level::Raid5 => span.div_ceil((k - 1) * chunk) * chunk,
                 Level::Raid6 => span.div_ceil((k - 2) * chunk) * chunk,
                 Level::Raid10 => (span * 2).div_ceil(k * chunk) * chunk + chunk,
                 Level::Raid1 => span.next_multiple_of(512),

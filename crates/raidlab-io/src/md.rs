@@ -142,6 +142,7 @@ pub fn md_level(level: Level) -> i32 {
         Level::Concat => -1,
         Level::Raid0 => 0,
         Level::Raid1 => 1,
+        Level::Raid4 => 4,
         Level::Raid5 => 5,
         Level::Raid6 => 6,
         Level::Raid10 => 10,
@@ -151,7 +152,8 @@ pub fn md_level(level: Level) -> i32 {
 /// md's `layout` field: RAID 5/6 algorithms as `ALGORITHM_*` in the
 /// kernel's raid5.h (left-asymmetric 0, right-asymmetric 1,
 /// left-symmetric 2, right-symmetric 3); RAID 10 `n2` is near copies 2, far
-/// copies 1 (`(far << 8) | near`); other levels 0.
+/// copies 1 (`(far << 8) | near`); other levels 0 (RAID 4 too, as mdadm
+/// writes it: md's level 4 has one layout, parity on the last member).
 pub fn md_layout(level: Level, layout: ParityLayout) -> u32 {
     match level {
         Level::Raid5 | Level::Raid6 => match layout {
@@ -181,7 +183,7 @@ pub fn layout_word(level: i32, layout: u32) -> String {
 pub fn level_word(level: i32) -> String {
     match level {
         -1 => "concat (linear)".into(),
-        0 | 1 | 5 | 6 | 10 => format!("raid{level}"),
+        0 | 1 | 4 | 5 | 6 | 10 => format!("raid{level}"),
         l => format!("level {l}"),
     }
 }

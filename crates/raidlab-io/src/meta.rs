@@ -224,7 +224,7 @@ fn bitmap_eligible(root: &RealNode) -> bool {
         } => {
             matches!(
                 level,
-                Level::Raid1 | Level::Raid5 | Level::Raid6 | Level::Raid10
+                Level::Raid1 | Level::Raid4 | Level::Raid5 | Level::Raid6 | Level::Raid10
             ) && children
                 .iter()
                 .all(|c| matches!(c, RealNode::Member(_) | RealNode::Missing))

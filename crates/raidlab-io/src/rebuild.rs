@@ -136,7 +136,7 @@ fn content(
             let x = (off / c) * geo.members() as u64 + t.slot as u64;
             read(x / 2 * c + off % c, out)
         }
-        Level::Raid5 | Level::Raid6 => {
+        Level::Raid4 | Level::Raid5 | Level::Raid6 => {
             let s = off / c;
             let dd = geo.data_disks();
             read(s * dd as u64 * c, row)?;

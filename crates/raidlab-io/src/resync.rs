@@ -67,7 +67,7 @@ pub(crate) fn resync(
             "a degraded array is never resynced"
         );
         let row = match geo.level() {
-            Level::Raid5 | Level::Raid6 => geo.chunk() * geo.data_disks() as u64,
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => geo.chunk() * geo.data_disks() as u64,
             // Mirrors: any whole sectors.
             Level::Raid1 | Level::Raid10 => 512,
             Level::Raid0 | Level::Concat => continue,

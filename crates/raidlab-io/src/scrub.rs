@@ -135,7 +135,9 @@ impl Scrubber<'_, '_> {
             a.skipped = Some("a member is missing: nothing to compare".into());
         } else {
             match geo.level() {
-                Level::Raid5 | Level::Raid6 => self.parity_rows(geo, children, &mut a)?,
+                Level::Raid4 | Level::Raid5 | Level::Raid6 => {
+                    self.parity_rows(geo, children, &mut a)?
+                }
                 Level::Raid1 | Level::Raid10 => self.mirror_rows(geo, children, &mut a)?,
                 Level::Raid0 | Level::Concat => a.skipped = Some("no redundancy".into()),
             }
@@ -211,7 +213,7 @@ impl Scrubber<'_, '_> {
                     len: BLOCK.min(chunk - blk),
                 };
                 match geo.level() {
-                    Level::Raid5 => self.raid5_block(geo, kids, at, &mut bufs, a)?,
+                    Level::Raid4 | Level::Raid5 => self.raid5_block(geo, kids, at, &mut bufs, a)?,
                     _ => self.raid6_block(geo, kids, at, &mut bufs, a)?,
                 }
             }

@@ -236,7 +236,7 @@ impl RealTopology {
                         "stripe={}",
                         raidlab_core::units::format_size(*chunk)
                     )];
-                    if matches!(level, Level::Raid5 | Level::Raid6) {
+                    if matches!(level, Level::Raid4 | Level::Raid5 | Level::Raid6) {
                         opts.push(format!("layout={}", layout.word()));
                     }
                     if !spares.is_empty() {

@@ -28,6 +28,10 @@ pub enum Level {
     Raid0,
     /// n-way mirror.
     Raid1,
+    /// Single parity on a dedicated member, the last (md's level 4:
+    /// `raid5_compute_sector` puts parity on member `data_disks` and data
+    /// chunk k on member k).
+    Raid4,
     /// Single rotating parity.
     Raid5,
     /// P + Q rotating parity.
@@ -44,6 +48,7 @@ impl Level {
         Some(match s {
             "raid0" => Level::Raid0,
             "raid1" => Level::Raid1,
+            "raid4" => Level::Raid4,
             "raid5" => Level::Raid5,
             "raid6" => Level::Raid6,
             "raid10" => Level::Raid10,
@@ -56,6 +61,7 @@ impl Level {
         match self {
             Level::Raid0 => "raid0",
             Level::Raid1 => "raid1",
+            Level::Raid4 => "raid4",
             Level::Raid5 => "raid5",
             Level::Raid6 => "raid6",
             Level::Raid10 => "raid10",
@@ -67,8 +73,17 @@ impl Level {
         match self {
             Level::Raid0 | Level::Concat => 1,
             Level::Raid1 | Level::Raid10 => 2,
-            Level::Raid5 => 3,
+            Level::Raid4 | Level::Raid5 => 3,
             Level::Raid6 => 4,
+        }
+    }
+
+    /// Parity members per stripe: 1 for RAID 4 and 5, 2 for RAID 6.
+    pub fn parity_members(self) -> usize {
+        match self {
+            Level::Raid4 | Level::Raid5 => 1,
+            Level::Raid6 => 2,
+            _ => 0,
         }
     }
 
@@ -78,7 +93,7 @@ impl Level {
         match self {
             Level::Raid0 | Level::Concat => missing.is_empty(),
             Level::Raid1 => missing.len() < n,
-            Level::Raid5 => missing.len() <= 1,
+            Level::Raid4 | Level::Raid5 => missing.len() <= 1,
             Level::Raid6 => missing.len() <= 2,
             // near-2: chunk x lives on members 2x and 2x+1 (mod n). With n
             // even those are fixed pairs; with n odd every two neighbours
@@ -255,7 +270,7 @@ impl Geometry {
     /// Data chunks per stripe.
     pub fn data_disks(&self) -> usize {
         match self.level {
-            Level::Raid5 => self.n - 1,
+            Level::Raid4 | Level::Raid5 => self.n - 1,
             Level::Raid6 => self.n - 2,
             Level::Raid0 => self.n,
             _ => 1,
@@ -265,7 +280,7 @@ impl Geometry {
     /// Volume capacity in bytes.
     pub fn capacity(&self) -> u64 {
         match self.level {
-            Level::Raid0 | Level::Raid5 | Level::Raid6 => {
+            Level::Raid0 | Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 self.member_size * self.data_disks() as u64
             }
             Level::Raid1 => self.member_size,
@@ -274,11 +289,12 @@ impl Geometry {
         }
     }
 
-    /// Parity member(s) of a stripe: (P, Q). RAID 5 has no Q.
+    /// Parity member(s) of a stripe: (P, Q). RAID 4 and 5 have no Q.
     pub fn parity_of(&self, stripe: u64) -> (usize, Option<usize>) {
         let n = self.n as u64;
         let r = (stripe % n) as usize;
         match self.level {
+            Level::Raid4 => (self.n - 1, None),
             Level::Raid5 => {
                 let pd = match self.layout {
                     ParityLayout::LeftSymmetric | ParityLayout::LeftAsymmetric => self.n - 1 - r,
@@ -312,6 +328,7 @@ impl Geometry {
     pub fn data_member(&self, stripe: u64, k: usize) -> usize {
         let (pd, _) = self.parity_of(stripe);
         match (self.level, self.layout) {
+            (Level::Raid4, _) => k,
             (Level::Raid5, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => {
                 (pd + 1 + k) % self.n
             }
@@ -374,7 +391,7 @@ impl Geometry {
                     (x / self.n as u64) * c + within,
                 )
             }
-            Level::Raid5 | Level::Raid6 => {
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 let dd = self.data_disks() as u64;
                 let stripe = chunk / dd;
                 let k = (chunk % dd) as usize;
@@ -408,7 +425,7 @@ impl Geometry {
                 let x = (off / c) * self.n as u64 + member as u64;
                 (x.is_multiple_of(2) && x / 2 * c < self.capacity()).then(|| x / 2 * c + off % c)
             }
-            Level::Raid5 | Level::Raid6 => {
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 if off >= self.member_size {
                     return None;
                 }
@@ -432,7 +449,7 @@ impl Geometry {
         let c = self.chunk;
         let last = off + len.max(1) - 1;
         match self.level {
-            Level::Raid5 | Level::Raid6 => {
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 let sb = c * self.data_disks() as u64;
                 (off / sb * c, (last / sb + 1) * c)
             }

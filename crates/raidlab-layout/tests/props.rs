@@ -9,11 +9,21 @@ fn level() -> impl Strategy<Value = Level> {
     prop_oneof![
         Just(Level::Raid0),
         Just(Level::Raid1),
+        Just(Level::Raid4),
         Just(Level::Raid5),
         Just(Level::Raid6),
         Just(Level::Raid10),
         Just(Level::Concat)
     ]
+}
+
+/// A parity level by `pick`: RAID 4, 5, or 6 where `n` allows it.
+fn parity_level(pick: u8, n: usize) -> Level {
+    match pick % 3 {
+        0 => Level::Raid4,
+        2 if n >= 4 => Level::Raid6,
+        _ => Level::Raid5,
+    }
 }
 
 fn layout() -> impl Strategy<Value = ParityLayout> {
@@ -114,6 +124,20 @@ proptest! {
         if lvl == Level::Raid6 { prop_assert!(qcount.iter().all(|&c| c == 1)); }
     }
 
+    /// RAID 4 keeps parity on its last member and data chunk k of every
+    /// stripe on member k (md's level 4), whatever layout is named.
+    #[test]
+    fn raid4_parity_stays_on_the_last_member(n in 3usize..10, lay in layout(), s in 0u64..1000) {
+        let geo = Geometry::new(Level::Raid4, 4096, lay, &vec![1 << 20; n]).unwrap();
+        prop_assert_eq!(geo.parity_of(s), (n - 1, None));
+        for k in 0..n - 1 {
+            prop_assert_eq!(geo.data_member(s, k), k);
+            let vol = (s * (n as u64 - 1) + k as u64) * 4096;
+            prop_assert_eq!(geo.locate(vol), (k, s * 4096));
+        }
+        prop_assert_eq!(geo.reverse(n - 1, s * 4096), None);
+    }
+
     /// A stripe's lost member is recomputed exactly from the others: one for
     /// raid5 (XOR), any two for raid6 (P+Q over GF(2^8)).
     #[test]
@@ -149,8 +173,8 @@ proptest! {
     /// Write plans: writes cover exactly the data written plus parity rows;
     /// full-stripe writes read nothing.
     #[test]
-    fn write_plans_cover_the_write(n in 3usize..8, a in 0u64..64, l in 1u64..64, r6 in any::<bool>()) {
-        let lvl = if r6 && n >= 4 { Level::Raid6 } else { Level::Raid5 };
+    fn write_plans_cover_the_write(n in 3usize..8, a in 0u64..64, l in 1u64..64, pick in any::<u8>()) {
+        let lvl = parity_level(pick, n);
         let geo = Geometry::new(lvl, 4096, ParityLayout::LeftSymmetric, &vec![1 << 20; n]).unwrap();
         let off = a * 1024;
         let len = l * 1024;
@@ -172,8 +196,8 @@ proptest! {
     }
 
     #[test]
-    fn rmw_plans_write_what_md_writes_and_read_it_first(n in 3usize..8, a in 0u64..64, l in 1u64..64, r6 in any::<bool>()) {
-        let lvl = if r6 && n >= 4 { Level::Raid6 } else { Level::Raid5 };
+    fn rmw_plans_write_what_md_writes_and_read_it_first(n in 3usize..8, a in 0u64..64, l in 1u64..64, pick in any::<u8>()) {
+        let lvl = parity_level(pick, n);
         let geo = Geometry::new(lvl, 4096, ParityLayout::LeftSymmetric, &vec![1 << 20; n]).unwrap();
         let (off, len) = (a * 1024, l * 1024);
         let (mut md, mut rmw) = (Vec::new(), Vec::new());

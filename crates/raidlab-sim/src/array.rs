@@ -306,7 +306,7 @@ impl ArrayComp {
     /// The member reads and writes request `r` needs.
     #[inline]
     fn plan_request(&mut self, r: &Req, plan: &mut Plan) {
-        let parity = matches!(self.geo.level(), Level::Raid5 | Level::Raid6);
+        let parity = matches!(self.geo.level(), Level::Raid4 | Level::Raid5 | Level::Raid6);
         let chunk = self.geo.chunk();
         let single = r.offset % chunk + r.len as u64 <= chunk && self.geo.level() != Level::Concat;
         match (r.op, parity) {
@@ -366,7 +366,10 @@ impl ArrayComp {
     /// readable members of the stripe as it has data chunks (Q left out
     /// where P will do), XORed (or P+Q-solved) together.
     fn reconstruct(&self, m: usize, off: u64, len: u64, plan: &mut Plan) {
-        debug_assert!(matches!(self.geo.level(), Level::Raid5 | Level::Raid6));
+        debug_assert!(matches!(
+            self.geo.level(),
+            Level::Raid4 | Level::Raid5 | Level::Raid6
+        ));
         let dd = self.geo.data_disks();
         let (_, q) = self.geo.parity_of(off / self.geo.chunk());
         let readable: Vec<usize> = (0..self.members.len())
@@ -626,7 +629,9 @@ impl ArrayComp {
         let mut plan = std::mem::take(&mut self.plans[p as usize]);
         plan.rebuild = true;
         match self.geo.level() {
-            Level::Raid5 | Level::Raid6 => self.reconstruct(slot, pos, len, &mut plan),
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => {
+                self.reconstruct(slot, pos, len, &mut plan)
+            }
             _ => {
                 // A mirror copy: the slot's chunk is volume chunk x / 2 of
                 // the doubled sequence (RAID 10), or the same bytes (RAID 1).

@@ -712,7 +712,7 @@ impl CtrlVol {
         let g = self.cfg.geo.as_ref()?;
         if !matches!(
             g.level(),
-            Level::Raid0 | Level::Raid10 | Level::Raid5 | Level::Raid6
+            Level::Raid0 | Level::Raid10 | Level::Raid4 | Level::Raid5 | Level::Raid6
         ) {
             return None;
         }

@@ -288,7 +288,7 @@ impl Builder<'_> {
         // stripe handling is single-threaded unless group_thread_cnt is
         // raised from its default of 0; taken to hold for Windows' RAID-5
         // volumes too, for want of a published figure). Its time is host CPU.
-        let parity = if matches!(a.level, Level::Raid5 | Level::Raid6) {
+        let parity = if matches!(a.level, Level::Raid4 | Level::Raid5 | Level::Raid6) {
             let p = self.ctx.add_pool(1);
             self.parity_threads.push(p);
             p

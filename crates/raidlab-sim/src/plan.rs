@@ -165,16 +165,19 @@ pub fn tolerance(level: Level, n: u32) -> u32 {
     match level {
         Level::Raid0 | Level::Concat => 0,
         Level::Raid1 => n.saturating_sub(1),
-        Level::Raid5 | Level::Raid10 => 1,
+        Level::Raid4 | Level::Raid5 | Level::Raid10 => 1,
         Level::Raid6 => 2,
     }
 }
 
-/// The levels a plan considers.
-const LEVELS: [Level; 5] = [
+/// The levels a plan considers. RAID 4 only when `--levels` names it: it
+/// is RAID 5 with every write's parity on one member, never ahead of it on
+/// speed, and its parity member wears fastest (the reason to ask).
+const LEVELS: [Level; 6] = [
     Level::Raid0,
     Level::Raid1,
     Level::Raid10,
+    Level::Raid4,
     Level::Raid5,
     Level::Raid6,
 ];
@@ -224,10 +227,13 @@ impl Layout {
 /// controller constraints (capacity and budget are checked once resolved).
 fn expressions(q: &Question, db: &PresetDb, drive: &str) -> Vec<Layout> {
     let mut out = Vec::new();
-    for level in LEVELS
-        .into_iter()
-        .filter(|l| q.levels.is_empty() || q.levels.contains(l))
-    {
+    for level in LEVELS.into_iter().filter(|l| {
+        if q.levels.is_empty() {
+            *l != Level::Raid4
+        } else {
+            q.levels.contains(l)
+        }
+    }) {
         for n in counts(level, q.survive, q.max_drives) {
             if tolerance(level, n) < q.survive {
                 continue;
@@ -282,6 +288,9 @@ fn controller_layouts(
         return;
     };
     let raid = p.cache_mb > 0;
+    // RAID controllers' firmware (MegaRAID, Adaptec) offers RAID 0, 1, 5,
+    // 6, 10, 50 and 60, not 4: RAID 4 is md's alone, over their volumes.
+    let hw = raid && level != Level::Raid4;
     let policies: &[&str] = if raid { &POLICIES } else { &["mode=jbod"] };
     let name = level.word();
     for k in 1..=q.max_controllers.max(1) {
@@ -289,8 +298,8 @@ fn controller_layouts(
             continue;
         }
         let per = n / k;
-        let nests = raid && k > 1 && per >= level.min_members() as u32 && level != Level::Raid0;
-        for s in HW_STRIPES_KB.iter().filter(|_| raid) {
+        let nests = hw && k > 1 && per >= level.min_members() as u32 && level != Level::Raid0;
+        for s in HW_STRIPES_KB.iter().filter(|_| hw) {
             for pol in policies {
                 let arr = |m: u32| format!("{c}[{pol}]({name}{}({m}*{drive}))", stripe(level, *s));
                 if k == 1 {

@@ -286,3 +286,54 @@ fn sharded_plans_replay_to_the_unsharded_plan() {
         }
     }
 }
+
+/// RAID 4's dedicated parity member takes a parity write for every write
+/// and wears out first; RAID 5 rotates parity and wears its members alike.
+/// With `--levels raid4,raid5` and the endurance objective, RAID 5 ranks
+/// first.
+#[test]
+fn raid4_parity_member_wears_first_and_raid5_spreads_it() {
+    let db = PresetDb::builtin();
+    let w = raidlab_core::workload::Workload::parse(
+        "rw=randwrite bs=4k iodepth=16 numjobs=2 runtime=1",
+    )
+    .unwrap();
+    let members = |t: &str| -> Vec<f64> {
+        let t = raidlab_core::topology::resolve(t, &db).unwrap();
+        let r = raidlab_sim::simulate(&t, &w, 1).unwrap();
+        r.components
+            .iter()
+            .filter_map(|c| c.wear.and_then(|w| w.years_to_rated))
+            .collect()
+    };
+    let r4 = members("raid4[stripe=64k](4*s3500-480)");
+    let r5 = members("raid5[stripe=64k](4*s3500-480)");
+    assert_eq!((r4.len(), r5.len()), (4, 4));
+    let data_min = r4[..3].iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(
+        r4[3] * 2.0 < data_min,
+        "RAID 4's parity member wears at least twice as fast: {r4:?}"
+    );
+    let (lo, hi) = r5
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), &y| (l.min(y), h.max(y)));
+    assert!(hi / lo < 1.2, "RAID 5 spreads parity: {r5:?}");
+    let mut q = question(
+        "rw=randwrite bs=4k iodepth=16 numjobs=2 runtime=0.5",
+        900_000_000_000,
+        1,
+        "s3500-480",
+        &["none"],
+    );
+    q.max_drives = 4;
+    q.levels = vec![Level::Raid4, Level::Raid5];
+    q.objective = Objective::Endurance;
+    let rows = rows(&q, 4, true);
+    assert!(rows.iter().any(|r| r.candidate.level == Level::Raid4));
+    assert_eq!(
+        rows[0].candidate.level,
+        Level::Raid5,
+        "{}",
+        rows[0].candidate.topology
+    );
+}

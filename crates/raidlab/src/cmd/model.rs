@@ -19,7 +19,7 @@ use raidlab_report::text as table;
 /// `--one-drive`. Expected array throughput = T/C × drives × one drive.
 #[derive(clap::Args)]
 pub struct Args {
-    /// RAID level: raid0, raid1, raid5, raid6, raid10.
+    /// RAID level: raid0, raid1, raid4, raid5, raid6, raid10.
     #[arg(long)]
     level: String,
     /// Number of drives.
@@ -53,7 +53,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     let level = Level::from_word(&args.level).ok_or_else(|| {
         Failure::input(format!(
-            "unknown level '{}' (raid0, raid1, raid5, raid6, raid10)",
+            "unknown level '{}' (raid0, raid1, raid4, raid5, raid6, raid10)",
             args.level
         ))
     })?;

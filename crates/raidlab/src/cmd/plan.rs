@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', required = true)]
     drives: Vec<String>,
     /// RAID levels to consider, comma-separated (default: raid0, raid1,
-    /// raid10, raid5, raid6 as --survive allows).
+    /// raid10, raid5, raid6 as --survive allows; raid4 only when named).
     #[arg(long, value_delimiter = ',')]
     levels: Vec<String>,
     /// Extra SSD over-provisioning to try, % of capacity, comma-separated
@@ -325,7 +325,7 @@ fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
             .iter()
             .map(|l| match Level::from_word(l) {
                 Some(Level::Concat) | None => Err(Failure::input(format!(
-                    "--levels: '{l}' is not raid0, raid1, raid10, raid5 or raid6"
+                    "--levels: '{l}' is not raid0, raid1, raid10, raid4, raid5 or raid6"
                 ))),
                 Some(l) => Ok(l),
             })
