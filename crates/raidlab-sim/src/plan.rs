@@ -133,6 +133,9 @@ pub struct Candidate {
     pub cost: Option<f64>,
     /// The classic model's throughput figure (IOPS or MB/s), for pruning.
     pub bound: Option<f64>,
+    /// The expression with one member failed and a hot spare rebuilding
+    /// (`None` for a level without redundancy).
+    pub degraded: Option<String>,
 }
 
 /// A configuration's figures under the question's workloads.
@@ -208,6 +211,7 @@ struct Layout {
     kind: Kind,
     k: u32,
     controller: Option<String>,
+    degraded: Option<String>,
 }
 
 impl Layout {
@@ -219,7 +223,37 @@ impl Layout {
             kind,
             k,
             controller: c.map(str::to_string),
+            degraded: None,
         }
+    }
+
+    /// The same layout with `degraded` as its degraded form, where its
+    /// level survives a failure.
+    fn or_degraded(mut self, degraded: impl FnOnce() -> String) -> Layout {
+        if !matches!(self.level, Level::Raid0 | Level::Concat) {
+            self.degraded = Some(degraded());
+        }
+        self
+    }
+}
+
+/// The options of an array: its stripe (none for RAID 1), and with `spare`
+/// one hot spare first.
+fn array_opts(level: Level, kb: u32, spare: bool) -> String {
+    match (level == Level::Raid1, spare) {
+        (true, false) => String::new(),
+        (true, true) => "[spares=1]".into(),
+        (false, false) => format!("[stripe={kb}k]"),
+        (false, true) => format!("[spares=1,stripe={kb}k]"),
+    }
+}
+
+/// `n` members of `leaf`, the first failed and one spare after them:
+/// `(n-1*leaf, missing, leaf)`.
+fn failed_members(n: u32, leaf: &str) -> String {
+    match n {
+        0 | 1 => format!("(missing, {leaf})"),
+        n => format!("({}*{leaf}, missing, {leaf})", n - 1),
     }
 }
 
@@ -242,8 +276,15 @@ fn expressions(q: &Question, db: &PresetDb, drive: &str) -> Vec<Layout> {
                 match c {
                     None => {
                         for s in MD_STRIPES_KB {
-                            let e = format!("{}{}({n}*{drive})", level.word(), stripe(level, s));
-                            out.push(Layout::new(e, level, n, Kind::Md, 0, None));
+                            let name = level.word();
+                            let e = format!("{name}{}({n}*{drive})", array_opts(level, s, false));
+                            let failed = || {
+                                let spare = array_opts(level, s, true);
+                                format!("{name}{spare}{}", failed_members(n, drive))
+                            };
+                            out.push(
+                                Layout::new(e, level, n, Kind::Md, 0, None).or_degraded(failed),
+                            );
                         }
                     }
                     Some(c) => controller_layouts(q, db, c, drive, level, n, &mut out),
@@ -252,15 +293,6 @@ fn expressions(q: &Question, db: &PresetDb, drive: &str) -> Vec<Layout> {
         }
     }
     out
-}
-
-/// The stripe option of an array (none for RAID 1, which has no stripe).
-fn stripe(level: Level, kb: u32) -> String {
-    if level == Level::Raid1 {
-        String::new()
-    } else {
-        format!("[stripe={kb}k]")
-    }
 }
 
 /// The controller's cache policies tried: write-back with and without
@@ -299,31 +331,55 @@ fn controller_layouts(
         }
         let per = n / k;
         let nests = hw && k > 1 && per >= level.min_members() as u32 && level != Level::Raid0;
-        for s in HW_STRIPES_KB.iter().filter(|_| hw) {
+        for s in HW_STRIPES_KB.into_iter().filter(|_| hw) {
             for pol in policies {
-                let arr = |m: u32| format!("{c}[{pol}]({name}{}({m}*{drive}))", stripe(level, *s));
+                let arr = |m: u32| {
+                    format!(
+                        "{c}[{pol}]({name}{}({m}*{drive}))",
+                        array_opts(level, s, false)
+                    )
+                };
+                let failed = |m: u32| {
+                    let spare = array_opts(level, s, true);
+                    format!("{c}[{pol}]({name}{spare}{})", failed_members(m, drive))
+                };
                 if k == 1 {
-                    out.push(Layout::new(arr(n), level, n, Kind::Hardware, 1, Some(c)));
+                    let l = Layout::new(arr(n), level, n, Kind::Hardware, 1, Some(c));
+                    out.push(l.or_degraded(|| failed(n)));
                 }
                 if nests {
-                    let e = format!(
-                        "raid0[stripe={s}k]({})",
-                        vec![arr(per); k as usize].join(", ")
-                    );
-                    out.push(Layout::new(e, level, n, Kind::Nested, k, Some(c)));
+                    // The first controller's array degraded, the rest whole.
+                    let nest = |first: String| {
+                        let mut v = vec![arr(per); k as usize];
+                        v[0] = first;
+                        format!("raid0[stripe={s}k]({})", v.join(", "))
+                    };
+                    let l = Layout::new(nest(arr(per)), level, n, Kind::Nested, k, Some(c));
+                    out.push(l.or_degraded(|| nest(failed(per))));
                 }
             }
         }
         for s in MD_STRIPES_KB {
             for pol in policies {
                 let mode = if raid { "mode=volume," } else { "" };
-                let vol = format!("{c}[{mode}{pol}]({per}*{drive})");
+                let vol = |m: u32| format!("{c}[{mode}{pol}]({m}*{drive})");
                 let e = format!(
                     "{name}{}({})",
-                    stripe(level, s),
-                    vec![vol; k as usize].join(", ")
+                    array_opts(level, s, false),
+                    vec![vol(per); k as usize].join(", ")
                 );
-                out.push(Layout::new(e, level, n, Kind::MdOverVolumes, k, Some(c)));
+                // The first controller's last volume failed. The spare is
+                // on a host port: the grammar's `missing` stands for a
+                // device and copies a device sibling of its array.
+                let failed = || {
+                    let mut v: Vec<String> = (per > 1).then(|| vol(per - 1)).into_iter().collect();
+                    v.push("missing".into());
+                    v.extend((1..k).map(|_| vol(per)));
+                    v.push(drive.to_string());
+                    format!("{name}{}({})", array_opts(level, s, true), v.join(", "))
+                };
+                let l = Layout::new(e, level, n, Kind::MdOverVolumes, k, Some(c));
+                out.push(l.or_degraded(failed));
             }
         }
     }
@@ -407,6 +463,7 @@ fn candidate(
         usable_bytes: usable,
         cost,
         bound: None,
+        degraded: l.degraded,
     }))
 }
 
@@ -1062,27 +1119,13 @@ pub fn row_why(rows: &[Row], i: usize, o: Objective) -> String {
     )
 }
 
-/// The expression of `c` with its first member failed and one hot spare
-/// taking its place (rebuilt during the run), for host and hardware RAID
-/// of a level that survives a failure; `None` for other layouts.
+/// The expression of `c` with one member failed and one hot spare taking
+/// its place (rebuilt during the run), for a level that survives a
+/// failure: host RAID's first member; hardware RAID's first member, in the
+/// first controller's array of a nested layout; md over controllers'
+/// volumes, the first controller's last volume, the spare on a host port.
 pub fn degraded_expr(c: &Candidate) -> Option<String> {
-    if c.survives == 0 || !matches!(c.kind, Kind::Md | Kind::Hardware) {
-        return None;
-    }
-    let leaf = match c.op_pct {
-        0 => c.drive.clone(),
-        op => format!("{}[op={op}%]", c.drive),
-    };
-    let members = format!("({}*{leaf})", c.drives);
-    let failed = format!("({}*{leaf}, missing, {leaf})", c.drives - 1);
-    let word = c.level.word();
-    let e = c.topology.replacen(&members, &failed, 1);
-    let e = if e.contains(&format!("{word}[")) {
-        e.replacen(&format!("{word}["), &format!("{word}[spares=1,"), 1)
-    } else {
-        e.replacen(&format!("{word}("), &format!("{word}[spares=1]("), 1)
-    };
-    (e != c.topology).then_some(e)
+    c.degraded.clone().filter(|_| c.survives > 0)
 }
 
 /// Degraded IOPS and rebuild hours of `c`: one member failed, a spare

@@ -337,3 +337,46 @@ fn raid4_parity_member_wears_first_and_raid5_spreads_it() {
         rows[0].candidate.topology
     );
 }
+
+/// Every kind of layout that survives a failure has a degraded form that
+/// resolves and runs — host RAID, hardware RAID, md over controllers'
+/// volumes and nested arrays — with fewer IOPS than whole and a rebuild
+/// time; a layout without redundancy has none.
+#[test]
+fn every_redundant_kind_is_measured_degraded() {
+    let mut q = question(
+        "rw=randrw rwmixread=70 bs=8k iodepth=16 numjobs=4 runtime=1",
+        900_000_000_000,
+        1,
+        "s3500-480",
+        &["none", "megaraid9361"],
+    );
+    q.max_drives = 6;
+    q.levels = vec![Level::Raid5];
+    let db = PresetDb::builtin();
+    let cands = candidates(&q, &db);
+    for kind in [Kind::Md, Kind::Hardware, Kind::MdOverVolumes, Kind::Nested] {
+        // Over two controllers where the kind spans several.
+        let k = match kind {
+            Kind::Md | Kind::Hardware => 0..=1,
+            _ => 2..=2,
+        };
+        let c = cands
+            .iter()
+            .find(|c| c.kind == kind && c.drives == 6 && k.contains(&c.controllers))
+            .unwrap_or_else(|| panic!("no {kind:?} candidate"));
+        let e =
+            plan::degraded_expr(c).unwrap_or_else(|| panic!("{}: no degraded form", c.topology));
+        assert_eq!(e.matches("missing").count(), 1, "{e}");
+        let whole = plan::evaluate(c, &q, &db).expect("whole");
+        let (iops, hours) =
+            plan::degraded_figures(c, &q, &db).unwrap_or_else(|| panic!("{e} did not run"));
+        assert!(iops < whole.iops, "{e}: degraded {iops} vs {}", whole.iops);
+        assert!(hours.is_some_and(|h| h > 0.0), "{e}: {hours:?}");
+    }
+    q.levels = vec![Level::Raid0];
+    q.survive = 0;
+    assert!(candidates(&q, &db)
+        .iter()
+        .all(|c| plan::degraded_expr(c).is_none()));
+}
