@@ -13,8 +13,12 @@ impl Topology {
     /// `state` is the starting state a device ends up with (the workload's,
     /// its own, or the rule's).
     pub fn canonical(&self, state: impl Fn(&Device) -> SsdState + Copy) -> String {
+        let profile = self
+            .host_profile
+            .as_ref()
+            .map_or(String::new(), |p| format!("profile={p},"));
         format!(
-            "host[cores={},ghz={}]({})",
+            "host[{profile}cores={},ghz={}]({})",
             self.host.cores,
             self.host.ghz,
             node(&self.root, state)
@@ -122,6 +126,7 @@ mod tests {
             "raid0(adaptec5085[mode=volume](4*x25e), adaptec5085[mode=volume](4*x25e))",
             "megaraid9361[cache=wt,readahead=off](raid10(8*s3500-800[op=20%]))",
             "host[cores=2,ghz=3.0](raid6[layout=ra,spares=1](7*hdd-sas15k))",
+            "host[profile=host2020,cores=16](raid0(4*pm9a3))",
             "raid0[impl=lvm](areca1680[mode=jbod](2*x25e[wc=off]), 2*s3500-80[state=fob])",
             "raid1(raid0(2*x25e), raid0(x25e, s3500-80))",
         ] {

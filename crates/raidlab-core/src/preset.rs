@@ -367,6 +367,7 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "megaraid9365",
     "hba",
     "host",
+    "host2020",
 );
 
 fn typed(name: &str, table: &toml::Table) -> Result<Preset> {

@@ -532,6 +532,8 @@ pub struct Topology {
     pub expr: String,
     /// Host parameters.
     pub host: Arc<HostParams>,
+    /// The host preset `profile=` named, if one was (else `host`).
+    pub host_profile: Option<String>,
     /// Root node (exposes exactly one volume).
     pub root: Node,
 }
@@ -1302,9 +1304,31 @@ fn default_stripes(n: &mut Node, ctrl_default: Option<u64>, host: &HostParams) {
 }
 
 /// Apply `host[cores=..,ghz=..]` to the host profile.
+/// `profile=NAME`: the host preset NAME in place of the default `host`
+/// (its cores and clock may still be set by `cores=` and `ghz=`).
+fn host_profile(host: &mut HostParams, opts: &[Opt], db: &PresetDb) -> Result<Option<String>> {
+    let Some(o) = opts.iter().find(|o| o.key == "profile") else {
+        return Ok(None);
+    };
+    match db.get(&o.value) {
+        Some(Preset::Host(h)) => {
+            *host = h.clone();
+            Ok(Some(o.value.clone()))
+        }
+        _ => invalid(
+            o.col,
+            format!(
+                "profile={}: not a host preset (see 'raidlab presets')",
+                o.value
+            ),
+        ),
+    }
+}
+
 fn host_options(host: &mut HostParams, opts: &[Opt]) -> Result<()> {
     for o in opts {
         match o.key.as_str() {
+            "profile" => {}
             "cores" => {
                 host.cores = o
                     .value
@@ -1327,7 +1351,7 @@ fn host_options(host: &mut HostParams, opts: &[Opt]) -> Result<()> {
                         msg: format!("ghz={}: expected a clock such as 3.0", o.value),
                     })?
             }
-            _ => return unknown_key(o, "host", "cores, ghz"),
+            _ => return unknown_key(o, "host", "profile, cores, ghz"),
         }
     }
     Ok(())
@@ -1341,7 +1365,9 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
     };
     let mut host = default_host.clone();
     let root = split_root(&ast)?;
+    let mut profile = None;
     if let Some((opts, _)) = root.host {
+        profile = host_profile(&mut host, opts, db)?;
         host_options(&mut host, opts)?;
     }
     let mut r = Resolver {
@@ -1362,6 +1388,7 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
     Ok(Topology {
         expr: expr.to_string(),
         host: Arc::new(host),
+        host_profile: profile,
         root,
     })
 }

@@ -132,6 +132,7 @@ pub fn one_drive(
     let t = Topology {
         expr: dev.preset.clone(),
         host: topo.host.clone(),
+        host_profile: topo.host_profile.clone(),
         root: Node::Device(alone),
     };
     let mut w = w.clone();
