@@ -85,8 +85,11 @@ fn controller(c: &Controller, state: impl Fn(&Device) -> SsdState + Copy) -> Str
 
 fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
     let mut opts = vec![format!("stripe={}", format_size(a.stripe))];
-    if matches!(a.level, Level::Raid4 | Level::Raid5 | Level::Raid6) {
+    if matches!(a.level, Level::Raid5 | Level::Raid6) {
         opts.push(format!("layout={}", a.layout.word()));
+    }
+    if a.group_threads > 0 {
+        opts.push(format!("group_thread_cnt={}", a.group_threads));
     }
     if a.spares > 0 {
         opts.push(format!("spares={}", a.spares));
@@ -127,6 +130,8 @@ mod tests {
             "megaraid9361[cache=wt,readahead=off](raid10(8*s3500-800[op=20%]))",
             "host[cores=2,ghz=3.0](raid6[layout=ra,spares=1](7*hdd-sas15k))",
             "host[profile=host2020,cores=16](raid0(4*pm9a3))",
+            "raid4[spares=1](3*x25e, missing, x25e)",
+            "raid6[group_thread_cnt=4](6*pm9a3)",
             "raid0[impl=lvm](areca1680[mode=jbod](2*x25e[wc=off]), 2*s3500-80[state=fob])",
             "raid1(raid0(2*x25e), raid0(x25e, s3500-80))",
         ] {

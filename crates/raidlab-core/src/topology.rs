@@ -480,6 +480,9 @@ pub struct Array {
     /// A rebuild onto a spare: (guaranteed rate under foreground I/O, rate
     /// when idle), bytes per second (md's speed_limit_min/max).
     pub rebuild_rates: (u64, u64),
+    /// md's `group_thread_cnt`: stripe-handling workers beside raid5d
+    /// (RAID 4/5/6 in md only; 0, md's default, leaves raid5d alone).
+    pub group_threads: u32,
     /// 1-based column.
     pub col: usize,
 }
@@ -569,6 +572,8 @@ pub struct ArrayOpts {
     /// `rebuild_min=` / `rebuild_max=`: a simulated rebuild's guaranteed
     /// and idle rates, bytes per second, and the column of the first given.
     pub rebuild_rates: (Option<u64>, Option<u64>, usize),
+    /// `group_thread_cnt=` and its column.
+    pub group_threads: Option<(u32, usize)>,
 }
 
 /// Check the options of an array of `level`.
@@ -579,6 +584,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
         spares: None,
         imp: None,
         rebuild_rates: (None, None, 0),
+        group_threads: None,
     };
     for o in opts {
         match o.key.as_str() {
@@ -610,6 +616,17 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                     msg: format!("spares={}: expected a count", o.value),
                 })?;
                 a.spares = Some((n, o.col));
+            }
+            "group_thread_cnt" => {
+                if level.parity_members() == 0 {
+                    return invalid(o.col, format!("group_thread_cnt applies to raid4, raid5 and raid6 (md's stripe workers), not {}", level.word()));
+                }
+                // md accepts up to 8192 (raid5_store_group_thread_cnt).
+                let n = o.value.parse().ok().filter(|&n: &u32| n <= 8192).ok_or_else(|| Error::Invalid {
+                    col: o.col,
+                    msg: format!("group_thread_cnt={}: expected 0 to 8192 (md's limit)", o.value),
+                })?;
+                a.group_threads = Some((n, o.col));
             }
             "impl" => {
                 if !matches!(o.value.as_str(), "md" | "lvm" | "windows") {
@@ -1060,6 +1077,15 @@ impl Resolver<'_> {
         if rebuild_rates.0 > rebuild_rates.1 {
             return invalid(rcol, "rebuild_min is above rebuild_max");
         }
+        let group_threads = match o.group_threads {
+            Some((n, gcol)) if imp.as_deref() != Some("md") => {
+                return invalid(
+                    gcol,
+                    format!("group_thread_cnt={n}: md's stripe workers; this array is not md"),
+                )
+            }
+            g => g.map_or(0, |g| g.0),
+        };
         Ok(Array {
             level,
             stripe,
@@ -1068,6 +1094,7 @@ impl Resolver<'_> {
             imp,
             members,
             rebuild_rates,
+            group_threads,
             col,
         })
     }

@@ -236,7 +236,7 @@ impl RealTopology {
                         "stripe={}",
                         raidlab_core::units::format_size(*chunk)
                     )];
-                    if matches!(level, Level::Raid4 | Level::Raid5 | Level::Raid6) {
+                    if matches!(level, Level::Raid5 | Level::Raid6) {
                         opts.push(format!("layout={}", layout.word()));
                     }
                     if !spares.is_empty() {
@@ -424,6 +424,11 @@ fn array(
         return Err(expression(format!(
             "rebuild_min/rebuild_max at column {}: simulator-only; 'raidlab rebuild --max-rate' paces a real rebuild",
             o.rebuild_rates.2
+        )));
+    }
+    if let Some((_, c)) = o.group_threads {
+        return Err(expression(format!(
+            "group_thread_cnt at column {c}: simulator-only; on a kernel array it is /sys/block/mdN/md/group_thread_cnt"
         )));
     }
     if let Some((i, c)) = o.imp.as_ref().filter(|(i, _)| i != "md") {

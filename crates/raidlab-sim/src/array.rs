@@ -40,6 +40,10 @@ const PHASE_WRITES: u8 = 1;
 pub struct Costs {
     /// Pool that runs the RAID logic (host CPU or the controller's RoC).
     pub cpu: PoolId,
+    /// Pool that runs it for writes: md RAID 4/5/6 handle every write in
+    /// the stripe cache, on raid5d and its `group_thread_cnt` workers
+    /// (reads within a chunk bypass it); `cpu` otherwise.
+    pub write_cpu: PoolId,
     /// Per array request, ns.
     pub req_ns: Ns,
     /// Per member command, ns.
@@ -294,10 +298,12 @@ impl ArrayComp {
         let cost = self.costs.req_ns + self.costs.member_ns * cmds;
         // `t0` may carry a not-before time from a controller front end, and
         // `cost_pool` another payer for the work (its flush task).
-        let pool = if r.cost_pool == PoolId::NONE {
-            self.costs.cpu
-        } else {
+        let pool = if r.cost_pool != PoolId::NONE {
             r.cost_pool
+        } else if r.op == Op::Write {
+            self.costs.write_cpu
+        } else {
+            self.costs.cpu
         };
         let t = ctx.reserve(pool, ctx.now.max(r.t0), cost);
         ctx.schedule(t, self.id, id, Ev::Go);
@@ -744,6 +750,7 @@ mod tests {
             .unwrap();
             let costs = Costs {
                 cpu: crate::engine::HOST_CPU,
+                write_cpu: crate::engine::HOST_CPU,
                 req_ns: 0,
                 member_ns: 0,
                 parity: ctx.add_pool(1),

@@ -98,6 +98,12 @@ enum Report {
         pools: CtrlPools,
         vols: Vec<CompId>,
     },
+    /// A host software parity array's stripe-handling threads (md's
+    /// raid5d and its `group_thread_cnt` workers).
+    Stripes {
+        label: String,
+        pool: PoolId,
+    },
 }
 
 const HOST: CompId = CompId(0);
@@ -284,22 +290,37 @@ impl Builder<'_> {
         let imp = &self.host.impls[a.imp.as_deref().unwrap_or("md")];
         let k = self.cpu_scale();
         let pq = a.level == Level::Raid6;
-        // Parity is computed by one kernel thread per array (md's raid5d:
-        // stripe handling is single-threaded unless group_thread_cnt is
-        // raised from its default of 0; taken to hold for Windows' RAID-5
-        // volumes too, for want of a published figure). Its time is host CPU.
-        let parity = if matches!(a.level, Level::Raid4 | Level::Raid5 | Level::Raid6) {
-            let p = self.ctx.add_pool(1);
+        // md handles RAID 4/5/6 writes in its stripe cache on one kernel
+        // thread per array, raid5d, plus `group_thread_cnt` workers (0 by
+        // default): "raid5 handles request (especially write) in stripe
+        // unit ... The state machine is running in raid5d thread
+        // currently. Since there is only one thread, it doesn't scale well
+        // for high speed storage" (Shaohua Li, kernel commit 851c30c9
+        // "raid5: offload stripe handle to workqueue", 2013). Parity and
+        // the writes' request and member costs run there; reads within a
+        // chunk bypass the stripe cache (raid5_read_one_chunk) and stay on
+        // the submitting CPU. lvm's dm-raid runs md's raid5 personality, so
+        // the same holds; Windows' RAID-5 volumes keep only their parity on
+        // one thread (as before: no document says where their requests run).
+        let stripe_threads = if a.level.parity_members() > 0 {
+            let p = self.ctx.add_pool(1 + a.group_threads);
             self.parity_threads.push(p);
-            p
+            self.reports.push(Report::Stripes {
+                label: format!("{} at column {}", a.level.word(), a.col),
+                pool: p,
+            });
+            Some(p)
         } else {
-            HOST_CPU
+            None
         };
         let costs = Costs {
             cpu: HOST_CPU,
+            write_cpu: stripe_threads
+                .filter(|_| matches!(a.imp.as_deref(), Some("md" | "lvm")))
+                .unwrap_or(HOST_CPU),
             req_ns: (us(imp.req_us) as f64 * k) as Ns,
             member_ns: (us(imp.member_us) as f64 * k) as Ns,
-            parity,
+            parity: stripe_threads.unwrap_or(HOST_CPU),
             parity_ns_per_kb: 1024.0 * 1000.0 / if pq { imp.pq_mbps } else { imp.xor_mbps } * k,
         };
         (costs, imp.rmw_only)
@@ -352,6 +373,7 @@ fn hardware_costs(c: CtrlCtx, level: Level) -> Costs {
     let passes = if level == Level::Raid6 { 2.0 } else { 1.0 };
     Costs {
         cpu: c.pools.roc,
+        write_cpu: c.pools.roc,
         req_ns: 0,
         member_ns: c.member_ns,
         parity: c.pools.xor,
@@ -442,6 +464,10 @@ fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static s
                     }
                 }
                 v.push((i, "destage", at, m.max(1)));
+            }
+            Report::Stripes { pool, .. } => {
+                let p = &ctx.pools[pool.index()];
+                v.push((i, "stripes", p.busy, p.servers() as u64));
             }
         }
     }
@@ -582,7 +608,7 @@ fn io_counters(comps: &[Comp], reports: &[Report]) -> Vec<Option<IoCounts>> {
                 Comp::Hdd(h) => Some(h.io()),
                 _ => unreachable!("a device report names a device"),
             },
-            Report::Controller { .. } => None,
+            Report::Controller { .. } | Report::Stripes { .. } => None,
         })
         .collect()
 }
@@ -1134,6 +1160,7 @@ fn device_loads(sim: &Sim, start: &Snapshot, end: &Snapshot, window: Ns) -> Vec<
                     _ => unreachable!("an HDD report names an HDD"),
                 },
                 Report::Controller { label, .. } => (label.clone(), "controller", None),
+                Report::Stripes { label, .. } => (label.clone(), "raid", None),
             };
             let host_units = end.wa[i].0 - start.wa[i].0;
             let gc_units = end.wa[i].1 - start.wa[i].1;
