@@ -483,6 +483,9 @@ pub struct Array {
     /// md's `group_thread_cnt`: stripe-handling workers beside raid5d
     /// (RAID 4/5/6 in md only; 0, md's default, leaves raid5d alone).
     pub group_threads: u32,
+    /// md's internal write-intent bitmap: its chunk in bytes (`None`: no
+    /// bitmap, the simulator's default).
+    pub bitmap_chunk: Option<u64>,
     /// 1-based column.
     pub col: usize,
 }
@@ -574,6 +577,66 @@ pub struct ArrayOpts {
     pub rebuild_rates: (Option<u64>, Option<u64>, usize),
     /// `group_thread_cnt=` and its column.
     pub group_threads: Option<(u32, usize)>,
+    /// `bitmap=internal|none` (true for internal), `bitmap_chunk=`, and
+    /// the column of the first given.
+    pub bitmap: (Option<bool>, Option<u64>, usize),
+}
+
+/// mdadm's default bitmap chunk for an internal bitmap: 64 MiB (mdadm(8),
+/// `--bitmap-chunk`: "when using an internal bitmap, the chunksize
+/// defaults to 64Meg, or larger if necessary to fit the bitmap into the
+/// available space").
+pub const MD_BITMAP_CHUNK: u64 = 64 << 20;
+
+/// `bitmap=internal|none` or `bitmap_chunk=SIZE` (a power of two from 4k,
+/// mdadm's smallest, to 1t) on an array with redundancy.
+fn bitmap_option(a: &mut ArrayOpts, level: Level, o: &Opt) -> Result<()> {
+    if matches!(level, Level::Raid0 | Level::Concat) {
+        return invalid(o.col, format!("{}: a write-intent bitmap needs redundancy (raid1, raid4, raid5, raid6, raid10), not {}", o.key, level.word()));
+    }
+    if a.bitmap.2 == 0 {
+        a.bitmap.2 = o.col;
+    }
+    if o.key == "bitmap" {
+        a.bitmap.0 = Some(match o.value.as_str() {
+            "internal" => true,
+            "none" => false,
+            v => return invalid(o.col, format!("bitmap={v}: expected internal or none")),
+        });
+        return Ok(());
+    }
+    let c = parse_size(&o.value)
+        .ok()
+        .filter(|c| c.is_power_of_two() && (4096..=1 << 40).contains(c))
+        .ok_or_else(|| Error::Invalid {
+            col: o.col,
+            msg: format!(
+                "bitmap_chunk={}: expected a power of two from 4k to 1t",
+                o.value
+            ),
+        })?;
+    a.bitmap.1 = Some(c);
+    Ok(())
+}
+
+/// The bitmap chunk an array's options ask for: `bitmap_chunk=` implies
+/// an internal bitmap; md only.
+fn bitmap_chunk(
+    bitmap: (Option<bool>, Option<u64>, usize),
+    imp: Option<&str>,
+) -> Result<Option<u64>> {
+    let (on, chunk, col) = bitmap;
+    if col > 0 && imp != Some("md") {
+        return invalid(
+            col,
+            "bitmap and bitmap_chunk are md's write-intent bitmap; this array is not md",
+        );
+    }
+    match (on, chunk) {
+        (Some(false), Some(_)) => invalid(col, "bitmap=none with a bitmap_chunk"),
+        (Some(false), None) | (None, None) => Ok(None),
+        (_, c) => Ok(Some(c.unwrap_or(MD_BITMAP_CHUNK))),
+    }
 }
 
 /// Check the options of an array of `level`.
@@ -585,6 +648,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
         imp: None,
         rebuild_rates: (None, None, 0),
         group_threads: None,
+        bitmap: (None, None, 0),
     };
     for o in opts {
         match o.key.as_str() {
@@ -617,6 +681,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 })?;
                 a.spares = Some((n, o.col));
             }
+            "bitmap" | "bitmap_chunk" => bitmap_option(&mut a, level, o)?,
             "group_thread_cnt" => {
                 if level.parity_members() == 0 {
                     return invalid(o.col, format!("group_thread_cnt applies to raid4, raid5 and raid6 (md's stripe workers), not {}", level.word()));
@@ -1077,6 +1142,7 @@ impl Resolver<'_> {
         if rebuild_rates.0 > rebuild_rates.1 {
             return invalid(rcol, "rebuild_min is above rebuild_max");
         }
+        let bitmap_chunk = bitmap_chunk(o.bitmap, imp.as_deref())?;
         let group_threads = match o.group_threads {
             Some((n, gcol)) if imp.as_deref() != Some("md") => {
                 return invalid(
@@ -1095,6 +1161,7 @@ impl Resolver<'_> {
             members,
             rebuild_rates,
             group_threads,
+            bitmap_chunk,
             col,
         })
     }
@@ -1487,6 +1554,12 @@ mod tests {
         assert!(err("nope").contains("unknown preset 'nope'"));
         assert!(err("raid5(2*x25e)").contains("raid5 with 2 active members"));
         assert!(err("raid4[layout=left-symmetric](4*x25e)").contains("no layout="));
+        assert!(err("raid0[bitmap=internal](2*x25e)").contains("needs redundancy"));
+        assert!(err("raid1[bitmap=none,bitmap_chunk=4k](2*x25e)").contains("bitmap=none"));
+        assert!(err("raid1[bitmap_chunk=3k](2*x25e)").contains("power of two"));
+        assert!(err("adaptec5085(raid1[bitmap=internal](2*x25e))").contains("not md"));
+        assert!(err("raid1[group_thread_cnt=2](2*x25e)").contains("raid4, raid5 and raid6"));
+        assert!(err("raid5[group_thread_cnt=9000](3*x25e)").contains("8192"));
         assert!(err("raid4(2*x25e)").contains("raid4 with 2 active members"));
         assert!(err("raid6(3*x25e)").contains("raid6 with 3"));
         assert!(err("raid0[stripe=48k](2*x25e)").contains("power of two"));

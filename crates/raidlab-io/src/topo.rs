@@ -426,6 +426,12 @@ fn array(
             o.rebuild_rates.2
         )));
     }
+    if o.bitmap.2 > 0 {
+        return Err(expression(format!(
+            "bitmap/bitmap_chunk at column {}: simulator-only; raidlab run keeps md's internal bitmap with its own chunk",
+            o.bitmap.2
+        )));
+    }
     if let Some((_, c)) = o.group_threads {
         return Err(expression(format!(
             "group_thread_cnt at column {c}: simulator-only; on a kernel array it is /sys/block/mdN/md/group_thread_cnt"

@@ -34,6 +34,46 @@ fn member_of(r: &Req) -> usize {
 
 const PHASE_READS: u8 = 0;
 const PHASE_WRITES: u8 = 1;
+/// Writing the write-intent bitmap's page to every member, then flushing
+/// it, before the request's own member I/O.
+const PHASE_BITMAP: u8 = 2;
+const PHASE_BITMAP_FLUSH: u8 = 3;
+
+/// md's bitmap daemon clears a region's bit once the region has had no
+/// write for `daemon_sleep`: 5 s by default (drivers/md/md-bitmap.c,
+/// `mddev->bitmap_info.daemon_sleep = 5 * HZ`); a write to a region whose
+/// bit is clear must set it, on every member, before it is issued.
+const BITMAP_DAEMON_SLEEP: Ns = 5_000_000_000;
+/// md writes the bitmap a page at a time: 4 KiB per member per update.
+const BITMAP_PAGE: u32 = 4096;
+/// Regions remembered before the ones whose bits have cleared are dropped
+/// (the map holds only regions written in the last `daemon_sleep`).
+const BITMAP_PRUNE_AT: usize = 1 << 16;
+
+/// md's internal write-intent bitmap: when each region (`chunk` member
+/// bytes) was last written.
+#[derive(Debug, Clone)]
+struct Bitmap {
+    chunk: u64,
+    last: std::collections::HashMap<u64, Ns>,
+}
+
+impl Bitmap {
+    /// A write over member bytes `a..b` at `now`: whether some region's
+    /// bit was clear (the bitmap must be written first); every region is
+    /// marked written.
+    fn touch(&mut self, a: u64, b: u64, now: Ns) -> bool {
+        let mut clear = false;
+        for r in a / self.chunk..=(b.max(a + 1) - 1) / self.chunk {
+            let t = self.last.insert(r, now);
+            clear |= t.is_none_or(|t| now >= t + BITMAP_DAEMON_SLEEP);
+        }
+        if self.last.len() > BITMAP_PRUNE_AT {
+            self.last.retain(|_, t| now < *t + BITMAP_DAEMON_SLEEP);
+        }
+        clear
+    }
+}
 
 /// What running this array costs, and on which resources.
 #[derive(Debug, Clone, Copy)]
@@ -163,6 +203,8 @@ pub struct ArrayComp {
     failed: Vec<bool>,
     /// A spare being rebuilt in a missing member's place.
     rebuild: Option<Rebuild>,
+    /// md's write-intent bitmap, if the array has one.
+    bitmap: Option<Bitmap>,
 }
 
 fn push_merged(v: &mut Vec<Extent>, e: Extent) {
@@ -191,6 +233,7 @@ impl ArrayComp {
         ArrayComp {
             failed: vec![false; n],
             rebuild: None,
+            bitmap: None,
             id,
             host,
             geo,
@@ -204,6 +247,14 @@ impl ArrayComp {
             stripes: Vec::new(),
             copies: Vec::new(),
         }
+    }
+
+    /// Give the array md's internal write-intent bitmap of `chunk` bytes.
+    pub fn with_bitmap(&mut self, chunk: u64) {
+        self.bitmap = Some(Bitmap {
+            chunk,
+            last: std::collections::HashMap::new(),
+        });
     }
 
     /// The array's geometry.
@@ -590,15 +641,64 @@ impl ArrayComp {
         }
     }
 
+    /// Issue the request's member I/O: its reads, else its writes.
+    fn go(&mut self, ctx: &mut Ctx, id: ReqId) {
+        if !self.plans[plan_of(&ctx.reqs[id])].reads.is_empty() {
+            self.issue(ctx, id, Op::Read);
+        } else {
+            self.after_reads(ctx, id);
+        }
+    }
+
+    /// Whether host write `id` finds a clear bit in the array's bitmap
+    /// (rebuild writes and flushes do not set bits).
+    fn bitmap_clear(&mut self, ctx: &Ctx, id: ReqId) -> bool {
+        let r = &ctx.reqs[id];
+        let p = plan_of(r);
+        if r.op != Op::Write || self.plans[p].rebuild {
+            return false;
+        }
+        let (a, b) = self.geo.member_span(r.offset, r.len as u64);
+        self.bitmap
+            .as_mut()
+            .is_some_and(|bm| bm.touch(a, b, ctx.now))
+    }
+
+    /// The bitmap page written (`Op::Write`) or flushed (`Op::Flush`) on
+    /// every member still in the array.
+    fn bitmap_io(&mut self, ctx: &mut Ctx, id: ReqId, op: Op) {
+        let live: Vec<usize> = (0..self.members.len())
+            .filter(|&m| !self.failed[m])
+            .collect();
+        ctx.reqs[id].pending = live.len() as u32;
+        for m in live {
+            let child = ctx.reqs.alloc(Req {
+                offset: 0,
+                len: BITMAP_PAGE,
+                op,
+                parent: id,
+                pending: 0,
+                comp: CompId(0),
+                t0: ctx.now,
+                creator_word: m as u32,
+                cost_pool: PoolId::NONE,
+                handler_word: 0,
+                phase: 0,
+            });
+            self.outstanding[m] += 1;
+            ctx.submit(self.members[m], child);
+        }
+    }
+
     /// A timed event of this array.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
-        let p = plan_of(&ctx.reqs[id]);
         match Ev::from_code(kind) {
             Ev::Go => {
-                if !self.plans[p].reads.is_empty() {
-                    self.issue(ctx, id, Op::Read);
+                if self.bitmap_clear(ctx, id) {
+                    ctx.reqs[id].phase = PHASE_BITMAP;
+                    self.bitmap_io(ctx, id, Op::Write);
                 } else {
-                    self.after_reads(ctx, id);
+                    self.go(ctx, id);
                 }
             }
             Ev::Writes => self.issue(ctx, id, Op::Write),
@@ -708,6 +808,19 @@ impl ArrayComp {
             return;
         }
         let p = plan_of(r);
+        match r.phase {
+            PHASE_BITMAP => {
+                r.phase = PHASE_BITMAP_FLUSH;
+                self.bitmap_io(ctx, id, Op::Flush);
+                return;
+            }
+            PHASE_BITMAP_FLUSH => {
+                r.phase = PHASE_READS;
+                self.go(ctx, id);
+                return;
+            }
+            _ => {}
+        }
         if r.op == Op::Write && r.phase == PHASE_READS {
             self.after_reads(ctx, id);
             return;

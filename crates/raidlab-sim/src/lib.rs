@@ -278,6 +278,9 @@ impl Builder<'_> {
             rmw_only,
         );
         comp.degrade(failed, rebuild);
+        if let Some(c) = a.bitmap_chunk {
+            comp.with_bitmap(c);
+        }
         self.push(Comp::Array(Box::new(comp)));
         self.arrays
             .push((id, format!("{} at column {}", a.level.word(), a.col)));
