@@ -46,8 +46,9 @@ const PHASE_BITMAP_FLUSH: u8 = 3;
 const BITMAP_DAEMON_SLEEP: Ns = 5_000_000_000;
 /// md writes the bitmap a page at a time: 4 KiB per member per update.
 const BITMAP_PAGE: u32 = 4096;
-/// Regions remembered before the ones whose bits have cleared are dropped
-/// (the map holds only regions written in the last `daemon_sleep`).
+/// Regions remembered before the ones whose bits have cleared are first
+/// dropped (the map then holds the regions written in the last
+/// `daemon_sleep`, at most what the array writes in 5 s).
 const BITMAP_PRUNE_AT: usize = 1 << 16;
 
 /// md's internal write-intent bitmap: when each region (`chunk` member
@@ -56,6 +57,9 @@ const BITMAP_PRUNE_AT: usize = 1 << 16;
 struct Bitmap {
     chunk: u64,
     last: std::collections::HashMap<u64, Ns>,
+    /// Size at which cleared regions are next dropped: twice what was left
+    /// after the last drop, so pruning costs O(1) per write amortised.
+    prune_at: usize,
 }
 
 impl Bitmap {
@@ -68,8 +72,9 @@ impl Bitmap {
             let t = self.last.insert(r, now);
             clear |= t.is_none_or(|t| now >= t + BITMAP_DAEMON_SLEEP);
         }
-        if self.last.len() > BITMAP_PRUNE_AT {
+        if self.last.len() > self.prune_at {
             self.last.retain(|_, t| now < *t + BITMAP_DAEMON_SLEEP);
+            self.prune_at = BITMAP_PRUNE_AT.max(2 * self.last.len());
         }
         clear
     }
@@ -254,6 +259,7 @@ impl ArrayComp {
         self.bitmap = Some(Bitmap {
             chunk,
             last: std::collections::HashMap::new(),
+            prune_at: BITMAP_PRUNE_AT,
         });
     }
 
@@ -654,14 +660,14 @@ impl ArrayComp {
     /// (rebuild writes and flushes do not set bits).
     fn bitmap_clear(&mut self, ctx: &Ctx, id: ReqId) -> bool {
         let r = &ctx.reqs[id];
-        let p = plan_of(r);
-        if r.op != Op::Write || self.plans[p].rebuild {
+        let Some(bm) = self.bitmap.as_mut() else {
+            return false;
+        };
+        if r.op != Op::Write || self.plans[plan_of(r)].rebuild {
             return false;
         }
         let (a, b) = self.geo.member_span(r.offset, r.len as u64);
-        self.bitmap
-            .as_mut()
-            .is_some_and(|bm| bm.touch(a, b, ctx.now))
+        bm.touch(a, b, ctx.now)
     }
 
     /// The bitmap page written (`Op::Write`) or flushed (`Op::Flush`) on
@@ -909,6 +915,30 @@ mod tests {
             }
             done
         }
+    }
+
+    /// A region's bit is clear at its first write and again once 5 s
+    /// have passed without one; regions whose bits have cleared are
+    /// dropped, so the map holds at most what 5 s of writes touched.
+    #[test]
+    fn bitmap_bits_clear_after_daemon_sleep_and_the_map_stays_bounded() {
+        let mut bm = Bitmap {
+            chunk: 4096,
+            last: std::collections::HashMap::new(),
+            prune_at: BITMAP_PRUNE_AT,
+        };
+        assert!(bm.touch(0, 4096, 1));
+        assert!(!bm.touch(0, 4096, 2));
+        assert!(bm.touch(0, 4096, 2 + BITMAP_DAEMON_SLEEP));
+        // A million distinct regions, one per 10 us: 5 s holds 500,000.
+        for i in 0..1_000_000u64 {
+            bm.touch(
+                i * 4096,
+                i * 4096 + 1,
+                10 * BITMAP_DAEMON_SLEEP + i * 10_000,
+            );
+        }
+        assert!(bm.last.len() <= 2 * 500_000 + 1, "{}", bm.last.len());
     }
 
     #[test]

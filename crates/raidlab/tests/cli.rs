@@ -902,7 +902,7 @@ fn plan_rows_are_reproduced_by_sim() {
         "prices.toml",
         "[s3500-480]\nbase = \"s3500-480\"\nprice = 300\n[megaraid9361]\nbase = \"megaraid9361\"\nprice = 600\n",
     );
-    let o = raidlab(&[
+    let v = json_of(&[
         "plan",
         "-w",
         "rw=randrw rwmixread=70 bs=8k iodepth=16 numjobs=4 runtime=1",
@@ -927,8 +927,6 @@ fn plan_rows_are_reproduced_by_sim() {
         "--presets",
         &prices,
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 3);
     for (i, r) in rows.iter().enumerate() {
@@ -943,7 +941,7 @@ fn plan_rows_are_reproduced_by_sim() {
             r["topology"].as_str().unwrap().contains("[op=20%]"),
             op == 20
         );
-        let s = raidlab(&[
+        let s = json_of(&[
             "sim",
             "-t",
             r["topology"].as_str().unwrap(),
@@ -954,8 +952,6 @@ fn plan_rows_are_reproduced_by_sim() {
             "--presets",
             &prices,
         ]);
-        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
-        let s: serde_json::Value = serde_json::from_slice(&s.stdout).expect("sim json");
         assert_eq!(s["summary"]["iops"], r["iops"], "{}", r["topology"]);
     }
     let best = rows[0]["iops"].as_f64().unwrap();

@@ -37,3 +37,10 @@ pub fn assert_input_error(args: &[&str], want: &str) {
     assert!(!e.contains("panicked"), "{e}");
     assert!(o.stdout.is_empty());
 }
+
+/// Run raidlab, which must succeed, and parse its stdout as JSON.
+pub fn json_of(args: &[&str]) -> serde_json::Value {
+    let o = raidlab(args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: not JSON: {e}"))
+}
