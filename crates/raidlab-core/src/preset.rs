@@ -110,6 +110,28 @@ pub struct SsdParams {
     /// Log blocks of a block-mapped FTL (`ftl = "block"`).
     #[serde(default)]
     pub log_blocks: u32,
+    /// In what order a flash channel moves pages: `dispatch` (the order the
+    /// firmware queued the operations, as SATA-era controllers' per-channel
+    /// queues do) or `ready` (whichever die's page is ready first, as NVMe
+    /// controllers' out-of-order flash schedulers do).
+    #[serde(default)]
+    pub channel_order: ChannelOrder,
+}
+
+/// The order a flash channel serves its dies' transfers in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelOrder {
+    /// In the order the firmware dispatched the operations: a page ready
+    /// early waits behind transfers queued before it (per-channel FIFO
+    /// command queues of the SATA generation; the seed documents' drives).
+    #[default]
+    Dispatch,
+    /// The first free slot after the page is ready: a die's page does not
+    /// wait for a transfer queued earlier for a die still busy (the
+    /// out-of-order transaction scheduling of NVMe-era controllers, as in
+    /// MQSim's transaction scheduling unit, Tavakkol et al., FAST 2018).
+    Ready,
 }
 
 /// An SSD's mapping scheme.
@@ -358,6 +380,8 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "s3500-480",
     "s3500-800",
     "pm9a3",
+    "p5500",
+    "pm1743",
     "hdd-sas10k",
     "hdd-sas15k",
     "adaptec5085",

@@ -10,8 +10,27 @@ pub const HEADER: [&str; 8] = [
     "id", "source", "ref", "topology", "workload", "metric", "value", "note",
 ];
 
-/// Metrics a row may name.
-pub const METRICS: [&str; 4] = ["iops", "mbps", "lat_avg_ms", "lat_max_ms"];
+/// Metrics a row may name: a summary's, over all I/Os or, with `read_` or
+/// `write_` before it, over one direction (fio's per-direction figures).
+pub const METRICS: [&str; 7] = [
+    "iops",
+    "mbps",
+    "lat_avg_ms",
+    "lat_max_ms",
+    "lat_p50_ms",
+    "lat_p99_ms",
+    "lat_p999_ms",
+];
+
+/// Whether `name` is a metric a row may name ([`METRICS`], alone or after
+/// `read_` or `write_`).
+pub fn is_metric(name: &str) -> bool {
+    let base = name
+        .strip_prefix("read_")
+        .or_else(|| name.strip_prefix("write_"))
+        .unwrap_or(name);
+    METRICS.contains(&base)
+}
 
 /// One published number.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,9 +187,9 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>> {
     for rec in doc.rows {
         let (lno, f) = (rec.line, rec.fields);
         let metric = f[5].trim().to_string();
-        if !METRICS.contains(&metric.as_str()) {
+        if !is_metric(&metric) {
             return Err(Error::Csv(format!(
-                "line {lno}: metric '{metric}' is not one of {}",
+                "line {lno}: metric '{metric}' is not one of {} (or one of them after read_ or write_)",
                 METRICS.join(", ")
             )));
         }

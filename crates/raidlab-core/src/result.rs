@@ -57,8 +57,8 @@ pub struct Summary {
     pub write: DirStats,
 }
 
-impl Summary {
-    /// A summary metric by its CSV name (`iops`, `mbps`, `lat_avg_ms`, `lat_max_ms`, ...).
+impl DirStats {
+    /// A metric by its CSV name (`iops`, `mbps`, `lat_avg_ms`, ...).
     pub fn metric(&self, name: &str) -> Option<f64> {
         Some(match name {
             "iops" => self.iops,
@@ -70,6 +70,30 @@ impl Summary {
             "lat_p999_ms" => self.lat_p999_ms,
             _ => return None,
         })
+    }
+}
+
+impl Summary {
+    /// A summary metric by its CSV name (`iops`, `mbps`, `lat_avg_ms`,
+    /// `lat_max_ms`, ...), over all I/Os or, after `read_` or `write_`, over
+    /// one direction (`read_lat_p99_ms`).
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        if let Some(m) = name.strip_prefix("read_") {
+            return self.read.metric(m);
+        }
+        if let Some(m) = name.strip_prefix("write_") {
+            return self.write.metric(m);
+        }
+        DirStats {
+            iops: self.iops,
+            mbps: self.mbps,
+            lat_avg_ms: self.lat_avg_ms,
+            lat_max_ms: self.lat_max_ms,
+            lat_p50_ms: self.lat_p50_ms,
+            lat_p99_ms: self.lat_p99_ms,
+            lat_p999_ms: self.lat_p999_ms,
+        }
+        .metric(name)
     }
 }
 

@@ -314,33 +314,10 @@ pub fn row(run: &Run, r: &RunResult) -> Vec<Value> {
     v.extend(run.values.iter().map(|x| json!(x)));
     v.push(json!(one_line(&run.topology)));
     v.push(json!(run.workload.trim()));
-    v.extend(
-        [
-            s.iops,
-            s.mbps,
-            s.lat_avg_ms,
-            s.lat_max_ms,
-            s.lat_p50_ms,
-            s.lat_p99_ms,
-            s.lat_p999_ms,
-            s.read.iops,
-            s.read.mbps,
-            s.read.lat_avg_ms,
-            s.read.lat_max_ms,
-            s.read.lat_p50_ms,
-            s.read.lat_p99_ms,
-            s.read.lat_p999_ms,
-            s.write.iops,
-            s.write.mbps,
-            s.write.lat_avg_ms,
-            s.write.lat_max_ms,
-            s.write.lat_p50_ms,
-            s.write.lat_p99_ms,
-            s.write.lat_p999_ms,
-            r.host.cpu_util_pct,
-        ]
-        .map(|x| json!(x)),
-    );
+    v.extend(METRIC_COLUMNS.iter().map(|&m| match m {
+        "cpu_util_pct" => json!(r.host.cpu_util_pct),
+        m => json!(s.metric(m)),
+    }));
     v.push(json!(b.map(|c| c.name.clone())));
     v.push(json!(b.and_then(|c| c.resource.clone())));
     v.push(json!(b.map(|c| c.utilization)));

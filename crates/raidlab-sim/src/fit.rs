@@ -12,7 +12,7 @@
 //! queues, dies, garbage collection — shapes the fit as it shapes a run.
 
 use crate::validate::{validate, RowResult};
-use raidlab_core::preset::{FtlKind, PresetDb, SsdParams};
+use raidlab_core::preset::{ChannelOrder, FtlKind, PresetDb, SsdParams};
 use raidlab_core::published::Row;
 use raidlab_core::workload::{Rw, Workload};
 
@@ -27,6 +27,31 @@ pub struct Observation {
     pub metric: String,
     /// Measured value.
     pub value: f64,
+    /// The host the figure was measured on, as the head of a topology
+    /// expression (`host[profile=host2020]`); the drive is simulated under
+    /// it. None: the default host.
+    pub host: Option<String>,
+}
+
+impl Observation {
+    /// The host head of a published row's topology `host[...](DRIVE)`,
+    /// if it has one.
+    pub fn host_of(topology: &str) -> Option<String> {
+        let t = topology.trim();
+        if !(t.starts_with("host[") && t.ends_with(')')) {
+            return None;
+        }
+        let open = t.find("](")? + 1;
+        Some(t[..open].to_string())
+    }
+
+    /// The topology that simulates `drive` as this observation measured it.
+    fn topology(&self, drive: &str) -> String {
+        match &self.host {
+            Some(h) => format!("{h}({drive})"),
+            None => drive.to_string(),
+        }
+    }
 }
 
 /// A probe of the suite: what `calibrate` runs on the target.
@@ -137,6 +162,17 @@ pub const PROBES: &[Probe] = &[
         steady: true,
     },
     Probe {
+        // At a shallow queue a mix's reads wait behind whole programs
+        // rather than queue behind each other, so the figure tells the
+        // program time apart from the die count that the deep-queue
+        // figures trade it against.
+        label: "randrw70-8k-qd4-steady",
+        workload: "rw=randrw rwmixread=70 bs=8k iodepth=4",
+        metric: "iops",
+        writes: true,
+        steady: true,
+    },
+    Probe {
         label: "randrw90-4k-qd32-steady",
         workload: "rw=randrw rwmixread=90 bs=4k iodepth=32",
         metric: "iops",
@@ -162,6 +198,7 @@ pub fn observation(p: &Probe, value: f64) -> Observation {
         workload: format!("{} state={state}", p.workload),
         metric: p.metric.into(),
         value,
+        host: None,
     }
 }
 
@@ -206,6 +243,7 @@ pub fn simulate_probes(
             workload: r.row.workload.clone(),
             metric: r.row.metric.clone(),
             value: r.simulated,
+            host: None,
         })
         .collect())
 }
@@ -265,6 +303,16 @@ pub const FREE: &[Free] = &[
         from: "randwrite-4k-qd1",
         min: 0.1,
         max: 5_000.0,
+    },
+    Free {
+        // Where the drive's sequential writes are bound by its flash (not
+        // its link), they are the dies' program rate itself: dies × page /
+        // tPROG, measured without garbage collection. Otherwise (flat: a
+        // link-bound write) the next entry's mix decides it.
+        field: "program_us",
+        from: "write-128k-qd32",
+        min: 100.0,
+        max: 20_000.0,
     },
     Free {
         field: "program_us",
@@ -344,6 +392,8 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         power_loss_protection: false,
         ftl: FtlKind::Page,
         log_blocks: 0,
+        // Per-channel queues in dispatch order, as the generation's firmware.
+        channel_order: ChannelOrder::Dispatch,
     }
 }
 
@@ -389,6 +439,9 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         write_buffer_kb: 65536, // tens of MiB of the DRAM hold user writes (PLP-protected)
         power_loss_protection: true,
         gc_pacing: true,
+        // Out-of-order flash scheduling: a ready page goes first (MQSim's
+        // transaction scheduling unit, Tavakkol et al., FAST 2018).
+        channel_order: ChannelOrder::Ready,
         ..template(capacity_gb)
     }
 }
@@ -521,7 +574,7 @@ fn simulate_all(
             id: o.label.clone(),
             source: "calibrate".into(),
             reference: String::new(),
-            topology: CANDIDATE.into(),
+            topology: o.topology(CANDIDATE),
             workload: o.workload.clone(),
             metric: o.metric.clone(),
             value: o.value,
@@ -624,64 +677,216 @@ impl Search<'_> {
 
     /// The die count, a whole number, is searched outside the continuous
     /// solves: each count of a geometric spread around the template's
-    /// ([`DIE_FACTORS`]) is settled from the same start, and the one with the
-    /// least total misfit kept. Dies and program time trade against each
-    /// other (more dies programming more slowly write as fast), which is why
-    /// each count is settled whole rather than judged on one figure.
+    /// ([`DIE_FACTORS`]) is settled, then the best count's whole-step
+    /// neighbours while they do better, and the count with the least total
+    /// misfit kept. Dies and program time trade against each other (more
+    /// dies programming more slowly write as fast), which is why each count
+    /// is settled whole rather than judged on one figure, and starts where
+    /// it writes as fast as the candidate it came from.
     fn search_dies(&mut self, free: &[Free], read_only: bool, cost: f64) -> Result<(), FitError> {
         let start = self.best.clone();
         let template = value(&start, "dies");
-        let mut counts: Vec<u32> = Vec::new();
-        for f in DIE_FACTORS {
-            let mut p = start.clone();
-            set_dies(&mut p, (template * f).max(1.0), self.channels);
-            let n = value(&p, "dies") as u32;
-            if !counts.contains(&n) && n != template as u32 {
-                counts.push(n);
-            }
-        }
+        let mut tried = vec![template as u32];
         let (mut best, mut best_cost) = (start.clone(), cost);
-        for n in counts {
-            self.best = start.clone();
-            set_dies(&mut self.best, f64::from(n), self.channels);
-            let c = self.settle(free, read_only, 2)?;
-            if c < best_cost {
-                (best, best_cost) = (self.best.clone(), c);
-            }
-        }
-        // Then the whole-step neighbours of the best count (a die, or a die
-        // on every channel), as the spread is coarse.
-        let found = value(&best, "dies");
-        let step = if found > f64::from(self.channels) {
-            f64::from(self.channels)
-        } else {
-            1.0
-        };
-        let around = best.clone();
-        for t in [found - step, found + step] {
-            if t < 1.0 {
+        for f in DIE_FACTORS {
+            let n = self.die_count((template * f).max(1.0));
+            if tried.contains(&n) {
                 continue;
             }
-            self.best = around.clone();
-            set_dies(&mut self.best, t, self.channels);
-            let c = self.settle(free, read_only, 2)?;
+            tried.push(n);
+            let c = self.settle_dies(&start, n, free, read_only)?;
             if c < best_cost {
                 (best, best_cost) = (self.best.clone(), c);
+            }
+        }
+        // The climb settles each count from its better neighbour, even one
+        // the spread settled from further away.
+        let mut tried = vec![value(&best, "dies") as u32];
+        for _ in 0..DIE_CLIMB_STEPS {
+            let found = value(&best, "dies");
+            let step = if found > f64::from(self.channels) {
+                f64::from(self.channels)
+            } else {
+                1.0
+            };
+            let around = best.clone();
+            let mut better = false;
+            for t in [found - step, found + step] {
+                let n = self.die_count(t.max(1.0));
+                if tried.contains(&n) {
+                    continue;
+                }
+                tried.push(n);
+                let c = self.settle_dies(&around, n, free, read_only)?;
+                if c < best_cost {
+                    (best, best_cost, better) = (self.best.clone(), c, true);
+                }
+            }
+            if !better {
+                break;
             }
         }
         self.best = best;
         Ok(())
     }
 
-    /// One Gauss–Seidel sweep: each free parameter solved on its own
-    /// observation, in [`FREE`]'s order.
-    fn sweep(&mut self, free: &[Free]) -> Result<(), FitError> {
-        for f in free {
-            if let Some(o) = find(self.obs, f.from).cloned() {
-                self.solve(f, &o)?;
+    /// The whole die count `total` comes to on the template's channels.
+    fn die_count(&self, total: f64) -> u32 {
+        let mut p = self.best.clone();
+        set_dies(&mut p, total, self.channels);
+        value(&p, "dies") as u32
+    }
+
+    /// Settle the candidate `from` with `n` dies, its program time scaled
+    /// with the count (the same program rate over the drive), within the
+    /// program time's range; returns the total misfit.
+    fn settle_dies(
+        &mut self,
+        from: &SsdParams,
+        n: u32,
+        free: &[Free],
+        read_only: bool,
+    ) -> Result<f64, FitError> {
+        self.best = from.clone();
+        set_dies(&mut self.best, f64::from(n), self.channels);
+        let scale = value(&self.best, "dies") / value(from, "dies");
+        if let Some(f) = free.iter().find(|f| f.field == "program_us") {
+            self.best.program_us = (from.program_us * scale).clamp(f.min, f.max);
+        }
+        let c = self.settle(free, read_only, 2)?;
+        Ok(c)
+    }
+
+    /// A Nelder–Mead search on the total misfit over `fields`, in log
+    /// space within each field's range, from a simplex of the current
+    /// candidate and each field moved by [`POLISH_STEP`]. The
+    /// per-observation solves stop wherever each parameter meets its own
+    /// figure; fields that trade against each other (program time and
+    /// spare area both slow writes) can then sit anywhere along a valley of
+    /// the total misfit, which a simplex follows and steps along single
+    /// fields do not.
+    fn polish(&mut self, free: &[Free], fields: &[&str]) -> Result<(), FitError> {
+        let free: Vec<Free> = free
+            .iter()
+            .filter(|f| fields.contains(&f.field))
+            .copied()
+            .collect();
+        let x0: Vec<f64> = free
+            .iter()
+            .map(|f| value(&self.best, f.field).ln())
+            .collect();
+        let mut simplex = vec![(self.misfit(&self.best.clone())?, x0.clone())];
+        for i in 0..free.len() {
+            let mut x = x0.clone();
+            x[i] += POLISH_STEP.ln();
+            simplex.push((self.misfit_at(&free, &x)?, x));
+        }
+        for _ in 0..POLISH_ITERATIONS {
+            simplex.sort_by(|a, b| a.0.total_cmp(&b.0));
+            self.nelder_mead_step(&free, &mut simplex)?;
+        }
+        simplex.sort_by(|a, b| a.0.total_cmp(&b.0));
+        self.best = self.at(&free, &simplex[0].1);
+        Ok(())
+    }
+
+    /// One Nelder–Mead step on `simplex` (sorted best first): reflect the
+    /// worst vertex through the others' centroid, expand, contract or
+    /// shrink towards the best.
+    fn nelder_mead_step(
+        &mut self,
+        free: &[Free],
+        simplex: &mut [(f64, Vec<f64>)],
+    ) -> Result<(), FitError> {
+        let n = simplex.len() - 1;
+        let centroid: Vec<f64> = (0..free.len())
+            .map(|i| simplex[..n].iter().map(|v| v.1[i]).sum::<f64>() / n as f64)
+            .collect();
+        let along = |t: f64, worst: &[f64]| -> Vec<f64> {
+            centroid
+                .iter()
+                .zip(worst)
+                .map(|(c, w)| c + t * (c - w))
+                .collect()
+        };
+        let worst = simplex[n].1.clone();
+        let r = along(1.0, &worst);
+        let fr = self.misfit_at(free, &r)?;
+        if fr < simplex[0].0 {
+            let e = along(2.0, &worst);
+            let fe = self.misfit_at(free, &e)?;
+            simplex[n] = if fe < fr { (fe, e) } else { (fr, r) };
+        } else if fr < simplex[n - 1].0 {
+            simplex[n] = (fr, r);
+        } else {
+            let c = along(-0.5, &worst);
+            let fc = self.misfit_at(free, &c)?;
+            if fc < simplex[n].0 {
+                simplex[n] = (fc, c);
+            } else {
+                let best = simplex[0].1.clone();
+                for v in simplex.iter_mut().skip(1) {
+                    let x: Vec<f64> = best.iter().zip(&v.1).map(|(b, x)| (b + x) / 2.0).collect();
+                    *v = (self.misfit_at(free, &x)?, x);
+                }
             }
         }
         Ok(())
+    }
+
+    /// The current candidate with `free`'s fields at `exp(x)`, each within
+    /// its range.
+    fn at(&self, free: &[Free], x: &[f64]) -> SsdParams {
+        let mut p = self.best.clone();
+        for (f, v) in free.iter().zip(x) {
+            set(&mut p, f.field, v.exp().clamp(f.min, f.max));
+        }
+        p
+    }
+
+    /// The total misfit of [`Self::at`].
+    fn misfit_at(&mut self, free: &[Free], x: &[f64]) -> Result<f64, FitError> {
+        let p = self.at(free, x);
+        self.misfit(&p)
+    }
+
+    /// One Gauss–Seidel sweep: each free parameter solved on its own
+    /// observation, in [`FREE`]'s order.
+    /// A field listed more than once is solved on the first of its
+    /// observations that depends on it.
+    fn sweep(&mut self, free: &[Free]) -> Result<(), FitError> {
+        let mut solved: Vec<&str> = Vec::new();
+        for (i, f) in free.iter().enumerate() {
+            if solved.contains(&f.field) {
+                continue;
+            }
+            let Some(o) = find(self.obs, f.from).cloned() else {
+                continue;
+            };
+            let fallback = free[i + 1..].iter().any(|g| g.field == f.field);
+            if fallback && !self.depends(f, &o)? {
+                continue;
+            }
+            self.solve(f, &o)?;
+            solved.push(f.field);
+        }
+        Ok(())
+    }
+
+    /// Whether observation `o` moves (by [`DEPENDS_PCT`] or more) when
+    /// `f.field` moves by a quarter.
+    fn depends(&mut self, f: &Free, o: &Observation) -> Result<bool, FitError> {
+        let mut p = self.best.clone();
+        let v = value(&p, f.field);
+        set(&mut p, f.field, (v * 1.25).clamp(f.min, f.max));
+        self.evaluations += 2;
+        let (Some(a), Some(b)) = (
+            simulate_one(&self.best, o, self.seed)?,
+            simulate_one(&p, o, self.seed)?,
+        ) else {
+            return Ok(false);
+        };
+        Ok((b / a - 1.0).abs() * 100.0 >= DEPENDS_PCT)
     }
 
     /// The total misfit of a candidate over every observation.
@@ -774,6 +979,28 @@ fn first_guess(mut p: SsdParams, obs: &[Observation]) -> SsdParams {
 /// drive on few packages) to four times (a large one on many).
 const DIE_FACTORS: [f64; 8] = [0.25, 0.375, 0.5, 0.75, 1.5, 2.0, 3.0, 4.0];
 
+/// How much an observation must move (%) when a parameter moves by a
+/// quarter for the parameter to be solved on it rather than on its
+/// fallback: a link-bound write moves by nothing, a flash-bound one by
+/// about a fifth.
+const DEPENDS_PCT: f64 = 2.0;
+
+/// Parameters the final Nelder–Mead search moves together: the two the write
+/// figures trade against each other.
+const POLISHED: &[&str] = &["program_us", "spare_pct"];
+
+/// The Nelder–Mead search's first simplex (each field moved by a factor of
+/// 1.25 from the candidate) and its steps (each one to four whole-probe-
+/// suite runs; 25 steps of a two-field simplex narrow it far below the
+/// solves' 1 % tolerance).
+const POLISH_STEP: f64 = 1.25;
+const POLISH_ITERATIONS: usize = 25;
+
+/// Whole steps the die search takes from the spread's best count at most
+/// (the spread's neighbouring factors are at most 1.5 apart, so a few steps
+/// of a die per channel reach between them).
+const DIE_CLIMB_STEPS: usize = 6;
+
 /// Secant steps per solve.
 const SOLVE_STEPS: usize = 8;
 /// A solve stops within 1 % (|ln| < 0.01) of its observation: below the
@@ -820,6 +1047,7 @@ pub fn fit(
     if !read_only {
         s.search_dies(&free, read_only, cost)?;
         s.settle(&free, read_only, 2)?;
+        s.polish(&free, POLISHED)?;
     }
     progress(1.0);
     let rows = simulate_all(&s.best, &obs, seed, threads)?;
@@ -836,4 +1064,27 @@ pub fn fit(
         residuals,
         evaluations: s.evaluations,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_observation_keeps_the_host_its_row_was_measured_on() {
+        assert_eq!(
+            Observation::host_of("host[profile=host2020](pm9a3)").as_deref(),
+            Some("host[profile=host2020]")
+        );
+        assert_eq!(Observation::host_of("s3500-800"), None);
+        assert_eq!(Observation::host_of("raid0(2*x25e)"), None);
+        let o = Observation {
+            label: "x".into(),
+            workload: "rw=read".into(),
+            metric: "iops".into(),
+            value: 1.0,
+            host: Some("host[profile=host2020]".into()),
+        };
+        assert_eq!(o.topology("d"), "host[profile=host2020](d)");
+    }
 }

@@ -1,6 +1,8 @@
-//! The NAND array: channels × dies, each a FIFO timeline. A die runs one
-//! array operation at a time (read, program, erase); a channel moves one
-//! page at a time between a die's register and the controller.
+//! The NAND array: channels × dies. A die runs one array operation at a
+//! time (read, program, erase) on a FIFO timeline; a channel moves one page
+//! at a time between a die's register and the controller: in the order the
+//! transfers were dispatched, or (`channel_order = "ready"`) in the first
+//! gap of its calendar after the page is ready.
 //!
 //! Operations are placed on the timelines in dispatch order (the firmware's
 //! per-die queues are FIFO), so no event is needed per NAND operation.
@@ -11,11 +13,106 @@
 //! by their own time; host programs wait for the backlog, because they need
 //! the blocks it frees.
 
-use crate::engine::{us, xfer_ns, Server};
+use crate::engine::{us, xfer_ns};
 use crate::ssd::ftl::GcWork;
-use raidlab_core::preset::SsdParams;
+use raidlab_core::preset::{ChannelOrder, SsdParams};
 use raidlab_core::units::Ns;
 use std::hint::select_unpredictable;
+
+/// A channel's timeline: the transfers booked on it as busy intervals, so a
+/// transfer whose page is ready early can use a gap left before a transfer
+/// booked earlier for a page ready later. A flash controller moves whichever
+/// die's page is ready; booking channels first come, first served in the
+/// order reads were dispatched would hold a page ready now behind one whose
+/// die is still reading.
+#[derive(Debug, Clone, Default)]
+pub struct Calendar {
+    /// Busy intervals `[start, end)`, sorted and disjoint, adjacent ones
+    /// merged.
+    busy: std::collections::VecDeque<(Ns, Ns)>,
+    /// Nothing may be placed before this: the end of intervals forgotten to
+    /// bound the calendar or, in order, the end of the last booking.
+    floor: Ns,
+    /// Total time booked.
+    booked: Ns,
+    /// Serve transfers in the order they are booked (`dispatch`): none goes
+    /// into a gap before the last one booked.
+    in_order: bool,
+}
+
+/// Intervals a channel calendar keeps before it forgets its oldest (and
+/// treats the time before them as busy): a bound on memory and on the scan.
+/// Far more than the transfers in flight on one channel (its dies times the
+/// few pages each has queued), so forgetting costs no gap a later transfer
+/// could use in practice.
+const CALENDAR_KEEP: usize = 256;
+
+impl Calendar {
+    /// An empty calendar; `in_order`: transfers go in booking order.
+    pub fn new(in_order: bool) -> Calendar {
+        Calendar {
+            in_order,
+            ..Calendar::default()
+        }
+    }
+
+    /// Book `dur` in the first gap at or after `at` that holds it (after
+    /// the last booking when in order); returns the transfer's end.
+    pub fn reserve(&mut self, at: Ns, dur: Ns) -> Ns {
+        if self.in_order {
+            // In order: after the last booking, which is all the calendar
+            // needs to keep (`floor`).
+            let s = at.max(self.floor);
+            self.floor = s + dur;
+            self.booked += dur;
+            return s + dur;
+        }
+        let mut s = at.max(self.floor);
+        let mut i = self.busy.partition_point(|&(_, e)| e <= s);
+        while let Some(&(a, b)) = self.busy.get(i) {
+            if s + dur <= a {
+                break;
+            }
+            s = s.max(b);
+            i += 1;
+        }
+        self.insert(i, s, s + dur);
+        self.booked += dur;
+        s + dur
+    }
+
+    /// Put `[s, e)` at position `i` (after every interval ending by `s`,
+    /// before every interval starting at or after `e`), merging neighbours
+    /// it touches.
+    fn insert(&mut self, i: usize, s: Ns, e: Ns) {
+        let joins_prev = i > 0 && self.busy[i - 1].1 == s;
+        let joins_next = self.busy.get(i).is_some_and(|&(a, _)| a == e);
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                self.busy[i - 1].1 = self.busy[i].1;
+                self.busy.remove(i);
+            }
+            (true, false) => self.busy[i - 1].1 = e,
+            (false, true) => self.busy[i].0 = s,
+            (false, false) => self.busy.insert(i, (s, e)),
+        }
+        while self.busy.len() > CALENDAR_KEEP {
+            if let Some((_, end)) = self.busy.pop_front() {
+                self.floor = self.floor.max(end);
+            }
+        }
+        debug_assert!(self
+            .busy
+            .iter()
+            .zip(self.busy.iter().skip(1))
+            .all(|(x, y)| x.1 < y.0));
+    }
+
+    /// Total time booked.
+    pub fn booked(&self) -> Ns {
+        self.booked
+    }
+}
 
 /// One die: its foreground timeline and its background GC backlog.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,7 +134,7 @@ pub struct Nand {
     /// every change to a die also updates its entry in `ready`.
     dies: Vec<Die>,
     /// One timeline per channel.
-    pub channels: Vec<Server>,
+    channels: Vec<Calendar>,
     /// Per die: when it can take a program (free and past its GC backlog),
     /// kept in one array so finding the readiest die is a short scan; the
     /// array holds the dies twice over, so a scan from any die wraps round
@@ -67,7 +164,10 @@ impl Nand {
         let dies = p.channels * p.dies_per_channel;
         Nand {
             dies: vec![Die::default(); dies as usize],
-            channels: vec![Server::default(); p.channels as usize],
+            channels: vec![
+                Calendar::new(p.channel_order == ChannelOrder::Dispatch);
+                p.channels as usize
+            ],
             ready: vec![0; 2 * dies as usize],
             channel: (0..dies).map(|d| d % p.channels).collect(),
             t_read: us(p.read_us),
@@ -261,6 +361,40 @@ mod tests {
             panic!("built-in x25e preset");
         };
         Nand::new(p, 1.0)
+    }
+
+    #[test]
+    fn a_calendar_fills_the_gap_before_a_later_booking() {
+        let mut c = Calendar::default();
+        // A page ready at 100 booked first; one ready at 0 goes before it.
+        assert_eq!(c.reserve(100, 10), 110);
+        assert_eq!(c.reserve(0, 10), 10);
+        // No gap of 10 between 10 and 100 is left unused, and a transfer
+        // that does not fit a gap goes after the next booking.
+        assert_eq!(c.reserve(95, 10), 120);
+        assert_eq!(c.reserve(10, 90), 100);
+        assert_eq!(c.busy.len(), 1, "touching bookings merge: {:?}", c.busy);
+        assert_eq!(c.booked(), 120);
+    }
+
+    #[test]
+    fn an_in_order_calendar_never_goes_before_its_last_booking() {
+        let mut c = Calendar::new(true);
+        assert_eq!(c.reserve(100, 10), 110);
+        assert_eq!(c.reserve(0, 10), 120, "waits behind the earlier booking");
+    }
+
+    #[test]
+    fn a_calendar_forgets_its_oldest_bookings_and_treats_them_as_busy() {
+        let mut c = Calendar::default();
+        for i in 0..(CALENDAR_KEEP as Ns + 10) {
+            c.reserve(i * 100, 10);
+        }
+        assert_eq!(c.busy.len(), CALENDAR_KEEP);
+        // Before the floor nothing is placed, even in an old gap.
+        let floor = c.floor;
+        assert!(floor > 0);
+        assert!(c.reserve(0, 1) > floor);
     }
 
     #[test]

@@ -157,6 +157,7 @@ fn from_csv(path: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), 
             workload: r.workload.clone(),
             metric: r.metric.clone(),
             value: r.value,
+            host: Observation::host_of(&r.topology),
         })
         .collect();
     if obs.is_empty() {
@@ -263,23 +264,15 @@ fn provenance(field: &str, fit: &Fit, read_only: bool, template: &str) -> String
     if read_only && WRITE_FIELDS.contains(&field) {
         return "template: not measurable read-only".into();
     }
-    if let Some(f) = FREE.iter().find(|f| f.field == field) {
-        let obs: Vec<Observation> = fit.residuals.iter().map(|r| r.obs.clone()).collect();
-        let label = fit::find(&obs, f.from).map(|o| o.label.clone());
-        let r = fit
-            .residuals
-            .iter()
-            .find(|r| Some(&r.obs.label) == label.as_ref());
-        return match r {
-            Some(r) => format!(
-                "fitted; mostly set by {} ({} {} measured, {} fitted)",
-                f.from,
-                round(r.obs.value),
-                r.obs.metric,
-                round(r.fitted)
-            ),
-            None => format!("template: no observation measures it ({} would)", f.from),
-        };
+    let sources: Vec<String> = FREE
+        .iter()
+        .filter(|f| f.field == field)
+        .map(|f| source(f.from, fit))
+        .collect();
+    if !sources.is_empty() {
+        // A field listed twice is solved on the first observation that
+        // depends on it (fit.rs `sweep`).
+        return sources.join("; or, where that does not depend on it, ");
     }
     match field {
         "channels" | "dies_per_channel" => {
@@ -289,6 +282,26 @@ fn provenance(field: &str, fit: &Fit, read_only: bool, template: &str) -> String
         "power_loss_protection" => "fitted (yes/no): synchronous 4 KiB writes".into(),
         "capacity_gb" => "the target's size (or --capacity)".into(),
         _ => format!("template {}: not measured (raidlab-sim fit::template_named)", template),
+    }
+}
+
+/// The observation `from` that sets a field, as its comment says it.
+fn source(from: &str, fit: &Fit) -> String {
+    let obs: Vec<Observation> = fit.residuals.iter().map(|r| r.obs.clone()).collect();
+    let label = fit::find(&obs, from).map(|o| o.label.clone());
+    let r = fit
+        .residuals
+        .iter()
+        .find(|r| Some(&r.obs.label) == label.as_ref());
+    match r {
+        Some(r) => format!(
+            "fitted; mostly set by {} ({} {} measured, {} fitted)",
+            from,
+            round(r.obs.value),
+            r.obs.metric,
+            round(r.fitted)
+        ),
+        None => format!("template: no observation measures it ({from} would)"),
     }
 }
 
