@@ -542,6 +542,50 @@ pub enum FitError {
     },
 }
 
+/// How hard the fit searches: the full search, or a shorter one that keeps
+/// `calibrate --quick` within its two minutes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effort {
+    /// Gauss–Seidel sweeps of the first settle.
+    pub sweeps: usize,
+    /// Whole steps of the die climb after the spread.
+    pub climb_steps: usize,
+    /// Nelder–Mead steps of the final search (0: none).
+    pub polish_iterations: usize,
+}
+
+impl Effort {
+    /// The full search ([`SWEEPS`], [`DIE_CLIMB_STEPS`],
+    /// [`POLISH_ITERATIONS`]).
+    pub const FULL: Effort = Effort {
+        sweeps: SWEEPS,
+        climb_steps: DIE_CLIMB_STEPS,
+        polish_iterations: POLISH_ITERATIONS,
+    };
+    /// `--quick`: short probes measure to a few percent, so the search
+    /// stops at that: half the sweeps, two climb steps (one die per channel
+    /// either way of the spread's best), no final simplex search (it refines
+    /// the valley below the solves' own tolerance).
+    pub const QUICK: Effort = Effort {
+        sweeps: SWEEPS / 2,
+        climb_steps: 2,
+        polish_iterations: 0,
+    };
+}
+
+/// Settings of one fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FitOptions {
+    /// Leave the write side as the template has it.
+    pub read_only: bool,
+    /// Seed of every simulation; the fit is deterministic for a given seed.
+    pub seed: u64,
+    /// Worker threads (the result does not depend on them).
+    pub threads: usize,
+    /// How hard to search.
+    pub effort: Effort,
+}
+
 /// Weight of an observation's squared log error: tail latencies are noisy
 /// (one run's p99 moves by tens of percent) and count a quarter.
 fn weight(metric: &str) -> f64 {
@@ -683,7 +727,13 @@ impl Search<'_> {
     /// dies programming more slowly write as fast), which is why each count
     /// is settled whole rather than judged on one figure, and starts where
     /// it writes as fast as the candidate it came from.
-    fn search_dies(&mut self, free: &[Free], read_only: bool, cost: f64) -> Result<(), FitError> {
+    fn search_dies(
+        &mut self,
+        free: &[Free],
+        read_only: bool,
+        cost: f64,
+        climb_steps: usize,
+    ) -> Result<(), FitError> {
         let start = self.best.clone();
         let template = value(&start, "dies");
         let mut tried = vec![template as u32];
@@ -702,7 +752,7 @@ impl Search<'_> {
         // The climb settles each count from its better neighbour, even one
         // the spread settled from further away.
         let mut tried = vec![value(&best, "dies") as u32];
-        for _ in 0..DIE_CLIMB_STEPS {
+        for _ in 0..climb_steps {
             let found = value(&best, "dies");
             let step = if found > f64::from(self.channels) {
                 f64::from(self.channels)
@@ -765,7 +815,15 @@ impl Search<'_> {
     /// spare area both slow writes) can then sit anywhere along a valley of
     /// the total misfit, which a simplex follows and steps along single
     /// fields do not.
-    fn polish(&mut self, free: &[Free], fields: &[&str]) -> Result<(), FitError> {
+    fn polish(
+        &mut self,
+        free: &[Free],
+        fields: &[&str],
+        iterations: usize,
+    ) -> Result<(), FitError> {
+        if iterations == 0 {
+            return Ok(());
+        }
         let free: Vec<Free> = free
             .iter()
             .filter(|f| fields.contains(&f.field))
@@ -781,7 +839,7 @@ impl Search<'_> {
             x[i] += POLISH_STEP.ln();
             simplex.push((self.misfit_at(&free, &x)?, x));
         }
-        for _ in 0..POLISH_ITERATIONS {
+        for _ in 0..iterations {
             simplex.sort_by(|a, b| a.0.total_cmp(&b.0));
             self.nelder_mead_step(&free, &mut simplex)?;
         }
@@ -1011,16 +1069,19 @@ const SOLVE_TOLERANCE: f64 = 0.003;
 /// others moved.
 const SWEEPS: usize = 6;
 
-/// Fit `start` to `obs` on `threads` threads; `read_only` leaves the write
-/// side as the template has it. Deterministic for a given seed.
+/// Fit `start` to `obs` as `opts` says. Deterministic for a given seed.
 pub fn fit(
     start: SsdParams,
     obs: &[Observation],
-    read_only: bool,
-    seed: u64,
-    threads: usize,
+    opts: &FitOptions,
     progress: &dyn Fn(f64),
 ) -> Result<Fit, FitError> {
+    let FitOptions {
+        read_only,
+        seed,
+        threads,
+        effort,
+    } = *opts;
     let obs: Vec<Observation> = obs
         .iter()
         .filter(|o| o.value.is_finite() && o.value > 0.0)
@@ -1042,12 +1103,12 @@ pub fn fit(
         best: first_guess(start, &obs),
         evaluations: 0,
     };
-    let cost = s.settle(&free, read_only, SWEEPS)?;
+    let cost = s.settle(&free, read_only, effort.sweeps)?;
     progress(0.3);
     if !read_only {
-        s.search_dies(&free, read_only, cost)?;
+        s.search_dies(&free, read_only, cost, effort.climb_steps)?;
         s.settle(&free, read_only, 2)?;
-        s.polish(&free, POLISHED)?;
+        s.polish(&free, POLISHED, effort.polish_iterations)?;
     }
     progress(1.0);
     let rows = simulate_all(&s.best, &obs, seed, threads)?;

@@ -4,8 +4,18 @@
 use raidlab_core::preset::{Preset, PresetDb, SsdParams};
 use raidlab_core::topology::resolve;
 use raidlab_core::workload::Workload;
-use raidlab_sim::fit::{fit, simulate_probes, template, PROBES};
+use raidlab_sim::fit::{fit, simulate_probes, template, Effort, FitOptions, PROBES};
 use raidlab_sim::simulate;
+
+/// The full fit's settings.
+fn opts(read_only: bool, seed: u64, threads: usize) -> FitOptions {
+    FitOptions {
+        read_only,
+        seed,
+        threads,
+        effort: Effort::FULL,
+    }
+}
 
 /// Array workloads the probe suite never runs: controllers (write-back and
 /// write-through), host RAID 0/1/5/6/10, reads, writes and mixes, several
@@ -56,7 +66,13 @@ fn round_trip(name: &str) -> (f64, String) {
     let original = ssd(&db, name);
     let obs = simulate_probes(&db, name, false, 1).expect("probes");
     assert_eq!(obs.len(), PROBES.len());
-    let fitted = fit(template(original.capacity_gb), &obs, false, 1, 2, &|_| {}).expect("fit");
+    let fitted = fit(
+        template(original.capacity_gb),
+        &obs,
+        &opts(false, 1, 2),
+        &|_| {},
+    )
+    .expect("fit");
     db.insert_ssd("fitted", fitted.params)
         .expect("the fitted preset loads");
     let mut worst: f64 = 0.0;
@@ -85,7 +101,7 @@ fn a_read_only_fit_keeps_the_template_write_side() {
     let obs = simulate_probes(&db, "s3500-800", true, 1).expect("probes");
     assert!(obs.len() < PROBES.len());
     let start = template(800.0);
-    let f = fit(start.clone(), &obs, true, 1, 2, &|_| {}).expect("fit");
+    let f = fit(start.clone(), &obs, &opts(true, 1, 2), &|_| {}).expect("fit");
     assert_eq!(f.params.program_us, start.program_us);
     assert_eq!(f.params.spare_pct, start.spare_pct);
     assert_eq!(f.params.fw_write_us, start.fw_write_us);
@@ -104,8 +120,8 @@ fn a_read_only_fit_keeps_the_template_write_side() {
 fn fits_are_deterministic() {
     let db = PresetDb::builtin();
     let obs = simulate_probes(&db, "s3500-480", true, 3).expect("probes");
-    let a = fit(template(480.0), &obs, true, 3, 2, &|_| {}).expect("fit");
-    let b = fit(template(480.0), &obs, true, 3, 1, &|_| {}).expect("fit");
+    let a = fit(template(480.0), &obs, &opts(true, 3, 2), &|_| {}).expect("fit");
+    let b = fit(template(480.0), &obs, &opts(true, 3, 1), &|_| {}).expect("fit");
     assert_eq!(
         a.params, b.params,
         "the thread count must not change the fit"

@@ -80,10 +80,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let bar = crate::common::RunProgress::new("fit");
     let start = fit::template_named(&args.template, capacity_gb)
         .ok_or_else(|| Failure::input(format!("--template {}: sata or nvme", args.template)))?;
-    let fitted = fit::fit(start, &obs, args.read_only, args.seed, threads, &|f| {
-        bar.set(f)
-    })
-    .map_err(|e| Failure::input(e.to_string()))?;
+    let opts = fit::FitOptions {
+        read_only: args.read_only,
+        seed: args.seed,
+        threads,
+        effort: if args.quick {
+            fit::Effort::QUICK
+        } else {
+            fit::Effort::FULL
+        },
+    };
+    let fitted =
+        fit::fit(start, &obs, &opts, &|f| bar.set(f)).map_err(|e| Failure::input(e.to_string()))?;
     drop(bar);
     let path = args.target.as_deref().filter(|t| !t.starts_with("sim:"));
     let text = preset_toml(&name, &fitted, &what, path, args.read_only, &args.template);
@@ -181,9 +189,11 @@ fn from_csv(path: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), 
 /// Probe seconds: (warm-up, measurement) of one probe.
 fn probe_time(p: &Probe, quick: bool) -> (f64, f64) {
     match (quick, p.steady) {
-        // --quick: 10 probes within ~80 s, leaving the fit its share of 2 min.
-        (true, false) => (1.0, 4.0),
-        (true, true) => (4.0, 6.0),
+        // --quick: 9 distinct plain workloads of 4 s and 5 steady ones of
+        // 8 s, 76 s in all, leave the quick fit its share of 2 minutes; a
+        // few seconds of thousands of I/Os per second measure to a few %.
+        (true, false) => (1.0, 3.0),
+        (true, true) => (3.0, 5.0),
         // A full run: steady state needs the spare area used up, which on
         // a real SSD takes minutes of random writes (SNIA PTS runs rounds
         // of one minute until steady).
