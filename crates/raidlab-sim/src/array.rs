@@ -8,7 +8,8 @@
 //! costs latency.
 
 use crate::engine::events;
-use crate::engine::{ns, CompId, Ctx, Op, PoolId, Req, ReqId};
+use crate::engine::{ns, CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
+use crate::host::job_of;
 use raidlab_core::units::Ns;
 use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
 
@@ -362,7 +363,15 @@ impl ArrayComp {
         } else {
             self.costs.cpu
         };
-        let t = ctx.reserve(pool, ctx.now.max(r.t0), cost);
+        // md's RAID 0/1/10 requests, and RAID 4/5/6 reads within a chunk,
+        // are mapped in the context of the thread that submitted them
+        // (md_submit_bio runs the personality's make_request in the
+        // caller's context), so a job's own thread does that work.
+        let t = if r.parent == NONE && pool == HOST_CPU {
+            ctx.reserve_on_thread(job_of(&r), pool, ctx.now.max(r.t0), cost)
+        } else {
+            ctx.reserve(pool, ctx.now.max(r.t0), cost)
+        };
         ctx.schedule(t, self.id, id, Ev::Go);
     }
 

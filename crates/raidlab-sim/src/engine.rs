@@ -598,6 +598,11 @@ pub struct Ctx {
     pub reqs: Slab,
     /// Shared resource pools (host CPU is pool 0).
     pub pools: Vec<Pool>,
+    /// Each submitting thread's next free time: a fio job is one thread,
+    /// so its own CPU work runs one piece at a time on one core.
+    pub threads: Vec<Ns>,
+    /// Each submitting thread's busy time so far.
+    pub thread_busy: Vec<Ns>,
     /// Events processed.
     pub events: u64,
 }
@@ -616,6 +621,8 @@ impl Ctx {
             call_head: 0,
             reqs: Slab::default(),
             pools: vec![Pool::new(host_cores)],
+            threads: Vec::new(),
+            thread_busy: Vec::new(),
             events: 0,
         }
     }
@@ -630,6 +637,21 @@ impl Ctx {
     #[inline]
     pub fn reserve(&mut self, p: PoolId, at: Ns, dur: Ns) -> Ns {
         self.pools[p.index()].reserve(at, dur)
+    }
+
+    /// Reserve `dur` of submitting thread `thread`'s work on pool `p` from
+    /// `at`: it starts once both the thread and a server of the pool are
+    /// free, and the thread is busy until it ends.
+    #[inline]
+    pub fn reserve_on_thread(&mut self, thread: usize, p: PoolId, at: Ns, dur: Ns) -> Ns {
+        debug_assert!(thread < self.threads.len(), "thread {thread} not started");
+        let Some(free) = self.threads.get(thread).copied() else {
+            return self.reserve(p, at, dur);
+        };
+        let end = self.reserve(p, at.max(free), dur);
+        self.threads[thread] = end;
+        self.thread_busy[thread] += dur;
+        end
     }
 
     /// Schedule event `kind` for `comp` about `req` at time `at` (≥ now).

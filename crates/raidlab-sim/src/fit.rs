@@ -761,7 +761,14 @@ impl Search<'_> {
             };
             let around = best.clone();
             let mut better = false;
-            for t in [found - step, found + step] {
+            // Two steps either way: a settle can land a count a little off
+            // its valley, so one worse neighbour does not end the climb.
+            for t in [
+                found - step,
+                found + step,
+                found - 2.0 * step,
+                found + 2.0 * step,
+            ] {
                 let n = self.die_count(t.max(1.0));
                 if tried.contains(&n) {
                     continue;

@@ -47,6 +47,8 @@ pub struct Hdd {
     dirty: u64,
     /// Flushes waiting for the cached writes to reach the platter.
     flushes: Vec<ReqId>,
+    /// Writes waiting, in arrival order, for cache space to be freed.
+    space_wait: std::collections::VecDeque<ReqId>,
     queue: Vec<ReqId>,
     /// Tagged command queue: admission up to its depth.
     cmdq: CmdQueue,
@@ -91,6 +93,7 @@ impl Hdd {
             cache_bytes: (p.cache_mb as u64) << 20,
             dirty: 0,
             flushes: Vec::new(),
+            space_wait: std::collections::VecDeque::new(),
             queue: Vec::new(),
             cmdq: CmdQueue::new(p.queue_depth),
             busy: false,
@@ -164,23 +167,46 @@ impl Hdd {
             }
             return;
         }
-        if r.op == Op::Write && self.wc && self.dirty + r.len as u64 <= self.cache_bytes {
-            // Acknowledge from cache; destage in the background.
-            self.dirty += r.len as u64;
-            let bg = ctx.reqs.alloc(Req {
-                parent: NONE,
-                phase: BACKGROUND,
-                comp: self.id,
-                t0: ctx.now,
-                ..r
-            });
-            self.queue.push(bg);
-            let t = ctx.now + self.link_cmd + xfer_ns(r.len as u64, self.link_mbps);
-            ctx.schedule(t, self.id, id, Ev::Ack);
+        if r.op == Op::Write && self.wc && r.len as u64 <= self.cache_bytes {
+            if self.dirty + r.len as u64 <= self.cache_bytes && self.space_wait.is_empty() {
+                self.cache_write(ctx, id);
+            } else {
+                // A full cache takes the write once destages free room for
+                // it, in arrival order: the drive does not put it on the
+                // media queue behind (or before) its own cached writes.
+                self.space_wait.push_back(id);
+            }
         } else {
             self.queue.push(id);
         }
         self.dispatch(ctx);
+    }
+
+    /// Acknowledge write `id` from cache; destage it in the background.
+    fn cache_write(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let r = ctx.reqs[id];
+        self.dirty += r.len as u64;
+        let bg = ctx.reqs.alloc(Req {
+            parent: NONE,
+            phase: BACKGROUND,
+            comp: self.id,
+            t0: ctx.now,
+            ..r
+        });
+        self.queue.push(bg);
+        let t = ctx.now + self.link_cmd + xfer_ns(r.len as u64, self.link_mbps);
+        ctx.schedule(t, self.id, id, Ev::Ack);
+    }
+
+    /// Writes waiting for cache space that now fits, oldest first.
+    fn admit_waiting(&mut self, ctx: &mut Ctx) {
+        while let Some(&w) = self.space_wait.front() {
+            if self.dirty + ctx.reqs[w].len as u64 > self.cache_bytes {
+                break;
+            }
+            self.space_wait.pop_front();
+            self.cache_write(ctx, w);
+        }
     }
 
     fn dispatch(&mut self, ctx: &mut Ctx) {
@@ -231,6 +257,7 @@ impl Hdd {
         if ctx.reqs[id].phase == BACKGROUND {
             self.dirty -= ctx.reqs[id].len as u64;
             ctx.reqs.release(id);
+            self.admit_waiting(ctx);
             if self.dirty == 0 {
                 for f in std::mem::take(&mut self.flushes) {
                     ctx.schedule(ctx.now + self.link_cmd, self.id, f, Ev::Ack);

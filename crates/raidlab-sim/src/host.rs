@@ -123,6 +123,8 @@ impl Host {
 
     /// Issue the first `iodepth` I/Os of every job.
     pub fn start(&mut self, ctx: &mut Ctx) {
+        ctx.threads = vec![0; self.streams.len()];
+        ctx.thread_busy = vec![0; self.streams.len()];
         for j in 0..self.streams.len() {
             for _ in 0..self.iodepth {
                 self.issue(ctx, j);
@@ -166,7 +168,10 @@ impl Host {
         });
         self.inflight[job] += 1;
         self.total_inflight += 1;
-        let t = ctx.reserve(HOST_CPU, ctx.now, self.block_ns);
+        // The job's thread submits its I/Os one after another (fio: one
+        // thread per job; the NVMe/blk-mq completion runs on the submitting
+        // core too), on one of the host's cores.
+        let t = ctx.reserve_on_thread(job, HOST_CPU, ctx.now, self.block_ns);
         ctx.schedule(t, self.id, id, Ev::Submit);
     }
 
@@ -177,7 +182,10 @@ impl Host {
         let id = ctx.reqs.alloc(r);
         self.inflight[job] += 1;
         self.total_inflight += 1;
-        let t = ctx.reserve(HOST_CPU, ctx.now, self.block_ns);
+        // The job's thread submits its I/Os one after another (fio: one
+        // thread per job; the NVMe/blk-mq completion runs on the submitting
+        // core too), on one of the host's cores.
+        let t = ctx.reserve_on_thread(job, HOST_CPU, ctx.now, self.block_ns);
         ctx.schedule(t, self.id, id, Ev::Submit);
     }
 

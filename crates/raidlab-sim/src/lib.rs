@@ -583,6 +583,8 @@ struct Snapshot {
     io: Vec<Option<IoCounts>>,
     /// Busy time of the host CPU and its parity threads.
     cpu: Ns,
+    /// Busy time of each job's submitting thread.
+    threads: Vec<Ns>,
 }
 
 impl Snapshot {
@@ -597,6 +599,7 @@ impl Snapshot {
             io: io_counters(comps, reports),
             cpu: ctx.pools[HOST_CPU.index()].busy
                 + parity.iter().map(|p| ctx.pools[p.index()].busy).sum::<Ns>(),
+            threads: ctx.thread_busy.clone(),
         }
     }
 }
@@ -1092,12 +1095,20 @@ fn report(sim: &Sim, topo: &Topology, w: &Workload, seed: u64, m: Measured) -> R
     let secs = m.len as f64 / 1e9;
     let end = Snapshot::take(sim);
     let cpu_util = host_cpu(sim, &m.start, &end, m.len);
+    let threads_util = job_threads(&m.start, &end, m.len);
     let mut components = device_loads(sim, &m.start, &end, m.len);
+    // The host row names whichever of its limits is nearer: all its cores,
+    // or the jobs' own threads (one core each).
+    let (util, resource) = if threads_util > cpu_util {
+        (threads_util, "job threads")
+    } else {
+        (cpu_util, "cpu")
+    };
     components.push(Component {
         name: "host".into(),
         kind: "host".into(),
-        utilization: round3(cpu_util),
-        resource: Some("cpu".into()),
+        utilization: round3(util),
+        resource: Some(resource.into()),
         bottleneck: false,
         write_amplification: None,
         io: None,
@@ -1201,6 +1212,21 @@ fn host_cpu(sim: &Sim, start: &Snapshot, end: &Snapshot, window: Ns) -> f64 {
     } else {
         0.0
     }
+}
+
+/// The jobs' submitting threads' mean busy share over the window.
+fn job_threads(start: &Snapshot, end: &Snapshot, window: Ns) -> f64 {
+    let n = end.threads.len();
+    if window == 0 || n == 0 {
+        return 0.0;
+    }
+    let busy: Ns = end
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, e)| e - start.threads.get(i).copied().unwrap_or(0))
+        .sum();
+    (busy as f64 / (window as f64 * n as f64)).min(1.0)
 }
 
 /// Mark the saturated component: the busiest one, if it is busy enough to

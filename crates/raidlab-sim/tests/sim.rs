@@ -394,3 +394,21 @@ fn many_dies_do_not_exhaust_one_die_of_the_simulated_flash() {
         assert!(r.summary.iops > 0.0, "{preset}: {workload}");
     }
 }
+
+/// A disk whose write cache is full takes new writes as destages free room,
+/// oldest first: none waits behind seconds of reordered cached writes.
+#[test]
+fn a_full_disk_write_cache_starves_no_write() {
+    let r = run(
+        "hdd-sas15k[wc=on]",
+        "rw=randwrite bs=8k iodepth=8 runtime=2",
+    );
+    assert!(r.summary.iops > 100.0, "{} IOPS", r.summary.iops);
+    // Eight writes ahead of a write, each freeing room with one random
+    // positioning (a few ms to a full-stroke seek of ~8 ms plus a turn).
+    assert!(
+        r.summary.lat_max_ms < 200.0,
+        "max latency {} ms",
+        r.summary.lat_max_ms
+    );
+}
