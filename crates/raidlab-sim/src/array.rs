@@ -351,7 +351,14 @@ impl ArrayComp {
                 ctx.advise(self.members[e.member as usize], e.offset);
             }
         }
-        let cmds = (plan.reads.len() + plan.writes.len()) as Ns;
+        let mut cmds = (plan.reads.len() + plan.writes.len()) as Ns;
+        if self.costs.cpu == HOST_CPU && r.op != Op::Flush {
+            // Host software RAID splits a request at every chunk boundary
+            // and builds a bio per piece (md's raid0/raid10 make_request
+            // bio_split loop); the block layer merges adjacent pieces on a
+            // member only after that work is paid.
+            cmds = cmds.max(self.chunk_pieces(&r));
+        }
         self.plans[p as usize] = plan;
         let cost = self.costs.req_ns + self.costs.member_ns * cmds;
         // `t0` may carry a not-before time from a controller front end, and
@@ -373,6 +380,17 @@ impl ArrayComp {
             ctx.reserve(pool, ctx.now.max(r.t0), cost)
         };
         ctx.schedule(t, self.id, id, Ev::Go);
+    }
+
+    /// Chunks request `r` touches (1 for a mirror or concatenation, whose
+    /// requests are not split by chunk).
+    fn chunk_pieces(&self, r: &Req) -> Ns {
+        if matches!(self.geo.level(), Level::Raid1 | Level::Concat) || r.len == 0 {
+            return 1;
+        }
+        let chunk = self.geo.chunk().max(1);
+        let last = (r.offset + r.len as u64 - 1) / chunk;
+        (last - r.offset / chunk + 1) as Ns
     }
 
     /// The member reads and writes request `r` needs.
