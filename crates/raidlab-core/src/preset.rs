@@ -390,6 +390,7 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "megaraid9361",
     "megaraid9365",
     "hba",
+    "hba9500",
     "host",
     "host2020",
 );

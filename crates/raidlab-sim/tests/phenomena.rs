@@ -780,3 +780,43 @@ fn p28_chunk_size_moves_nvme_raid0_throughput_and_tail_latency() {
         split.summary.lat_p99_ms
     );
 }
+
+/// Phenomenon 29: a tri-mode adapter caps a full shelf of NVMe drives at
+/// its own command rate and its host link. Eight PCIe 4.0 drives behind a
+/// 9500-16i (SAS3816: two IOC cores for Broadcom's 3M IOPS, a PCIe 4.0 x8
+/// host link) give well under half of what they give on the host's own
+/// lanes, bound by the IOC for small reads and by the x8 link for large
+/// ones.
+#[test]
+fn p29_a_tri_mode_adapter_caps_a_shelf_of_nvme_drives() {
+    let direct = "host[profile=host2020](raid0[stripe=128k](8*pm9a3))";
+    let behind = "host[profile=host2020](raid0[stripe=128k](hba9500[mode=jbod](8*pm9a3)))";
+    let limit = |r: &RunResult| {
+        r.components
+            .iter()
+            .find(|c| c.bottleneck)
+            .map(|c| (c.kind.clone(), c.resource.clone().unwrap_or_default()))
+    };
+    let small = "rw=randread bs=4k iodepth=32 numjobs=48 runtime=0.2";
+    let (d, b) = (run(direct, small), run(behind, small));
+    assert!(
+        b.summary.iops < 0.5 * d.summary.iops,
+        "4 KiB reads: {} behind the adapter vs {} direct",
+        b.summary.iops,
+        d.summary.iops
+    );
+    assert_eq!(limit(&b), Some(("controller".into(), "roc".into())));
+    let large = "rw=read bs=1m iodepth=16 numjobs=8 runtime=0.2";
+    let (d, b) = (run(direct, large), run(behind, large));
+    assert!(
+        b.summary.mbps < 14_000.0,
+        "x8 link: {} MB/s",
+        b.summary.mbps
+    );
+    assert!(
+        d.summary.mbps > 3.0 * b.summary.mbps,
+        "direct {} MB/s",
+        d.summary.mbps
+    );
+    assert_eq!(limit(&b), Some(("controller".into(), "pcie".into())));
+}

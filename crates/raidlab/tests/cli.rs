@@ -149,6 +149,7 @@ fn presets_list_dump_and_user_presets() {
         "megaraid9265",
         "megaraid9365",
         "hba",
+        "hba9500",
     ] {
         assert!(s.contains(n), "{n} missing from the list");
     }
