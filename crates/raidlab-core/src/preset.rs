@@ -116,6 +116,18 @@ pub struct SsdParams {
     /// controllers' out-of-order flash schedulers do).
     #[serde(default)]
     pub channel_order: ChannelOrder,
+    /// SLC cache, GB: free flash the drive programs one bit per cell, fast,
+    /// before its native mode (0: none, as most data-centre drives).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slc_cache_gb: f64,
+    /// Page program time in SLC mode, µs (with `slc_cache_gb`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slc_program_us: f64,
+}
+
+/// Whether an optional figure is absent (0).
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// The order a flash channel serves its dies' transfers in.
@@ -452,6 +464,11 @@ fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
             "a block-mapped FTL needs log_blocks from 1 to 4096 and a capacity of at most 16 TB"
                 .into(),
         );
+    }
+    let slc_fits = (0.0..=s.capacity_gb).contains(&s.slc_cache_gb);
+    let slc_faster = s.slc_program_us > 0.0 && s.slc_program_us <= s.program_us;
+    if s.slc_cache_gb != 0.0 && !(slc_fits && slc_faster) {
+        return Err("slc_cache_gb must be from 0 to capacity_gb, with slc_program_us above 0 and at most program_us".into());
     }
     if !(1.0..=1000.0).contains(&s.spare_pct) {
         return Err("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)".into());
@@ -835,5 +852,21 @@ mod tests {
         assert!(db
             .load_str("[a]\nbase = \"adaptec5085\"\ndestage_task_us = -1")
             .is_err());
+    }
+
+    #[test]
+    fn an_slc_cache_must_fit_the_drive_and_program_faster() {
+        let mut db = PresetDb::builtin();
+        let slc = |gb: &str, us: &str| {
+            format!("[a]\nbase = \"pm9a3\"\nslc_cache_gb = {gb}\nslc_program_us = {us}\n")
+        };
+        assert!(db.load_str(&slc("4", "150")).is_ok());
+        assert!(
+            db.load_str(&slc("9000", "150")).is_err(),
+            "larger than the drive"
+        );
+        assert!(db.load_str(&slc("4", "900")).is_err(), "slower than TLC");
+        assert!(db.load_str(&slc("4", "0")).is_err(), "no program time");
+        assert!(db.load_str(&slc("-1", "150")).is_err(), "negative");
     }
 }

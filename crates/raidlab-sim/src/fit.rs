@@ -394,6 +394,8 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         log_blocks: 0,
         // Per-channel queues in dispatch order, as the generation's firmware.
         channel_order: ChannelOrder::Dispatch,
+        slc_cache_gb: 0.0,   // the 2012-2014 MLC generation had no SLC cache
+        slc_program_us: 0.0, // no SLC cache
     }
 }
 
@@ -442,6 +444,8 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         // Out-of-order flash scheduling: a ready page goes first (MQSim's
         // transaction scheduling unit, Tavakkol et al., FAST 2018).
         channel_order: ChannelOrder::Ready,
+        slc_cache_gb: 0.0, // data-centre TLC drives of the generation program TLC directly (datasheets name no SLC cache)
+        slc_program_us: 0.0, // no SLC cache
         ..template(capacity_gb)
     }
 }

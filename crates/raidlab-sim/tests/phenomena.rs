@@ -820,3 +820,43 @@ fn p29_a_tri_mode_adapter_caps_a_shelf_of_nvme_drives() {
     );
     assert_eq!(limit(&b), Some(("controller".into(), "pcie".into())));
 }
+
+/// Phenomenon 30: an SLC-cached drive's sequential writes fall once the
+/// cache fills. The drive programs host pages one bit per cell, fast,
+/// while its SLC cache has room, then in its native mode. A PM9A3-like TLC
+/// drive given a 4 GB cache (SLC-mode program 150 µs against its 524 µs
+/// TLC program, the ratio of the one- and three-bit modes of 3D NAND of
+/// its generation) writes at its link's rate for the first fraction of a
+/// second and at its TLC rate from then on; in random-write steady state
+/// the cache is used up from the start.
+#[test]
+fn p30_slc_cached_sequential_writes_fall_once_the_cache_fills() {
+    let mut db = PresetDb::builtin();
+    db.load_str(
+        "[slc-tlc]\nbase = \"pm9a3\"\ndescription = \"PM9A3 with an SLC cache\"\nslc_cache_gb = 4\nslc_program_us = 150\n",
+    )
+    .expect("preset");
+    let mbps = |drive: &str, w: &str| {
+        let t = resolve(&format!("host[profile=host2020]({drive})"), &db).expect("topology");
+        let w = Workload::parse(&format!("rw=write bs=128k iodepth=32 {w}")).expect("workload");
+        simulate(&t, &w, 1).expect("simulate").summary.mbps
+    };
+    let early = "ramp_time=0 runtime=0.4";
+    let late = "ramp_time=2 runtime=1";
+    let (cached, after) = (mbps("slc-tlc", early), mbps("slc-tlc", late));
+    let plain = mbps("pm9a3", late);
+    assert!(
+        cached > 1.5 * after,
+        "in cache {cached} MB/s, after {after} MB/s"
+    );
+    assert!(
+        (after / plain - 1.0).abs() < 0.05,
+        "once full it writes as the TLC drive: {after} vs {plain} MB/s"
+    );
+    let steady = mbps("slc-tlc[state=steady]", early);
+    let plain_steady = mbps("pm9a3[state=steady]", early);
+    assert!(
+        (steady / plain_steady - 1.0).abs() < 0.05,
+        "steady state starts with the cache used up: {steady} vs {plain_steady} MB/s"
+    );
+}

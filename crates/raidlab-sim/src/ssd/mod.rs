@@ -178,6 +178,21 @@ pub struct Ssd {
     die_rr: u32,
     page: Vec<u32>,
     capacity: u64,
+    /// SLC cache: host pages it can still take, and their program time.
+    slc_pages: u64,
+    slc_prog: Ns,
+}
+
+/// Host pages a drive's SLC cache takes from the start of a run. The drive
+/// folds its SLC pages into the native mode while idle, which the
+/// simulation does not model: a run starts after such idle time with the
+/// cache empty, except in random-write steady state, where sustained
+/// writes have used it up.
+fn slc_pages_at_start(p: &SsdParams, state: SsdState) -> u64 {
+    if state == SsdState::Steady || p.slc_cache_gb <= 0.0 {
+        return 0;
+    }
+    (p.slc_cache_gb * 1e9 / (p.page_kb as f64 * 1024.0)) as u64
 }
 
 impl Ssd {
@@ -260,6 +275,8 @@ impl Ssd {
             die_rr: 0,
             page: Vec::with_capacity(upp as usize),
             capacity: logical * UNIT,
+            slc_pages: slc_pages_at_start(p, state),
+            slc_prog: us(p.slc_program_us),
         }
     }
 
@@ -404,6 +421,10 @@ impl Ssd {
         } else {
             ready
         };
+        if self.slc_pages > 0 {
+            self.slc_pages -= 1;
+            return self.nand.program_for(t.max(ready), die, self.slc_prog);
+        }
         self.nand.program(t.max(ready), die)
     }
 

@@ -280,10 +280,16 @@ impl Nand {
     /// after any GC backlog on the die.
     #[inline]
     pub fn program(&mut self, at: Ns, die: u32) -> Ns {
+        self.program_for(at, die, self.t_prog)
+    }
+
+    /// Program a page on a die taking `t_prog` (SLC mode programs faster
+    /// than the native mode).
+    pub fn program_for(&mut self, at: Ns, die: u32, t_prog: Ns) -> Ns {
         let ch = self.channel_of(die);
         let t = self.channels[ch].reserve(at, self.t_xfer_page);
         let s = self.program_start(die, t);
-        let (t_prog, pacing) = (self.t_prog, self.pacing);
+        let pacing = self.pacing;
         let d = &mut self.dies[die as usize];
         if pacing && s < d.gc_until {
             // The page runs inside the backlog, which it pushes back.
