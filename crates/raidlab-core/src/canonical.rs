@@ -21,7 +21,7 @@ impl Topology {
             "host[{profile}cores={},ghz={}]({})",
             self.host.cores,
             self.host.ghz,
-            node(&self.root, state)
+            children(self.roots(), state)
         )
     }
 }
@@ -35,7 +35,10 @@ fn node(n: &Node, state: impl Fn(&Device) -> SsdState + Copy) -> String {
 }
 
 /// Children, with runs of identical devices written `N*name[...]`.
-fn children(nodes: &[Node], state: impl Fn(&Device) -> SsdState + Copy) -> String {
+fn children<'a>(
+    nodes: impl IntoIterator<Item = &'a Node>,
+    state: impl Fn(&Device) -> SsdState + Copy,
+) -> String {
     let mut out: Vec<(usize, String)> = Vec::new();
     for n in nodes {
         let text = node(n, state);

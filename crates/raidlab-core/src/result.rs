@@ -205,8 +205,11 @@ pub struct Resolved {
     /// layouts, cache policies, drive states, the host); it resolves to the
     /// same configuration.
     pub topology: String,
-    /// Bytes the volume exposes.
+    /// Bytes the volume exposes (with several, the smallest: each job
+    /// addresses that many bytes of every one).
     pub capacity_bytes: u64,
+    /// Volumes the jobs address side by side (fio: a job's filenames).
+    pub volumes: u32,
 }
 
 /// Host CPU use.

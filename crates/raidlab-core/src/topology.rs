@@ -531,7 +531,9 @@ impl Node {
     }
 }
 
-/// A validated topology: the host and the one volume it sees.
+/// A validated topology: the host and the volumes it sees — one, or
+/// several side by side (`host(8*pm9a3)`, a controller in `jbod` mode),
+/// which a workload addresses as fio does a job with several filenames.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Topology {
     /// Expression as given.
@@ -540,8 +542,11 @@ pub struct Topology {
     pub host: Arc<HostParams>,
     /// The host preset `profile=` named, if one was (else `host`).
     pub host_profile: Option<String>,
-    /// Root node (exposes exactly one volume).
+    /// First root node.
     pub root: Node,
+    /// Further root nodes, when the host wraps several (`host(a, b)`,
+    /// `host(4*x25e)`); empty for one.
+    pub more_roots: Vec<Node>,
 }
 
 impl Topology {
@@ -555,8 +560,30 @@ impl Topology {
             }
         }
         let mut v = Vec::new();
-        walk(&self.root, &mut v);
+        self.roots().for_each(|r| walk(r, &mut v));
         v
+    }
+
+    /// The root nodes, in expression order.
+    pub fn roots(&self) -> impl Iterator<Item = &Node> {
+        std::iter::once(&self.root).chain(&self.more_roots)
+    }
+
+    /// Volumes the host sees.
+    pub fn volume_count(&self) -> usize {
+        self.roots().map(Node::volumes).sum()
+    }
+
+    /// `Ok` when the host sees exactly one volume, as `what` needs; else
+    /// the error that says how to make one.
+    pub fn one_volume(&self, what: &str) -> Result<()> {
+        match self.volume_count() {
+            1 => Ok(()),
+            n => invalid(
+                self.root.col(),
+                format!("the root exposes {n} volumes and {what} needs one; combine them, e.g. raid0(...)"),
+            ),
+        }
     }
 }
 
@@ -731,18 +758,19 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
     Ok(a)
 }
 
-/// An expression's root: the `host(...)` wrapper, if any, and the node it
+/// An expression's root: the `host(...)` wrapper, if any, and the nodes it
 /// runs.
 #[derive(Debug, Clone, Copy)]
 pub struct Root<'a> {
     /// `host`'s options and column, when the expression is wrapped in it.
     pub host: Option<(&'a [Opt], usize)>,
-    /// The node under the host.
-    pub inner: &'a Ast,
+    /// The nodes under the host: one, or several the simulator runs side
+    /// by side as separate volumes.
+    pub inners: &'a [Ast],
 }
 
-/// Split `host(...)` off the root of `ast`; the host wraps exactly one node.
-/// Both engines start their walk here.
+/// Split `host(...)` off the root of `ast`; the host wraps one node or
+/// more. Both engines start their walk here.
 pub fn split_root(ast: &Ast) -> Result<Root<'_>> {
     match ast {
         Ast::Group {
@@ -751,17 +779,17 @@ pub fn split_root(ast: &Ast) -> Result<Root<'_>> {
             children,
             col,
         } if name == "host" => {
-            if children.len() != 1 {
-                return invalid(*col, "host(...) wraps exactly one node");
+            if children.is_empty() {
+                return invalid(*col, "host(...) wraps at least one node");
             }
             Ok(Root {
                 host: Some((opts, *col)),
-                inner: &children[0],
+                inners: children,
             })
         }
         _ => Ok(Root {
             host: None,
-            inner: ast,
+            inners: std::slice::from_ref(ast),
         }),
     }
 }
@@ -1469,21 +1497,20 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
         counters: BTreeMap::new(),
         devices: 0,
     };
-    let mut nodes = r.node(root.inner, None)?;
-    let mut root = nodes.remove(0);
-    let vols = root.volumes() + nodes.iter().map(Node::volumes).sum::<usize>();
-    if vols != 1 || !nodes.is_empty() {
-        return invalid(
-            root.col(),
-            format!("the root exposes {vols} volumes; combine them into one, e.g. raid0(...)"),
-        );
+    let mut nodes = Vec::new();
+    for inner in root.inners {
+        nodes.extend(r.node(inner, None)?);
     }
-    default_stripes(&mut root, None, &host);
+    for n in &mut nodes {
+        default_stripes(n, None, &host);
+    }
+    let root = nodes.remove(0);
     Ok(Topology {
         expr: expr.to_string(),
         host: Arc::new(host),
         host_profile: profile,
         root,
+        more_roots: nodes,
     })
 }
 
@@ -1564,7 +1591,15 @@ mod tests {
         assert!(err("raid6(3*x25e)").contains("raid6 with 3"));
         assert!(err("raid0[stripe=48k](2*x25e)").contains("power of two"));
         assert!(err("raid0[stripe=48k](2*x25e)").contains("column 7"));
-        assert!(err("adaptec5085[mode=volume](2*x25e)").contains("root exposes 2 volumes"));
+        let two = resolve("adaptec5085[mode=volume](2*x25e)", &db()).unwrap();
+        assert_eq!(two.volume_count(), 2);
+        let e = two
+            .one_volume("the analytic model")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("root exposes 2 volumes"), "{e}");
+        let three = resolve("host(2*x25e, raid0(2*x25e))", &db()).unwrap();
+        assert_eq!((three.volume_count(), three.devices().len()), (3, 4));
         assert!(err("adaptec5085(raid0(9*x25e))").contains("8 ports but 9"));
         assert!(err("x25e[foo=1]").contains("unknown option 'foo'"));
         assert!(err("raid0(x25e) extra").contains("unexpected"));
@@ -1610,7 +1645,7 @@ mod tests {
         let ast = parse("host[cores=2](raid5[stripe=64k](a, b, c))").unwrap();
         let root = split_root(&ast).unwrap();
         assert_eq!(root.host.map(|(o, col)| (o.len(), col)), Some((1, 1)));
-        match classify(root.inner).unwrap() {
+        match classify(&root.inners[0]).unwrap() {
             Element::Array {
                 level,
                 opts,
@@ -1624,7 +1659,7 @@ mod tests {
             other => panic!("not an array: {other:?}"),
         }
         let two = parse("host(a, b)").unwrap();
-        assert!(split_root(&two).is_err());
+        assert_eq!(split_root(&two).unwrap().inners.len(), 2);
         let inner = parse("raid0(host(a))").unwrap();
         let Ast::Group { children, .. } = &inner else {
             panic!("not a group")

@@ -192,6 +192,9 @@ impl Default for Workload {
     }
 }
 
+/// Most jobs a workload may run (`numjobs`).
+pub const MAX_NUMJOBS: u32 = 4096;
+
 /// Most I/Os a workload may keep outstanding in all (numjobs × iodepth):
 /// 2^20, sixteen times fio's own largest iodepth of one job (65,536). No
 /// array raidlab models needs more to saturate, and the bound keeps both
@@ -308,7 +311,7 @@ impl Workload {
                 "rwmixread" => w.rwmixread = int(k, v, 0, 100)? as u32,
                 "percentage_random" => explicit_random = Some(int(k, v, 0, 100)? as u32),
                 "iodepth" => w.iodepth = int(k, v, 1, 65536)? as u32,
-                "numjobs" => w.numjobs = int(k, v, 1, 4096)? as u32,
+                "numjobs" => w.numjobs = int(k, v, 1, MAX_NUMJOBS as u64)? as u32,
                 "size" => {
                     let s = parse_size(v).map_err(|m| Error::Workload(format!("size: {m}")))?;
                     if s == 0 {
@@ -670,18 +673,29 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
 /// workload generator both engines use. Without `runtime`, each job moves
 /// `span` bytes and stops (fio's one pass over `size`).
 pub fn job_streams(w: &Workload, span: u64, seed: u64) -> Vec<JobStream> {
-    (0..w.numjobs)
-        .map(|j| {
-            let mut s = JobStream::new(w, span, seed, j, None);
+    volume_streams(w, span, seed, 1)
+}
+
+/// The streams of `w`'s jobs over `volumes` volumes of `span` bytes each,
+/// job-major: a fio job with several filenames keeps each file's offsets
+/// apart. The first volume's streams are [`job_streams`]'s.
+pub fn volume_streams(w: &Workload, span: u64, seed: u64, volumes: u32) -> Vec<JobStream> {
+    let mut out = Vec::with_capacity(w.numjobs as usize * volumes as usize);
+    for j in 0..w.numjobs {
+        for v in 0..volumes {
+            // Job numbers are below MAX_NUMJOBS, so every (job, volume)
+            // has a stream number of its own.
+            let mut s = JobStream::new(w, span, seed, v * MAX_NUMJOBS + j, None);
             if w.runtime.is_none() {
                 s.budget = Some(span);
             }
             if w.uses_random_map() {
                 s.map = Some(0);
             }
-            s
-        })
-        .collect()
+            out.push(s);
+        }
+    }
+    out
 }
 
 /// One I/O as the application issues it.

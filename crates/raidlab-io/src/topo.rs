@@ -273,8 +273,14 @@ pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
             o.key, o.col
         )));
     }
+    let [inner] = top.inners else {
+        return Err(expression(format!(
+            "host(...) wraps {} nodes: a real run drives one volume; combine them, e.g. raid0(...)",
+            top.inners.len()
+        )));
+    };
     let mut members = Vec::new();
-    let root = node(top.inner, &mut members)?;
+    let root = node(inner, &mut members)?;
     for (i, a) in members.iter().enumerate() {
         if let Some(b) = members[..i].iter().find(|b| b.path == a.path) {
             return Err(Error::new(

@@ -97,8 +97,12 @@ fn run_header(r: &RunResult) -> String {
     o += &format!("workload   {} (seed {})\n", wl_line(r), r.seed);
     if let Some(res) = &r.resolved {
         o += &format!("as run     {}\n", res.topology);
+        let each = match res.volumes {
+            1 => String::new(),
+            n => format!("{n} volumes side by side, each "),
+        };
         o += &format!(
-            "capacity   {:.1} GB ({} bytes)\n",
+            "capacity   {each}{:.1} GB ({} bytes)\n",
             res.capacity_bytes as f64 / 1e9,
             res.capacity_bytes
         );

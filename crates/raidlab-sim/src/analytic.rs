@@ -43,6 +43,9 @@ impl Expectation {
 
 /// The array the model applies to: level, drives, and the drive model.
 pub fn model_array(topo: &Topology) -> Option<(Level, &Device, u32)> {
+    if topo.volume_count() != 1 {
+        return None;
+    }
     let mut n = &topo.root;
     loop {
         match n {
@@ -134,6 +137,7 @@ pub fn one_drive(
         host: topo.host.clone(),
         host_profile: topo.host_profile.clone(),
         root: Node::Device(alone),
+        more_roots: Vec::new(),
     };
     let mut w = w.clone();
     w.size = Some(w.size.map_or(dev.capacity(), |s| s.min(dev.capacity())));

@@ -18,11 +18,22 @@ events! {
 /// The host component.
 pub struct Host {
     id: CompId,
-    root: CompId,
+    /// The volumes the jobs address (fio: a job's filenames).
+    roots: Vec<CompId>,
     block_ns: Ns,
     think: Ns,
     iodepth: u32,
+    /// One stream per job and volume, job-major: each file of a fio job
+    /// keeps its own offsets.
     streams: Vec<JobStream>,
+    /// Per job, the volume its next I/O goes to (fio's default
+    /// `file_service_type=roundrobin`: the next file after every I/O);
+    /// per stream, whether it has run out.
+    next_vol: Vec<u32>,
+    out: Vec<bool>,
+    /// Per job, the volume its `fsync=N` flush goes to: that of the write
+    /// that called for it (fio syncs the file it wrote).
+    flush_vol: Vec<u32>,
     inflight: Vec<u32>,
     done_jobs: Vec<bool>,
     exhausted: usize,
@@ -57,35 +68,52 @@ pub struct Host {
 const SYNC_FLUSH: u32 = 1 << 31;
 /// The creator's word of a job's `fsync=N` flush (over the job).
 const FSYNC_FLUSH: u32 = 1 << 30;
+/// The creator's word holds the volume above this bit, the job below it.
+const VOL_SHIFT: u32 = 16;
+/// Most volumes the word has room for, beside the job and the flags.
+pub const MAX_VOLUMES: usize = 1 << 14;
 
-/// The job a host I/O belongs to (its creator's word, less the flags).
+/// The job a host I/O belongs to (its creator's word's low bits).
 pub fn job_of(r: &Req) -> usize {
-    (r.creator_word & !(SYNC_FLUSH | FSYNC_FLUSH)) as usize
+    (r.creator_word & ((1 << VOL_SHIFT) - 1)) as usize
+}
+
+/// The volume a host I/O addresses (the creator's word's middle bits).
+fn vol_of(r: &Req) -> usize {
+    ((r.creator_word & !(SYNC_FLUSH | FSYNC_FLUSH)) >> VOL_SHIFT) as usize
 }
 
 impl Host {
-    /// A host issuing `streams` (one per job) to `root`.
+    /// A host issuing `streams` to `roots`: one stream per job and volume,
+    /// job-major.
     pub fn new(
         id: CompId,
-        root: CompId,
+        roots: Vec<CompId>,
         block_ns: Ns,
         think: Ns,
         iodepth: u32,
         streams: Vec<JobStream>,
     ) -> Host {
-        let n = streams.len();
-        // Job numbers share the creator's word with the flush flags.
+        let v = roots.len();
         assert!(
-            (n as u32) < FSYNC_FLUSH,
-            "{n} jobs do not fit beside the flush flags"
+            v > 0 && streams.len().is_multiple_of(v),
+            "{} streams over {v} volumes",
+            streams.len()
         );
+        let n = streams.len() / v;
+        // Job and volume numbers share the creator's word with the flush flags.
+        assert!(n < 1 << VOL_SHIFT, "{n} jobs do not fit in the word");
+        assert!(v <= MAX_VOLUMES, "{v} volumes do not fit in the word");
         Host {
             id,
-            root,
+            roots,
             block_ns,
             think,
             iodepth,
             streams,
+            next_vol: vec![0; n],
+            out: vec![false; n * v],
+            flush_vol: vec![0; n],
             inflight: vec![0; n],
             done_jobs: vec![false; n],
             exhausted: 0,
@@ -118,18 +146,41 @@ impl Host {
 
     /// Every job has issued its last I/O and all have completed.
     pub fn finished(&self) -> bool {
-        self.exhausted == self.streams.len() && self.total_inflight == 0
+        self.exhausted == self.jobs() && self.total_inflight == 0
+    }
+
+    fn jobs(&self) -> usize {
+        self.inflight.len()
     }
 
     /// Issue the first `iodepth` I/Os of every job.
     pub fn start(&mut self, ctx: &mut Ctx) {
-        ctx.threads = vec![0; self.streams.len()];
-        ctx.thread_busy = vec![0; self.streams.len()];
-        for j in 0..self.streams.len() {
+        ctx.threads = vec![0; self.jobs()];
+        ctx.thread_busy = vec![0; self.jobs()];
+        for j in 0..self.jobs() {
             for _ in 0..self.iodepth {
                 self.issue(ctx, j);
             }
         }
+    }
+
+    /// The job's next I/O and the volume it goes to, from its volumes in
+    /// turn; `None` once every one of its streams has run out.
+    fn next_io(&mut self, job: usize) -> Option<(raidlab_core::workload::Io, usize)> {
+        let v = self.roots.len();
+        for _ in 0..v {
+            let vol = self.next_vol[job] as usize;
+            self.next_vol[job] = ((vol + 1) % v) as u32;
+            let k = job * v + vol;
+            if self.out[k] {
+                continue;
+            }
+            match self.streams[k].next() {
+                Some(io) => return Some((io, vol)),
+                None => self.out[k] = true,
+            }
+        }
+        None
     }
 
     fn issue(&mut self, ctx: &mut Ctx, job: usize) {
@@ -143,7 +194,7 @@ impl Host {
             }
             return;
         }
-        let Some(io) = self.streams[job].next() else {
+        let Some((io, vol)) = self.next_io(job) else {
             if !self.done_jobs[job] {
                 self.done_jobs[job] = true;
                 self.exhausted += 1;
@@ -166,6 +217,7 @@ impl Host {
             handler_word: 0,
             phase: 0,
         });
+        ctx.reqs[id].creator_word |= (vol as u32) << VOL_SHIFT;
         self.inflight[job] += 1;
         self.total_inflight += 1;
         // The job's thread submits its I/Os one after another (fio: one
@@ -178,7 +230,7 @@ impl Host {
     /// A job's `fsync=N` flush of the whole volume.
     fn flush(&mut self, ctx: &mut Ctx, job: usize) {
         let mut r = Req::new(0, 0, Op::Flush, self.id, ctx.now);
-        r.creator_word = job as u32 | FSYNC_FLUSH;
+        r.creator_word = job as u32 | FSYNC_FLUSH | self.flush_vol[job] << VOL_SHIFT;
         let id = ctx.reqs.alloc(r);
         self.inflight[job] += 1;
         self.total_inflight += 1;
@@ -201,7 +253,10 @@ impl Host {
     /// A timed event.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         match Ev::from_code(kind) {
-            Ev::Submit => ctx.submit(self.root, id),
+            Ev::Submit => {
+                let root = self.roots[vol_of(&ctx.reqs[id])];
+                ctx.submit(root, id)
+            }
             Ev::Think => {
                 // The finished I/O waited out its job's think time.
                 let job = job_of(&ctx.reqs[id]);
@@ -247,6 +302,7 @@ impl Host {
             if self.since_flush[job] >= self.fsync {
                 self.since_flush[job] = 0;
                 self.holding[job] = true;
+                self.flush_vol[job] = vol_of(&r) as u32;
             }
         }
         if now >= self.window_start && self.window_end.is_none_or(|e| now <= e) {

@@ -62,6 +62,9 @@ pub enum SimError {
         /// Volume size.
         cap: u64,
     },
+    /// More volumes side by side than a host I/O can name.
+    #[error("the root exposes {0} volumes; at most {max} can be addressed side by side", max = host::MAX_VOLUMES)]
+    TooManyVolumes(usize),
     /// The model of this topology and workload would need more memory than
     /// the simulator allows itself.
     #[error("the simulation needs more than its bound of {} MiB for its models of {what} ({} MiB counted so far); simulate fewer or smaller devices or caches", MAX_SIM_BYTES >> 20, need >> 20)]
@@ -567,9 +570,9 @@ struct Sim {
     parity_threads: Vec<PoolId>,
     /// Every array and its name in messages.
     arrays: Vec<(CompId, String)>,
-    /// The volume the host's jobs address.
-    root: CompId,
-    /// Its capacity, bytes.
+    /// The volumes the host's jobs address.
+    roots: Vec<CompId>,
+    /// The smallest one's capacity, bytes: a job's span on every one.
     cap: u64,
 }
 
@@ -739,8 +742,15 @@ fn build(topo: &Topology, w: &Workload, seed: u64, heap: &mut u64) -> Result<Sim
         heap: 0,
         arrays: Vec::new(),
     };
-    let vols = b.node(&topo.root, None)?;
-    let (root, cap) = vols[0];
+    let mut vols = Vec::new();
+    for n in topo.roots() {
+        vols.extend(b.node(n, None)?);
+    }
+    if vols.len() > host::MAX_VOLUMES {
+        return Err(SimError::TooManyVolumes(vols.len()));
+    }
+    let roots = vols.iter().map(|v| v.0).collect();
+    let cap = vols.iter().map(|v| v.1).min().unwrap_or(0);
     debug_assert_eq!(
         volume_capacity(topo).ok(),
         Some(cap),
@@ -753,15 +763,15 @@ fn build(topo: &Topology, w: &Workload, seed: u64, heap: &mut u64) -> Result<Sim
         reports: b.reports,
         parity_threads: b.parity_threads,
         arrays: b.arrays,
-        root,
+        roots,
         cap,
     })
 }
 
 /// The span of controller volume `i` a workload over `span` bytes of the
-/// root volume addresses.
+/// root volumes address.
 fn ctrl_span(sim: &Sim, i: usize, v: &CtrlVol, span: u64) -> u64 {
-    if CompId(i as u32) == sim.root {
+    if sim.roots.contains(&CompId(i as u32)) {
         span
     } else {
         (span as f64 / sim.cap as f64 * v.cfg.capacity as f64) as u64
@@ -819,9 +829,17 @@ fn warm_controllers(
 
 /// Put the host, with the workload's jobs over `span` bytes, at `HOST`.
 fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u64, trace: bool) {
-    let streams = raidlab_core::workload::job_streams(w, span, seed);
+    let vols = sim.roots.len() as u32;
+    let streams = raidlab_core::workload::volume_streams(w, span, seed, vols);
     let block_ns = (us(topo.host.block_layer_us) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
-    let mut host = Host::new(HOST, sim.root, block_ns, w.thinktime, w.iodepth, streams);
+    let mut host = Host::new(
+        HOST,
+        sim.roots.clone(),
+        block_ns,
+        w.thinktime,
+        w.iodepth,
+        streams,
+    );
     let ramp = w.ramp_time.unwrap_or(0);
     host.window_start = ramp;
     host.set_durability(w.sync, w.fsync);
@@ -832,7 +850,7 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
     // run stops when the window is found steady.
     host.window_end = w.runtime.zip(w.ramp_time).map(|(r, ramp)| ramp + r);
     if w.runtime.is_none() {
-        host.fifth = (span * w.numjobs as u64 / 5).max(1);
+        host.fifth = (span * w.numjobs as u64 * vols as u64 / 5).max(1);
     }
     sim.comps[HOST.index()] = Comp::Host(Box::new(host));
 }
@@ -1139,6 +1157,7 @@ fn report(sim: &Sim, topo: &Topology, w: &Workload, seed: u64, m: Measured) -> R
         resolved: Some(Resolved {
             topology: topo.canonical(|d| w.state.or(d.state).unwrap_or(w.default_ssd_state())),
             capacity_bytes: sim.cap,
+            volumes: sim.roots.len() as u32,
         }),
         latency: Some(m.metrics.detail(m.len)),
     }
@@ -1243,8 +1262,9 @@ fn mark_bottleneck(components: &mut [Component]) {
     }
 }
 
-/// Bytes the topology's volume exposes, computed from the presets and the
-/// layouts without building the simulation.
+/// Bytes the topology's volume exposes (with several, the smallest),
+/// computed from the presets and the layouts without building the
+/// simulation.
 pub fn volume_capacity(topo: &Topology) -> Result<u64, SimError> {
     fn vols(n: &Node) -> Result<Vec<u64>, SimError> {
         Ok(match n {
@@ -1273,7 +1293,11 @@ pub fn volume_capacity(topo: &Topology) -> Result<u64, SimError> {
             }
         })
     }
-    Ok(vols(&topo.root)?.first().copied().unwrap_or(0))
+    let mut min = u64::MAX;
+    for n in topo.roots() {
+        min = vols(n)?.into_iter().fold(min, u64::min);
+    }
+    Ok(if min == u64::MAX { 0 } else { min })
 }
 
 use raidlab_core::result::round3;

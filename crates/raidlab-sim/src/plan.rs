@@ -543,7 +543,7 @@ fn one_drive(
     per_io: bool,
 ) -> Result<f64, PlanError> {
     let t = resolve(leaf, db).map_err(|e| PlanError::Input(e.to_string()))?;
-    let Node::Device(dev) = &t.root else {
+    let (Node::Device(dev), 1) = (&t.root, t.volume_count()) else {
         return Err(PlanError::Input(format!("'{leaf}' is not a drive")));
     };
     let s =

@@ -412,3 +412,62 @@ fn a_full_disk_write_cache_starves_no_write() {
         r.summary.lat_max_ms
     );
 }
+
+/// Device commands (reads, writes) of each device in the result.
+fn device_io(r: &RunResult) -> Vec<(u64, u64)> {
+    r.components
+        .iter()
+        .filter_map(|c| c.io.as_ref().map(|io| (io.reads, io.writes)))
+        .collect()
+}
+
+/// Several volumes side by side are one fio job's several filenames: each
+/// job turns from one volume to the next after every I/O, and keeps each
+/// volume's offsets apart, so sequential streams stay sequential on each.
+#[test]
+fn jobs_address_several_volumes_in_turn() {
+    let r = run(
+        "host(2*x25e)",
+        "rw=randread bs=4k iodepth=1 numjobs=1 runtime=0.05",
+    );
+    assert_eq!(r.resolved.as_ref().map(|x| x.volumes), Some(2));
+    let io = device_io(&r);
+    assert_eq!(io.len(), 2);
+    assert!(
+        io[0].0.abs_diff(io[1].0) <= 1,
+        "one I/O each in turn: {io:?}"
+    );
+    // Sequential reads of a whole pass: each drive reads its own volume
+    // through once, at its own sequential rate, side by side.
+    let one = mbps("x25e", "rw=read bs=128k iodepth=4 size=64m");
+    let two = mbps("host(2*x25e)", "rw=read bs=128k iodepth=4 size=64m");
+    assert!(two > 1.8 * one, "two volumes {two} vs one {one} MB/s");
+    // sync=1 flushes go to the volume written: both drives flush.
+    let s = run(
+        "host(2*s3500-480[wc=on])",
+        "rw=randwrite bs=4k iodepth=1 numjobs=1 sync=1 runtime=0.05",
+    );
+    let io = device_io(&s);
+    assert!(
+        io.iter().all(|&(_, w)| w > 0),
+        "both drives written: {io:?}"
+    );
+}
+
+#[test]
+fn a_controller_in_jbod_mode_exposes_its_drives_as_volumes() {
+    let r = run(
+        "hba9500[mode=jbod](4*pm9a3)",
+        "rw=randread bs=4k iodepth=32 numjobs=4 runtime=0.05",
+    );
+    assert_eq!(r.resolved.as_ref().map(|x| x.volumes), Some(4));
+    let io = device_io(&r);
+    let (lo, hi) = (
+        io.iter().map(|x| x.0).min().unwrap(),
+        io.iter().map(|x| x.0).max().unwrap(),
+    );
+    assert!(
+        lo as f64 > 0.9 * hi as f64,
+        "the drives share the jobs: {io:?}"
+    );
+}

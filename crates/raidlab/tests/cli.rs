@@ -16,11 +16,6 @@ fn bad_input_gives_one_line_and_status_2() {
         ("x25e", "rw=read bs=64k size=32k", "larger than the volume"),
         ("x25e", "rw=randread colour=blue", "unknown key 'colour'"),
         ("x25e", "rw=sideways", "rw=sideways"),
-        (
-            "adaptec5085[mode=volume](2*x25e)",
-            w,
-            "root exposes 2 volumes",
-        ),
         ("adaptec5085(raid0(9*x25e))", w, "8 ports but 9 devices"),
         ("x25e[speed=1]", w, "unknown option 'speed'"),
     ] {
@@ -286,6 +281,10 @@ fn run_rejects_bad_input_with_status_2() {
         "does not exist",
     );
     assert_input_error(&["run", "-t", "raid0(x25e, ./b)", "-w", wl], "not a path");
+    assert_input_error(
+        &["run", "-t", &format!("host({a}, {b})"), "-w", wl],
+        "a real run drives one volume",
+    );
     assert_input_error(
         &[
             "run",

@@ -106,7 +106,7 @@ fn block_size(bs: Option<&str>) -> Result<Option<u64>, Failure> {
 /// The `--drive` preset as a topology of one device.
 fn drive_alone(drive: &str, presets: &PresetFiles) -> Result<Topology, Failure> {
     let t = topology::resolve(drive, &presets.load()?)?;
-    if !matches!(t.root, topology::Node::Device(_)) {
+    if !matches!(t.root, topology::Node::Device(_)) || t.volume_count() != 1 {
         return Err(Failure::input(format!(
             "--drive: '{drive}' is not a drive preset"
         )));
