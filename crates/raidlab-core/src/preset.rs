@@ -123,6 +123,14 @@ pub struct SsdParams {
     /// Page program time in SLC mode, µs (with `slc_cache_gb`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub slc_program_us: f64,
+    /// The controller's program data path, MB/s (0: no limit of its own):
+    /// every byte programmed — host data and garbage collection's
+    /// relocations alike — passes one engine (ECC encoding and the die-parity
+    /// accumulation data-centre controllers compute over their dies) on its
+    /// way to the flash. A drive whose sequential writes stay below what its
+    /// link and its dies could take is bound here.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub write_path_mbps: f64,
 }
 
 /// Whether an optional figure is absent (0).
@@ -394,6 +402,8 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "pm9a3",
     "p5500",
     "pm1743",
+    "micron5400",
+    "pm1653",
     "hdd-sas10k",
     "hdd-sas15k",
     "adaptec5085",
@@ -401,6 +411,8 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "megaraid9265",
     "megaraid9361",
     "megaraid9365",
+    "megaraid9560",
+    "megaraid9670",
     "hba",
     "hba9500",
     "host",
@@ -469,6 +481,9 @@ fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
     let slc_faster = s.slc_program_us > 0.0 && s.slc_program_us <= s.program_us;
     if s.slc_cache_gb != 0.0 && !(slc_fits && slc_faster) {
         return Err("slc_cache_gb must be from 0 to capacity_gb, with slc_program_us above 0 and at most program_us".into());
+    }
+    if s.write_path_mbps != 0.0 && !(1.0..=1e6).contains(&s.write_path_mbps) {
+        return Err("write_path_mbps must be 0 (no limit) or from 1 to 1,000,000".into());
     }
     if !(1.0..=1000.0).contains(&s.spare_pct) {
         return Err("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)".into());

@@ -333,9 +333,26 @@ pub const FREE: &[Free] = &[
     },
 ];
 
+/// The controller's program data path, solved on the sequential write only
+/// when nothing else can bring it down: a drive whose flash (its dies'
+/// program rate) and link both outrun its rated sequential writes is bound
+/// by the path every programmed page takes (fit.rs `bound_write_path`).
+pub const WRITE_PATH: Free = Free {
+    field: "write_path_mbps",
+    from: "write-128k-qd32",
+    min: 50.0,
+    max: 20_000.0,
+};
+
+/// How far (%) the fitted sequential write may stay above its figure
+/// before the write path is fitted to it: beyond the solves' tolerance and
+/// the few percent a link-bound write differs from a read on the same link.
+const WRITE_PATH_EXCESS_PCT: f64 = 5.0;
+
 /// The fields a read-only calibration cannot see (they come from the
 /// template, unmeasured).
 pub const WRITE_FIELDS: &[&str] = &[
+    "write_path_mbps",
     "program_us",
     "fw_write_us",
     "spare_pct",
@@ -394,8 +411,9 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         log_blocks: 0,
         // Per-channel queues in dispatch order, as the generation's firmware.
         channel_order: ChannelOrder::Dispatch,
-        slc_cache_gb: 0.0,   // the 2012-2014 MLC generation had no SLC cache
-        slc_program_us: 0.0, // no SLC cache
+        slc_cache_gb: 0.0,    // the 2012-2014 MLC generation had no SLC cache
+        slc_program_us: 0.0,  // no SLC cache
+        write_path_mbps: 0.0, // the link and the flash bound the generation's writes
     }
 }
 
@@ -450,10 +468,33 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
     }
 }
 
-/// A template by name: `sata` ([`template`]) or `nvme` ([`template_nvme`]).
+/// The structural template of a data-centre 24G SAS SSD (2021 on): the
+/// flash and controller of [`template_nvme`]'s generation behind a
+/// dual-port SAS-4 interface, whose SCSI command set keeps a drive's queue
+/// to the HBA's per-device depth.
+pub fn template_sas(capacity_gb: f64) -> SsdParams {
+    SsdParams {
+        // SAS-4 ("24G"): 22.5 Gbaud per lane with 128b/150b coding is
+        // 2.4 GB/s per port; SSP framing (SOF, 24-byte header, CRC, EOF
+        // around up to 1 KiB of data) leaves ~94 %, 2,250 MB/s. A dual-port
+        // drive with both ports active (multipath) moves twice that.
+        link_mbps: 4500.0,
+        // A command IU (28-byte frame header + 52-byte CDB IU) and a response
+        // IU (~52 bytes) with their primitives at 2.4 GB/s: ~0.1 us.
+        link_cmd_us: 0.1,
+        // Linux mpt3sas gives a SAS device MPT3SAS_SAS_QUEUE_DEPTH = 254
+        // tagged commands (drivers/scsi/mpt3sas/mpt3sas_base.h).
+        queue_depth: 254,
+        ..template_nvme(capacity_gb)
+    }
+}
+
+/// A template by name: `sata` ([`template`]), `sas` ([`template_sas`]) or
+/// `nvme` ([`template_nvme`]).
 pub fn template_named(name: &str, capacity_gb: f64) -> Option<SsdParams> {
     match name {
         "sata" => Some(template(capacity_gb)),
+        "sas" => Some(template_sas(capacity_gb)),
         "nvme" => Some(template_nvme(capacity_gb)),
         _ => None,
     }
@@ -471,6 +512,7 @@ pub fn value(p: &SsdParams, name: &str) -> f64 {
         "fw_write_us" => p.fw_write_us,
         "spare_pct" => p.spare_pct,
         "dies" => f64::from(p.channels * p.dies_per_channel),
+        "write_path_mbps" => p.write_path_mbps,
         other => unreachable!("'{other}' is not a free parameter"),
     }
 }
@@ -499,6 +541,7 @@ fn set(p: &mut SsdParams, name: &str, v: f64) {
         "channel_mbps" => p.channel_mbps = v,
         "fw_write_us" => p.fw_write_us = v,
         "spare_pct" => p.spare_pct = v,
+        "write_path_mbps" => p.write_path_mbps = v,
         other => unreachable!("'{other}' is not a free parameter"),
     }
 }
@@ -710,6 +753,26 @@ impl Search<'_> {
             x1 = x1_set + step;
         }
         set(&mut self.best, f.field, best_x.exp());
+        Ok(())
+    }
+
+    /// A sequential write the candidate still writes faster than measured
+    /// is bound by the host write path: start it at the measured rate, solve
+    /// it on that figure, and settle the rest around it.
+    fn bound_write_path(&mut self, free: &[Free], read_only: bool) -> Result<(), FitError> {
+        let Some(o) = find(self.obs, WRITE_PATH.from).cloned() else {
+            return Ok(());
+        };
+        self.evaluations += 1;
+        let Some(y) = simulate_one(&self.best, &o, self.seed)? else {
+            return Ok(());
+        };
+        if y <= o.value * (1.0 + WRITE_PATH_EXCESS_PCT / 100.0) {
+            return Ok(());
+        }
+        self.best.write_path_mbps = o.value.clamp(WRITE_PATH.min, WRITE_PATH.max);
+        self.solve(&WRITE_PATH, &o)?;
+        self.settle(free, read_only, 2)?;
         Ok(())
     }
 
@@ -1119,6 +1182,7 @@ pub fn fit(
     if !read_only {
         s.search_dies(&free, read_only, cost, effort.climb_steps)?;
         s.settle(&free, read_only, 2)?;
+        s.bound_write_path(&free, read_only)?;
         s.polish(&free, POLISHED, effort.polish_iterations)?;
     }
     progress(1.0);

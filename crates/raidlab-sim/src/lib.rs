@@ -437,6 +437,7 @@ fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static s
                     v.push((i, "link", c.link_busy, 1));
                     v.push((i, "firmware", c.fw_busy, 1));
                     v.push((i, "nand", c.die_busy, 1));
+                    v.push((i, "write path", c.write_path_busy, 1));
                 }
             }
             Report::Hdd(id) => {

@@ -45,3 +45,13 @@ fn p5500_meets_its_datasheet() {
 fn pm1743_meets_its_datasheet() {
     check("samsung-pm1743-15.36tb.csv");
 }
+
+#[test]
+fn micron5400_meets_its_datasheet() {
+    check("micron-5400-pro-3.84tb.csv");
+}
+
+#[test]
+fn pm1653_meets_its_datasheet() {
+    check("samsung-pm1653-15.36tb.csv");
+}

@@ -822,6 +822,54 @@ fn p29_a_tri_mode_adapter_caps_a_shelf_of_nvme_drives() {
     assert_eq!(limit(&b), Some(("controller".into(), "pcie".into())));
 }
 
+/// Phenomenon 31: a tri-mode RAID adapter caps an array of NVMe drives at
+/// its RAID-on-chip's command rate and its cache path, and the next
+/// generation moves both caps by the factors its maker gives. Eight PCIe 4.0
+/// drives in RAID 0 behind a 9560-16i give a fraction of their direct small
+/// reads (its two RoC cores), and large reads stop at its cache path; the
+/// 9670W-16i, with Broadcom's over 4x the IOPS and 2x the bandwidth, moves
+/// both by those factors, and the same resources stay the bottleneck.
+#[test]
+fn p31_a_tri_mode_raid_adapter_caps_an_nvme_array() {
+    let arr = |c: &str| format!("host[profile=host2020]({c}(raid0(8*pm9a3)))");
+    let direct = "host[profile=host2020](raid0[stripe=256k](8*pm9a3))";
+    let limit = |r: &RunResult| {
+        r.components
+            .iter()
+            .find(|c| c.bottleneck)
+            .map(|c| (c.kind.clone(), c.resource.clone().unwrap_or_default()))
+    };
+    let small = "rw=randread bs=4k iodepth=32 numjobs=48 runtime=0.2";
+    let (d, old, new) = (
+        run(direct, small),
+        run(&arr("megaraid9560"), small),
+        run(&arr("megaraid9670"), small),
+    );
+    assert!(
+        old.summary.iops < 0.25 * d.summary.iops,
+        "4 KiB reads: {} behind the 9560 vs {} direct",
+        old.summary.iops,
+        d.summary.iops
+    );
+    assert_eq!(limit(&old), Some(("controller".into(), "roc".into())));
+    let gain = new.summary.iops / old.summary.iops;
+    assert!(
+        (3.5..=4.5).contains(&gain),
+        "9670 vs 9560 small reads: {gain:.2}x"
+    );
+    let large = "rw=read bs=1m iodepth=16 numjobs=8 runtime=0.2";
+    let (old, new) = (
+        run(&arr("megaraid9560"), large),
+        run(&arr("megaraid9670"), large),
+    );
+    assert_eq!(limit(&old), Some(("controller".into(), "dma".into())));
+    let gain = new.summary.mbps / old.summary.mbps;
+    assert!(
+        (1.8..=2.2).contains(&gain),
+        "9670 vs 9560 large reads: {gain:.2}x"
+    );
+}
+
 /// Phenomenon 30: an SLC-cached drive's sequential writes fall once the
 /// cache fills. The drive programs host pages one bit per cell, fast,
 /// while its SLC cache has room, then in its native mode. A PM9A3-like TLC

@@ -68,6 +68,8 @@ pub struct SsdCounters {
     pub fw_busy: Ns,
     /// Busy ns of the dies (summed).
     pub die_busy: Ns,
+    /// Busy ns of the host write path.
+    pub write_path_busy: Ns,
     /// Host units written to the FTL.
     pub host_units: u64,
     /// Units relocated by GC.
@@ -139,6 +141,12 @@ pub struct Ssd {
     link: Server,
     link_cmd: Ns,
     link_mbps: f64,
+    /// The program data path (`write_path_mbps`, 0: none) every page to the
+    /// flash takes, and the rate host data reaches the buffer at: the
+    /// slower of it and the link.
+    write_path: Server,
+    write_path_mbps: f64,
+    fill_mbps: f64,
     fw: Pool,
     fw_read: Ns,
     fw_write: Ns,
@@ -240,6 +248,13 @@ impl Ssd {
             link: Server::default(),
             link_cmd: us(p.link_cmd_us),
             link_mbps,
+            write_path: Server::default(),
+            write_path_mbps: p.write_path_mbps,
+            fill_mbps: if p.write_path_mbps > 0.0 {
+                link_mbps.min(p.write_path_mbps)
+            } else {
+                link_mbps
+            },
             fw: Pool::new(p.fw_cores),
             fw_read: us(p.fw_read_us),
             fw_write: us(p.fw_write_us),
@@ -394,6 +409,7 @@ impl Ssd {
             }
             self.nand.gc(t, die, w);
             self.fw_background(t, w);
+            self.gc_through_write_path(t, w);
             die = self.nand.least_busy(self.die_rr);
         }
         // Space balancing: a die with no free block to spare and nothing to
@@ -413,6 +429,7 @@ impl Ssd {
         } else {
             self.nand.gc(t, die, work);
             self.fw_background(t, work);
+            self.gc_through_write_path(t, work);
             self.fw_bg_until
         };
         // Paced GC: the page's share of relocation work, on the firmware.
@@ -577,7 +594,7 @@ impl Ssd {
     fn start_write(&mut self, ctx: &mut Ctx, id: ReqId, r: &Req, first: u64, last: u64) {
         let xfer = xfer_ns(r.len as u64, self.link_mbps);
         let t = self.link.reserve(ctx.now, self.link_cmd + xfer);
-        let data_start = t - xfer;
+        let data_start = self.through_write_path(t - xfer, r.len);
         let t = self.fw_command(t, self.fw_write);
         self.fw_occupy_per_kb(t, r.len);
         // A write over the read-ahead window makes it stale.
@@ -587,13 +604,41 @@ impl Ssd {
         let done = if self.wc {
             t.max(self.buffered_write(data_start, r.len, first, last))
         } else {
-            self.write_through(t, first, last)
+            let filled = data_start + xfer_ns(r.len as u64, self.fill_mbps);
+            self.write_through(t.max(filled), first, last)
         };
         ctx.schedule(done, self.id, id, Ev::Done);
     }
 
+    /// A collection's relocated pages are programmed through the same path
+    /// as host data: they occupy it from `t`, and host data queues behind.
+    #[inline]
+    fn gc_through_write_path(&mut self, t: Ns, w: GcWork) {
+        if self.write_path_mbps > 0.0 && w.moved > 0 {
+            let bytes = w.moved as u64 * UNIT;
+            self.write_path
+                .reserve(t, xfer_ns(bytes, self.write_path_mbps));
+        }
+    }
+
+    /// The host data of a write whose transfer starts at `data_start`
+    /// streams through the write path (when the drive has one of its own);
+    /// returns when the data starts reaching the buffer at `fill_mbps`.
+    #[inline]
+    fn through_write_path(&mut self, data_start: Ns, len: u32) -> Ns {
+        if self.write_path_mbps <= 0.0 {
+            return data_start;
+        }
+        let dur = xfer_ns(len as u64, self.write_path_mbps);
+        let done = self.write_path.reserve(data_start, dur);
+        // The data fills the buffer at the slower rate and ends when both
+        // the link and the engine are through.
+        let end = done.max(data_start + xfer_ns(len as u64, self.link_mbps));
+        end - xfer_ns(len as u64, self.fill_mbps)
+    }
+
     /// The data streams into the buffer a page at a time as it comes off
-    /// the link, and each full page programs from there: a write larger
+    /// the link (and the write path), and each full page programs from there: a write larger
     /// than the room left completes when its last page is in. Returns when
     /// the last page is in the buffer.
     #[inline]
@@ -604,7 +649,7 @@ impl Ssd {
         while u <= last {
             let k = (upp as u64).min(last - u + 1);
             let arrived =
-                data_start + xfer_ns(((u + k - first) * UNIT).min(len as u64), self.link_mbps);
+                data_start + xfer_ns(((u + k - first) * UNIT).min(len as u64), self.fill_mbps);
             ta = self.buf.admit(ta.max(arrived), k as u32);
             for x in u..u + k {
                 let l = self.unit_key(x);
@@ -700,6 +745,7 @@ impl Ssd {
             link_busy: self.link.busy,
             fw_busy: self.fw.busy / self.fw.servers() as Ns,
             die_busy: self.nand.die_busy().0 / self.nand.die_busy().1 as Ns,
+            write_path_busy: self.write_path.busy,
             host_units: self.ftl.host_units + self.block_host_units,
             gc_units: self.ftl.gc_units
                 + self.blocks.as_ref().map_or(0, |b| b.copied) * self.ftl.upp() as u64,

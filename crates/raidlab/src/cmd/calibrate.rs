@@ -6,7 +6,9 @@ use crate::common::{capacity_bytes, emit, read_data, threads};
 use crate::failure::Failure;
 use raidlab_core::preset::{PresetDb, SsdParams};
 use raidlab_core::workload::Workload;
-use raidlab_sim::fit::{self, observation, Fit, Observation, Probe, FREE, PROBES, WRITE_FIELDS};
+use raidlab_sim::fit::{
+    self, observation, Fit, Observation, Probe, FREE, PROBES, WRITE_FIELDS, WRITE_PATH,
+};
 
 /// Fit an SSD preset to a drive: run the probe suite on it, or take
 /// published figures, and write a preset TOML whose every value names the
@@ -53,7 +55,7 @@ pub struct Args {
     /// The structure the fit starts from: `sata` (a 2012-2014 8-channel SATA
     /// MLC drive) or `nvme` (a PCIe 4.0 data-centre 3D TLC drive); see
     /// docs/calibrate.md.
-    #[arg(long, default_value = "sata", value_parser = ["sata", "nvme"])]
+    #[arg(long, default_value = "sata", value_parser = ["sata", "sas", "nvme"])]
     template: String,
     /// Seed of the probes and of the fit's simulations.
     #[arg(long, default_value_t = 1)]
@@ -78,8 +80,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let threads = threads(args.jobs)?;
     let bar = crate::common::RunProgress::new("fit");
-    let start = fit::template_named(&args.template, capacity_gb)
-        .ok_or_else(|| Failure::input(format!("--template {}: sata or nvme", args.template)))?;
+    let start = fit::template_named(&args.template, capacity_gb).ok_or_else(|| {
+        Failure::input(format!("--template {}: sata, sas or nvme", args.template))
+    })?;
     let opts = fit::FitOptions {
         read_only: args.read_only,
         seed: args.seed,
@@ -291,6 +294,10 @@ fn provenance(field: &str, fit: &Fit, read_only: bool, template: &str) -> String
         "gc_pacing" => "fitted (yes/no): the steady random-write p99 and IOPS".into(),
         "power_loss_protection" => "fitted (yes/no): synchronous 4 KiB writes".into(),
         "capacity_gb" => "the target's size (or --capacity)".into(),
+        "write_path_mbps" => format!(
+            "fitted because the flash and the link outrun the sequential write: {}",
+            source(WRITE_PATH.from, fit)
+        ),
         _ => format!("template {}: not measured (raidlab-sim fit::template_named)", template),
     }
 }
