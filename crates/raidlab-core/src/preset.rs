@@ -299,6 +299,13 @@ pub struct SwImplParams {
     /// Stripe unit (chunk) of an array created without one, KiB: the
     /// implementation's own default (mdadm 512, lvcreate 64, ...).
     pub default_stripe_kb: u32,
+    /// RAID 10: time each request holds the array's barrier lock, µs (md's
+    /// raid10 takes `conf->resync_lock` in `wait_barrier` and the wait
+    /// queue's lock to wake waiters, from every submitting thread; 0: a
+    /// lockless fast path, as md's raid1 has had since Linux 4.11 and its
+    /// raid10 since 6.1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub raid10_lock_us: f64,
 }
 
 /// Host parameters.

@@ -15,11 +15,12 @@ use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
 
 events! {
     /// An array's events: a planned request starts; its writes go out; the
-    /// next rebuild step starts.
+    /// next rebuild step starts; a mapped request takes the barrier lock.
     Ev {
         Go,
         Writes,
         Rebuild,
+        Lock,
     }
 }
 
@@ -98,6 +99,11 @@ pub struct Costs {
     pub parity: PoolId,
     /// Parity cost per KiB (XOR for raid5, P+Q for raid6), ns.
     pub parity_ns_per_kb: f64,
+    /// Host RAID 10: each request's hold of the array's barrier lock, ns
+    /// (0: none), and the one-server pool that lock is.
+    pub lock_ns: Ns,
+    /// See `lock_ns` (`PoolId::NONE` without a lock).
+    pub lock: PoolId,
 }
 
 #[derive(Default)]
@@ -379,7 +385,10 @@ impl ArrayComp {
         } else {
             ctx.reserve(pool, ctx.now.max(r.t0), cost)
         };
-        ctx.schedule(t, self.id, id, Ev::Go);
+        // A RAID 10 request from a host thread then takes the array's
+        // barrier lock, in the order the threads reach it.
+        let locks = self.costs.lock_ns > 0 && r.parent == NONE && r.op != Op::Flush;
+        ctx.schedule(t, self.id, id, if locks { Ev::Lock } else { Ev::Go });
     }
 
     /// Chunks request `r` touches (1 for a mirror or concatenation, whose
@@ -736,6 +745,13 @@ impl ArrayComp {
             }
             Ev::Writes => self.issue(ctx, id, Op::Write),
             Ev::Rebuild => self.rebuild_step(ctx, id),
+            Ev::Lock => {
+                // Every thread's requests queue on the one lock; the
+                // request goes on once its hold ends (the spinning thread's
+                // wait is not charged to its core).
+                let released = ctx.reserve(self.costs.lock, ctx.now, self.costs.lock_ns);
+                ctx.schedule(released, self.id, id, Ev::Go);
+            }
         }
     }
 
@@ -901,6 +917,8 @@ mod tests {
                 member_ns: 0,
                 parity: ctx.add_pool(1),
                 parity_ns_per_kb: 0.0,
+                lock_ns: 0,
+                lock: PoolId::NONE,
             };
             let ids = (0..members).map(|m| CompId(2 + m as u32)).collect();
             let array = ArrayComp::new(CompId(1), CompId(0), geo, ids, costs, false);

@@ -106,6 +106,9 @@ enum Report {
     Stripes {
         label: String,
         pool: PoolId,
+        /// What the pool stands for: `stripes` (raid5d and its workers)
+        /// or `barrier lock` (RAID 10's).
+        resource: &'static str,
     },
 }
 
@@ -314,10 +317,27 @@ impl Builder<'_> {
             self.reports.push(Report::Stripes {
                 label: format!("{} at column {}", a.level.word(), a.col),
                 pool: p,
+                resource: "stripes",
             });
             Some(p)
         } else {
             None
+        };
+        let lock_ns = if a.level == Level::Raid10 {
+            (us(imp.raid10_lock_us) as f64 * k) as Ns
+        } else {
+            0
+        };
+        let lock = if lock_ns > 0 {
+            let p = self.ctx.add_pool(1);
+            self.reports.push(Report::Stripes {
+                label: format!("{} at column {}", a.level.word(), a.col),
+                pool: p,
+                resource: "barrier lock",
+            });
+            p
+        } else {
+            PoolId::NONE
         };
         let costs = Costs {
             cpu: HOST_CPU,
@@ -328,6 +348,8 @@ impl Builder<'_> {
             member_ns: (us(imp.member_us) as f64 * k) as Ns,
             parity: stripe_threads.unwrap_or(HOST_CPU),
             parity_ns_per_kb: 1024.0 * 1000.0 / if pq { imp.pq_mbps } else { imp.xor_mbps } * k,
+            lock_ns,
+            lock,
         };
         (costs, imp.rmw_only)
     }
@@ -384,6 +406,8 @@ fn hardware_costs(c: CtrlCtx, level: Level) -> Costs {
         member_ns: c.member_ns,
         parity: c.pools.xor,
         parity_ns_per_kb: 1024.0 * 1000.0 / c.xor_mbps * passes,
+        lock_ns: 0, // a RoC's firmware has no host lock
+        lock: PoolId::NONE,
     }
 }
 
@@ -472,9 +496,9 @@ fn busy(comps: &[Comp], reports: &[Report], ctx: &Ctx) -> Vec<(usize, &'static s
                 }
                 v.push((i, "destage", at, m.max(1)));
             }
-            Report::Stripes { pool, .. } => {
+            Report::Stripes { pool, resource, .. } => {
                 let p = &ctx.pools[pool.index()];
-                v.push((i, "stripes", p.busy, p.servers() as u64));
+                v.push((i, resource, p.busy, p.servers() as u64));
             }
         }
     }
