@@ -68,7 +68,7 @@ pub struct SsdCounters {
     pub fw_busy: Ns,
     /// Busy ns of the dies (summed).
     pub die_busy: Ns,
-    /// Busy ns of the host write path.
+    /// Busy ns of the program data path.
     pub write_path_busy: Ns,
     /// Host units written to the FTL.
     pub host_units: u64,
