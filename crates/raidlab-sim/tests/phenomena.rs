@@ -14,6 +14,14 @@ fn run(topo: &str, wl: &str) -> RunResult {
     simulate(&t, &w, 1).unwrap_or_else(|e| panic!("{topo} | {wl}: {e}"))
 }
 
+/// The saturated component of a run: its kind and its busiest resource.
+fn limit(r: &RunResult) -> Option<(String, String)> {
+    r.components
+        .iter()
+        .find(|c| c.bottleneck)
+        .map(|c| (c.kind.clone(), c.resource.clone().unwrap_or_default()))
+}
+
 fn iops(topo: &str, wl: &str) -> f64 {
     run(topo, wl).summary.iops
 }
@@ -792,12 +800,6 @@ fn p28_chunk_size_moves_nvme_raid0_throughput_and_tail_latency() {
 fn p29_a_tri_mode_adapter_caps_a_shelf_of_nvme_drives() {
     let direct = "host[profile=host2020](raid0[stripe=128k](8*pm9a3))";
     let behind = "host[profile=host2020](raid0[stripe=128k](hba9500[mode=jbod](8*pm9a3)))";
-    let limit = |r: &RunResult| {
-        r.components
-            .iter()
-            .find(|c| c.bottleneck)
-            .map(|c| (c.kind.clone(), c.resource.clone().unwrap_or_default()))
-    };
     let small = "rw=randread bs=4k iodepth=32 numjobs=48 runtime=0.2";
     let (d, b) = (run(direct, small), run(behind, small));
     assert!(
@@ -833,12 +835,6 @@ fn p29_a_tri_mode_adapter_caps_a_shelf_of_nvme_drives() {
 fn p31_a_tri_mode_raid_adapter_caps_an_nvme_array() {
     let arr = |c: &str| format!("host[profile=host2020]({c}(raid0(8*pm9a3)))");
     let direct = "host[profile=host2020](raid0[stripe=256k](8*pm9a3))";
-    let limit = |r: &RunResult| {
-        r.components
-            .iter()
-            .find(|c| c.bottleneck)
-            .map(|c| (c.kind.clone(), c.resource.clone().unwrap_or_default()))
-    };
     let small = "rw=randread bs=4k iodepth=32 numjobs=48 runtime=0.2";
     let (d, old, new) = (
         run(direct, small),
@@ -882,13 +878,7 @@ fn p32_md_raid10_stops_at_its_barrier_lock() {
     let w = "rw=randread bs=4k iodepth=256 numjobs=16 runtime=0.2";
     let r10 = run("host[profile=host2020](raid10(4*pm9a3))", w);
     let r0 = run("host[profile=host2020](raid0(4*pm9a3))", w);
-    let limit = |r: &RunResult| {
-        r.components
-            .iter()
-            .find(|c| c.bottleneck)
-            .and_then(|c| c.resource.clone())
-    };
-    assert_eq!(limit(&r10).as_deref(), Some("barrier lock"));
+    assert_eq!(limit(&r10).map(|l| l.1).as_deref(), Some("barrier lock"));
     let rate = r10.summary.iops * 4096.0 / (1u64 << 30) as f64;
     assert!((6.5..=7.5).contains(&rate), "RAID 10: {rate:.2} GiB/s");
     assert!(
@@ -898,7 +888,7 @@ fn p32_md_raid10_stops_at_its_barrier_lock() {
         r10.summary.iops
     );
     let sata = run("host[profile=host2020](raid10(4*s3500-800))", w);
-    assert_ne!(limit(&sata).as_deref(), Some("barrier lock"));
+    assert_ne!(limit(&sata).map(|l| l.1).as_deref(), Some("barrier lock"));
 }
 
 /// Phenomenon 30: an SLC-cached drive's sequential writes fall once the
