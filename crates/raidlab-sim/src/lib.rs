@@ -671,6 +671,12 @@ fn simulate_inner(
             cap: span,
         });
     }
+    // One stream per job and volume: bounded with the models' memory.
+    let split_bytes = 16 * (w.bssplit.len() + w.bssplit_write.len()) as u64;
+    let stream_bytes =
+        std::mem::size_of::<raidlab_core::workload::JobStream>() as u64 + split_bytes;
+    let heap = heap + w.numjobs as u64 * sim.roots.len() as u64 * stream_bytes;
+    within_bound(heap, "job streams")?;
     warm_controllers(&mut sim, w, span, seed, heap, how.full_caches)?;
     install_host(&mut sim, topo, w, span, seed, how.trace);
     start_rebuilds(&mut sim);
