@@ -302,8 +302,9 @@ pub struct SwImplParams {
     /// RAID 10: time each request holds the array's barrier lock, µs (md's
     /// raid10 takes `conf->resync_lock` in `wait_barrier` and the wait
     /// queue's lock to wake waiters, from every submitting thread; 0: a
-    /// lockless fast path, as md's raid1 has had since Linux 4.11 and its
-    /// raid10 since 6.1).
+    /// lockless fast path, as md's raid1 has had since Coly Li's barrier
+    /// rework of 2017 and its raid10 since Yu Kuai's seqlock patches,
+    /// LKML 2022-09).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub raid10_lock_us: f64,
 }

@@ -53,7 +53,8 @@ pub struct Args {
     #[arg(long, value_name = "SIZE")]
     capacity: Option<String>,
     /// The structure the fit starts from: `sata` (a 2012-2014 8-channel SATA
-    /// MLC drive) or `nvme` (a PCIe 4.0 data-centre 3D TLC drive); see
+    /// MLC drive), `sas` (the NVMe template's flash behind dual-port 24G
+    /// SAS) or `nvme` (a PCIe 4.0 data-centre 3D TLC drive); see
     /// docs/calibrate.md.
     #[arg(long, default_value = "sata", value_parser = ["sata", "sas", "nvme"])]
     template: String,
