@@ -425,6 +425,7 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "hba9500",
     "host",
     "host2020",
+    "host2023",
 );
 
 fn typed(name: &str, table: &toml::Table) -> Result<Preset> {

@@ -889,6 +889,18 @@ fn p32_md_raid10_stops_at_its_barrier_lock() {
     );
     let sata = run("host[profile=host2020](raid10(4*s3500-800))", w);
     assert_ne!(limit(&sata).map(|l| l.1).as_deref(), Some("barrier lock"));
+    // A Linux 6.x host (md's lockless raid10) has no such lock to stop at.
+    let lockless = run("host[profile=host2023](raid10(4*pm9a3))", w);
+    assert_ne!(
+        limit(&lockless).map(|l| l.1).as_deref(),
+        Some("barrier lock")
+    );
+    assert!(
+        lockless.summary.iops > 1.5 * r10.summary.iops,
+        "lockless RAID 10 {} vs locked {} IOPS",
+        lockless.summary.iops,
+        r10.summary.iops
+    );
 }
 
 /// Phenomenon 30: an SLC-cached drive's sequential writes fall once the
