@@ -546,11 +546,18 @@ fn results_echo_the_configuration_as_run_and_it_reproduces_them() {
             "rw=randrw bs=4k iodepth=16 runtime=0.2",
         ),
         ("raid6(6*hdd-sas15k)", "rw=read bs=1m iodepth=4 runtime=0.2"),
+        // Several volumes side by side: the expression as run lists them all.
+        (
+            "host(x25e, 2*s3500-80)",
+            "rw=randread bs=4k iodepth=4 numjobs=2 runtime=0.2",
+        ),
     ] {
         let a = sim(t, w);
+        let volumes = if t.starts_with("host(") { 3 } else { 1 };
+        assert_eq!(a["resolved"]["volumes"], volumes, "{t}");
         let resolved = a["resolved"]["topology"].as_str().unwrap();
         for (default, applies) in [
-            ("stripe=", true),
+            ("stripe=", t.contains("raid")),
             ("host[cores=", true),
             ("cache=", t.contains("adaptec")),
             ("state=", !t.contains("hdd")),
