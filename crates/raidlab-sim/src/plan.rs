@@ -1057,10 +1057,10 @@ pub fn why(rows: &[Row], o: Objective) -> String {
         Objective::Mbps => format!("{:.0} MB/s", best.mbps),
         Objective::P99 => format!("p99 {:.3} ms", best.lat_p99_ms),
         Objective::Cost => format!("{:.4} per IOPS", -score(best, o)),
-        Objective::Endurance => format!(
-            "{:.1} years to rated endurance",
-            best.endurance_years.unwrap_or(0.0)
-        ),
+        Objective::Endurance => match best.endurance_years {
+            Some(y) => format!("{y:.1} years to rated endurance"),
+            None => "endurance unknown (its drives have no rated endurance)".into(),
+        },
     };
     let gap = rows.get(1).map(|next| {
         if bucket(best, o) == bucket(next, o) {

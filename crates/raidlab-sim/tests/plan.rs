@@ -379,3 +379,22 @@ fn every_redundant_kind_is_measured_degraded() {
         .iter()
         .all(|c| plan::degraded_expr(c).is_none()));
 }
+
+/// A plan over drives without a rated endurance ranks them on endurance
+/// and says their endurance is unknown, rather than a figure of 0 years.
+#[test]
+fn unrated_drives_have_unknown_endurance_in_the_verdict() {
+    let mut q = question(
+        "rw=randwrite bs=4k iodepth=16 numjobs=2",
+        3_000_000_000_000,
+        1,
+        "micron5400",
+        &["none"],
+    );
+    q.max_drives = 2;
+    q.objective = Objective::Endurance;
+    let r = rows(&q, 4, false);
+    assert!(r.iter().all(|row| row.endurance_years.is_none()));
+    let why = plan::why(&r, Objective::Endurance);
+    assert!(why.contains("endurance unknown"), "{why}");
+}
