@@ -292,6 +292,10 @@ fn expressions(q: &Question, db: &PresetDb, drive: &str) -> Vec<Layout> {
             }
         }
     }
+    // A RAID 1 has no stripe, so its stripe variants are one configuration:
+    // keep each expression once, first come.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|l| seen.insert(l.expr.clone()));
     out
 }
 

@@ -397,4 +397,11 @@ fn unrated_drives_have_unknown_endurance_in_the_verdict() {
     assert!(r.iter().all(|row| row.endurance_years.is_none()));
     let why = plan::why(&r, Objective::Endurance);
     assert!(why.contains("endurance unknown"), "{why}");
+    // A RAID 1's stripe variants are one configuration, ranked once.
+    let mut seen = std::collections::HashSet::new();
+    assert!(
+        r.iter()
+            .all(|row| seen.insert(row.candidate.topology.clone())),
+        "a configuration ranked twice"
+    );
 }
