@@ -615,6 +615,7 @@ fn check_host(h: &HostParams) -> std::result::Result<(), String> {
             || !positive(i.pq_mbps)
             || !(0.0..=1e6).contains(&i.req_us)
             || !(0.0..=1e6).contains(&i.member_us)
+            || !(0.0..=1e6).contains(&i.raid10_lock_us)
             || !(4..=1 << 20).contains(&i.default_stripe_kb)
             || !i.default_stripe_kb.is_power_of_two()
     }) {
@@ -892,5 +893,24 @@ mod tests {
         assert!(db.load_str(&slc("4", "900")).is_err(), "slower than TLC");
         assert!(db.load_str(&slc("4", "0")).is_err(), "no program time");
         assert!(db.load_str(&slc("-1", "150")).is_err(), "negative");
+    }
+
+    #[test]
+    fn a_write_path_and_a_raid10_lock_are_in_range() {
+        let mut db = PresetDb::builtin();
+        let wp = |v: &str| format!("[a]\nbase = \"pm9a3\"\nwrite_path_mbps = {v}\n");
+        assert!(db.load_str(&wp("3800")).is_ok());
+        assert!(db.load_str(&wp("-5")).is_err(), "negative");
+        let host = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "host2020")
+            .map(|(_, t)| *t)
+            .expect("host2020");
+        let with_lock = |v: &str| {
+            let body = host.replace("raid10_lock_us = 0.545", &format!("raid10_lock_us = {v}"));
+            format!("[h]\n{}", body.replace("[impls.", "[h.impls."))
+        };
+        assert!(db.load_str(&with_lock("0.5")).is_ok());
+        assert!(db.load_str(&with_lock("-1")).is_err(), "negative");
     }
 }
