@@ -97,6 +97,9 @@ fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
     if let Some(c) = a.bitmap_chunk {
         opts.push(format!("bitmap=internal,bitmap_chunk={}", format_size(c)));
     }
+    if a.ppl {
+        opts.push("consistency=ppl".into());
+    }
     if a.spares > 0 {
         opts.push(format!("spares={}", a.spares));
         opts.push(format!("rebuild_min={}", format_size(a.rebuild_rates.0)));
@@ -140,6 +143,8 @@ mod tests {
             "raid6[group_thread_cnt=4](6*pm9a3)",
             "raid1[bitmap_chunk=4k](2*x25e)",
             "raid5[bitmap=internal](4*s3500-480)",
+            "raid5[consistency=ppl](4*s3500-480)",
+            "host[profile=host2020](raid5[impl=vroc,consistency=ppl](4*pm9a3))",
             "raid0[impl=lvm](areca1680[mode=jbod](2*x25e[wc=off]), 2*s3500-80[state=fob])",
             "raid1(raid0(2*x25e), raid0(x25e, s3500-80))",
         ] {

@@ -16,6 +16,7 @@
 //! parameters below.
 
 use crate::error::{Error, Result};
+use raidlab_layout::Level;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -136,6 +137,10 @@ pub struct SsdParams {
 /// Whether an optional figure is absent (0).
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 /// The order a flash channel serves its dies' transfers in.
@@ -280,6 +285,11 @@ pub struct ControllerParams {
     pub queue_depth: u32,
 }
 
+/// The host software RAID implementations a host preset may profile:
+/// Linux md, LVM (dm-raid), Windows dynamic disks, and Intel VROC (md with
+/// Intel's IMSM metadata, the CPU's VMD in front of the NVMe drives).
+pub const IMPLS: &[&str] = &["md", "lvm", "windows", "vroc"];
+
 /// Host software RAID implementation profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -307,6 +317,18 @@ pub struct SwImplParams {
     /// LKML 2022-09).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub raid10_lock_us: f64,
+    /// RAID levels the implementation builds (`raid0`, `raid5`, ...);
+    /// empty: every level. Intel VROC's platforms list raid0, raid1,
+    /// raid10 and raid5 (`mdadm --detail-platform`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<String>,
+    /// Most members an array may have (0: no limit of its own).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub max_members: u32,
+    /// Largest stripe unit the implementation takes, KiB (0: no limit of
+    /// its own).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub max_stripe_kb: u32,
 }
 
 /// Host parameters.
@@ -624,6 +646,19 @@ fn check_host(h: &HostParams) -> std::result::Result<(), String> {
     for k in ["md", "lvm", "windows"] {
         if !h.impls.contains_key(k) {
             return Err(format!("impls.{k} is missing"));
+        }
+    }
+    for (k, i) in &h.impls {
+        if !IMPLS.contains(&k.as_str()) {
+            return Err(format!("impls.{k}: expected one of {}", IMPLS.join(", ")));
+        }
+        if let Some(l) = i.levels.iter().find(|l| Level::from_word(l).is_none()) {
+            return Err(format!("impls.{k}.levels: '{l}' is not a RAID level"));
+        }
+        if i.max_stripe_kb != 0 && i.default_stripe_kb > i.max_stripe_kb {
+            return Err(format!(
+                "impls.{k}: default_stripe_kb is above max_stripe_kb"
+            ));
         }
     }
     Ok(())

@@ -11,7 +11,9 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::preset::{ControllerParams, HddParams, HostParams, Preset, PresetDb, SsdParams};
+use crate::preset::{
+    ControllerParams, HddParams, HostParams, Preset, PresetDb, SsdParams, SwImplParams, IMPLS,
+};
 use crate::units::{parse_percent, parse_size};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -486,6 +488,9 @@ pub struct Array {
     /// md's internal write-intent bitmap: its chunk in bytes (`None`: no
     /// bitmap, the simulator's default).
     pub bitmap_chunk: Option<u64>,
+    /// md's Partial Parity Log (`consistency=ppl`, mdadm's
+    /// `--consistency-policy=ppl`): RAID 5 only.
+    pub ppl: bool,
     /// 1-based column.
     pub col: usize,
 }
@@ -607,6 +612,8 @@ pub struct ArrayOpts {
     /// `bitmap=internal|none` (true for internal), `bitmap_chunk=`, and
     /// the column of the first given.
     pub bitmap: (Option<bool>, Option<u64>, usize),
+    /// `consistency=ppl|resync` (true for ppl) and its column.
+    pub consistency: Option<(bool, usize)>,
 }
 
 /// mdadm's default bitmap chunk for an internal bitmap: 64 MiB (mdadm(8),
@@ -653,7 +660,7 @@ fn bitmap_chunk(
     imp: Option<&str>,
 ) -> Result<Option<u64>> {
     let (on, chunk, col) = bitmap;
-    if col > 0 && imp != Some("md") {
+    if col > 0 && !md_family(imp) {
         return invalid(
             col,
             "bitmap and bitmap_chunk are md's write-intent bitmap; this array is not md",
@@ -666,6 +673,43 @@ fn bitmap_chunk(
     }
 }
 
+/// Most members md's Partial Parity Log handles ("There is a limitation of
+/// maximum 64 disks in the array for PPL", Documentation/md/raid5-ppl.rst).
+pub const PPL_MAX_MEMBERS: usize = 64;
+
+/// `consistency=ppl|resync` (mdadm's `--consistency-policy`): whether the
+/// array keeps md's Partial Parity Log, which exists for RAID 5 only
+/// ("PPL is a feature available for RAID5 arrays", raid5-ppl.rst).
+fn consistency_option(level: Level, o: &Opt) -> Result<bool> {
+    match o.value.as_str() {
+        "ppl" if level == Level::Raid5 => Ok(true),
+        "ppl" => invalid(
+            o.col,
+            format!(
+                "consistency=ppl: md's Partial Parity Log exists for raid5 only, not {}",
+                level.word()
+            ),
+        ),
+        "resync" if level.parity_members() > 0 || matches!(level, Level::Raid1 | Level::Raid10) => {
+            Ok(false)
+        }
+        "resync" => invalid(
+            o.col,
+            format!(
+                "consistency=resync: {} has no redundancy to resync",
+                level.word()
+            ),
+        ),
+        v => invalid(o.col, format!("consistency={v}: expected ppl or resync")),
+    }
+}
+
+/// Implementations that run md's own code: its bitmap, stripe workers and
+/// Partial Parity Log apply (Intel VROC on Linux is md with IMSM metadata).
+fn md_family(imp: Option<&str>) -> bool {
+    matches!(imp, Some("md" | "vroc"))
+}
+
 /// Check the options of an array of `level`.
 pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
     let mut a = ArrayOpts {
@@ -676,6 +720,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
         rebuild_rates: (None, None, 0),
         group_threads: None,
         bitmap: (None, None, 0),
+        consistency: None,
     };
     for o in opts {
         match o.key.as_str() {
@@ -709,6 +754,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 a.spares = Some((n, o.col));
             }
             "bitmap" | "bitmap_chunk" => bitmap_option(&mut a, level, o)?,
+            "consistency" => a.consistency = Some((consistency_option(level, o)?, o.col)),
             "group_thread_cnt" => {
                 if level.parity_members() == 0 {
                     return invalid(o.col, format!("group_thread_cnt applies to raid4, raid5 and raid6 (md's stripe workers), not {}", level.word()));
@@ -721,8 +767,8 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 a.group_threads = Some((n, o.col));
             }
             "impl" => {
-                if !matches!(o.value.as_str(), "md" | "lvm" | "windows") {
-                    return invalid(o.col, format!("impl={}: expected md, lvm or windows", o.value));
+                if !IMPLS.contains(&o.value.as_str()) {
+                    return invalid(o.col, format!("impl={}: expected {}", o.value, IMPLS.join(", ")));
                 }
                 a.imp = Some((o.value.clone(), o.col));
             }
@@ -750,7 +796,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 return unknown_key(
                     o,
                     "an array",
-                    "stripe, layout, spares, impl, rebuild_min, rebuild_max",
+                    "stripe, layout, spares, impl, rebuild_min, rebuild_max, group_thread_cnt, bitmap, bitmap_chunk, consistency",
                 )
             }
         }
@@ -1171,8 +1217,14 @@ impl Resolver<'_> {
             return invalid(rcol, "rebuild_min is above rebuild_max");
         }
         let bitmap_chunk = bitmap_chunk(o.bitmap, imp.as_deref())?;
+        let ppl = ppl_policy(
+            o.consistency,
+            o.bitmap.0 == Some(true) || o.bitmap.1.is_some(),
+            imp.as_deref(),
+            members.len(),
+        )?;
         let group_threads = match o.group_threads {
-            Some((n, gcol)) if imp.as_deref() != Some("md") => {
+            Some((n, gcol)) if !md_family(imp.as_deref()) => {
                 return invalid(
                     gcol,
                     format!("group_thread_cnt={n}: md's stripe workers; this array is not md"),
@@ -1190,9 +1242,44 @@ impl Resolver<'_> {
             rebuild_rates,
             group_threads,
             bitmap_chunk,
+            ppl,
             col,
         })
     }
+}
+
+/// Whether an array keeps md's Partial Parity Log: `consistency=ppl` on an
+/// md-family array of at most [`PPL_MAX_MEMBERS`] members without a
+/// write-intent bitmap ("using write-intent bitmap and PPL together is not
+/// supported", raid5-ppl.rst).
+fn ppl_policy(
+    consistency: Option<(bool, usize)>,
+    bitmap: bool,
+    imp: Option<&str>,
+    members: usize,
+) -> Result<bool> {
+    let Some((ppl, col)) = consistency else {
+        return Ok(false);
+    };
+    if !md_family(imp) {
+        return invalid(
+            col,
+            "consistency is md's --consistency-policy; this array is not md",
+        );
+    }
+    if !ppl {
+        return Ok(false);
+    }
+    if bitmap {
+        return invalid(
+            col,
+            "consistency=ppl with a write-intent bitmap: md does not support both",
+        );
+    }
+    if members > PPL_MAX_MEMBERS {
+        return invalid(col, format!("consistency=ppl: md's Partial Parity Log takes at most {PPL_MAX_MEMBERS} members, not {members}"));
+    }
+    Ok(true)
 }
 
 impl Resolver<'_> {
@@ -1425,6 +1512,69 @@ fn default_stripes(n: &mut Node, ctrl_default: Option<u64>, host: &HostParams) {
     }
 }
 
+/// Check every host software array against its implementation's profile
+/// in host preset `profile`: the profile exists and takes the array's
+/// level, member count and stripe unit.
+fn check_impls(n: &Node, host: &HostParams, profile: &str) -> Result<()> {
+    let Node::Array(a) = n else {
+        if let Node::Controller(c) = n {
+            for x in &c.children {
+                check_impls(x, host, profile)?;
+            }
+        }
+        return Ok(());
+    };
+    if let Some(name) = &a.imp {
+        let Some(imp) = host.impls.get(name) else {
+            return invalid(
+                a.col,
+                format!(
+                    "impl={name}: host preset '{profile}' has no {name} profile (impls.{name})"
+                ),
+            );
+        };
+        check_impl(a, name, imp)?;
+    }
+    a.members
+        .iter()
+        .try_for_each(|m| check_impls(m, host, profile))
+}
+
+/// Array `a` within what implementation `name` builds.
+fn check_impl(a: &Array, name: &str, imp: &SwImplParams) -> Result<()> {
+    if !imp.levels.is_empty() && !imp.levels.iter().any(|l| l == a.level.word()) {
+        return invalid(
+            a.col,
+            format!(
+                "impl={name} builds {}, not {}",
+                imp.levels.join(", "),
+                a.level.word()
+            ),
+        );
+    }
+    let n = a.members.len();
+    if imp.max_members != 0 && n > imp.max_members as usize {
+        return invalid(
+            a.col,
+            format!(
+                "impl={name} takes at most {} members, not {n}",
+                imp.max_members
+            ),
+        );
+    }
+    let kb = a.stripe / 1024;
+    if imp.max_stripe_kb != 0 && kb > u64::from(imp.max_stripe_kb) {
+        return invalid(
+            a.col,
+            format!(
+                "impl={name} takes stripes up to {}k, not {kb}k",
+                imp.max_stripe_kb
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// Apply `host[cores=..,ghz=..]` to the host profile.
 /// `profile=NAME`: the host preset NAME in place of the default `host`
 /// (its cores and clock may still be set by `cores=` and `ghz=`).
@@ -1502,6 +1652,7 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
         nodes.extend(r.node(inner, None)?);
     }
     for n in &mut nodes {
+        check_impls(n, &host, profile.as_deref().unwrap_or("host"))?;
         default_stripes(n, None, &host);
     }
     let root = nodes.remove(0);
@@ -1569,6 +1720,41 @@ mod tests {
         };
         assert_eq!(a.stripe, 256 * 1024);
         assert_eq!(c.mode, Mode::Raid);
+    }
+
+    /// md's Partial Parity Log: RAID 5 only, md only, not with a bitmap,
+    /// at most 64 members; Intel VROC builds what its platform lists.
+    #[test]
+    fn ppl_and_vroc_are_checked() {
+        let ok = |e: &str| resolve(e, &db()).unwrap_or_else(|x| panic!("{e}: {x}"));
+        let Node::Array(a) = ok("raid5[consistency=ppl](4*x25e)").root else {
+            panic!()
+        };
+        assert!(a.ppl);
+        let Node::Array(a) = ok("raid5[consistency=resync](4*x25e)").root else {
+            panic!()
+        };
+        assert!(!a.ppl);
+        assert!(err("raid6[consistency=ppl](4*x25e)").contains("raid5 only"));
+        assert!(err("raid0[consistency=resync](2*x25e)").contains("no redundancy"));
+        assert!(err("raid5[consistency=log](3*x25e)").contains("expected ppl or resync"));
+        assert!(
+            err("raid5[consistency=ppl,bitmap=internal](3*x25e)").contains("does not support both")
+        );
+        assert!(err("raid5[impl=windows,consistency=ppl](3*x25e)").contains("not md"));
+        assert!(err("adaptec5085(raid5[consistency=ppl](3*x25e))").contains("not md"));
+        assert!(err("raid5[consistency=ppl](65*x25e)").contains("at most 64"));
+        let h = "host[profile=host2020]";
+        let Node::Array(a) = ok(&format!("{h}(raid5[impl=vroc](4*pm9a3))")).root else {
+            panic!()
+        };
+        assert_eq!(a.stripe, 128 << 10, "IMSM's default chunk on VROC");
+        ok(&format!("{h}(raid10[impl=vroc,bitmap=internal](4*pm9a3))"));
+        assert!(err(&format!("{h}(raid6[impl=vroc](4*pm9a3))")).contains("not raid6"));
+        assert!(err(&format!("{h}(raid0[impl=vroc](49*pm9a3))")).contains("at most 48"));
+        assert!(err(&format!("{h}(raid0[impl=vroc,stripe=512k](2*pm9a3))")).contains("up to 128k"));
+        assert!(err("raid0[impl=vroc](2*x25e)").contains("no vroc profile"));
+        assert!(err("raid0[impl=zfs](2*x25e)").contains("md, lvm, windows, vroc"));
     }
 
     #[test]

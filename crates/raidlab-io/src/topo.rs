@@ -438,6 +438,11 @@ fn array(
             o.bitmap.2
         )));
     }
+    if let Some((_, c)) = o.consistency {
+        return Err(expression(format!(
+            "consistency at column {c}: simulator-only; raidlab run keeps md's default policy (resync, with its internal bitmap)"
+        )));
+    }
     if let Some((_, c)) = o.group_threads {
         return Err(expression(format!(
             "group_thread_cnt at column {c}: simulator-only; on a kernel array it is /sys/block/mdN/md/group_thread_cnt"
@@ -541,6 +546,8 @@ mod tests {
             ("raid0[stripe=3k](./a, ./b)", "power of two"),
             ("raid5(./a, ./b)", "at least 3"),
             ("host[cores=2](./a)", "simulator-only"),
+            ("raid5[consistency=ppl](./a, ./b, ./c)", "simulator-only"),
+            ("raid5[impl=vroc](./a, ./b, ./c)", "only impl=md"),
             ("raid0(./a[op=5%])", "unknown option 'op'"),
             ("raid0(./a,", "column"),
             ("raid1[spares=2](./a, ./b)", "keeps none active"),

@@ -11,7 +11,7 @@ use crate::engine::events;
 use crate::engine::{ns, CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
 use crate::host::job_of;
 use raidlab_core::units::Ns;
-use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp};
+use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp, WriteKind};
 
 events! {
     /// An array's events: a planned request starts; its writes go out; the
@@ -40,6 +40,18 @@ const PHASE_WRITES: u8 = 1;
 /// it, before the request's own member I/O.
 const PHASE_BITMAP: u8 = 2;
 const PHASE_BITMAP_FLUSH: u8 = 3;
+/// Writing the Partial Parity Log's entry to each stripe's parity member
+/// (a FUA write: the write, then that member's flush) before the data and
+/// parity writes go out.
+const PHASE_PPL: u8 = 4;
+const PHASE_PPL_FLUSH: u8 = 5;
+
+/// md's PPL writes a one-page header per log unit and one page of partial
+/// parity per stripe head (a 4 KiB row of the stripe) a write touches
+/// without filling the stripe (drivers/md/raid5-ppl.c: `ppl_submit_iounit`
+/// adds `io->header_page` and each `sh->ppl_page`, PAGE_SIZE each, and
+/// `ppl_log_stripe` adds no partial parity for a full-stripe write).
+const PPL_PAGE: u64 = 4096;
 
 /// md's bitmap daemon clears a region's bit once the region has had no
 /// write for `daemon_sleep`: 5 s by default (drivers/md/md-bitmap.c,
@@ -111,6 +123,8 @@ struct Plan {
     reads: Vec<Extent>,
     writes: Vec<Extent>,
     parity_bytes: u64,
+    /// The Partial Parity Log's writes (one per parity member touched).
+    ppl: Vec<Extent>,
     /// A rebuild step, not a request from above.
     rebuild: bool,
 }
@@ -217,6 +231,8 @@ pub struct ArrayComp {
     rebuild: Option<Rebuild>,
     /// md's write-intent bitmap, if the array has one.
     bitmap: Option<Bitmap>,
+    /// md's Partial Parity Log (RAID 5 `consistency=ppl`).
+    ppl: bool,
 }
 
 fn push_merged(v: &mut Vec<Extent>, e: Extent) {
@@ -227,6 +243,28 @@ fn push_merged(v: &mut Vec<Extent>, e: Extent) {
         }
     }
     v.push(e);
+}
+
+/// 4 KiB rows of stripe `s` its data writes cover (members other than
+/// `parity`): the union of their member ranges, as md's stripe heads are
+/// one row each across the members.
+fn written_rows(s: &StripeOp, parity: usize) -> u64 {
+    let mut spans: Vec<(u64, u64)> = s
+        .writes
+        .iter()
+        .filter(|e| e.member as usize != parity)
+        .map(|e| (e.offset / PPL_PAGE, (e.offset + e.len).div_ceil(PPL_PAGE)))
+        .collect();
+    spans.sort_unstable();
+    let (mut rows, mut end) = (0, 0);
+    for (a, b) in spans {
+        let a = a.max(end);
+        if b > a {
+            rows += b - a;
+            end = b;
+        }
+    }
+    rows
 }
 
 impl ArrayComp {
@@ -246,6 +284,7 @@ impl ArrayComp {
             failed: vec![false; n],
             rebuild: None,
             bitmap: None,
+            ppl: false,
             id,
             host,
             geo,
@@ -259,6 +298,17 @@ impl ArrayComp {
             stripes: Vec::new(),
             copies: Vec::new(),
         }
+    }
+
+    /// Give the RAID 5 array md's Partial Parity Log: before a write's data
+    /// and parity go to the members, the partial parity of each stripe it
+    /// does not fill (the XOR of the chunks it leaves alone) is written,
+    /// with a header, to the metadata area of that stripe's parity member
+    /// ("PPL writes partial parity before new data and parity are
+    /// dispatched to disks ... on the parity drive of a particular
+    /// stripe", Documentation/md/raid5-ppl.rst), as a FUA write.
+    pub fn with_ppl(&mut self) {
+        self.ppl = true;
     }
 
     /// Give the array md's internal write-intent bitmap of `chunk` bytes.
@@ -328,6 +378,7 @@ impl ArrayComp {
             let pl = &mut self.plans[p as usize];
             pl.reads.clear();
             pl.writes.clear();
+            pl.ppl.clear();
             pl.parity_bytes = 0;
             p
         } else {
@@ -357,7 +408,7 @@ impl ArrayComp {
                 ctx.advise(self.members[e.member as usize], e.offset);
             }
         }
-        let mut cmds = (plan.reads.len() + plan.writes.len()) as Ns;
+        let mut cmds = (plan.reads.len() + plan.writes.len() + plan.ppl.len()) as Ns;
         if self.costs.cpu == HOST_CPU && r.op != Op::Flush {
             // Host software RAID splits a request at every chunk boundary
             // and builds a bio per piece (md's raid0/raid10 make_request
@@ -568,6 +619,43 @@ impl ArrayComp {
             }
             plan.parity_bytes += s.parity_bytes;
         }
+        if self.ppl {
+            self.plan_ppl(plan);
+        }
+    }
+
+    /// The Partial Parity Log's writes for the stripes just planned: per
+    /// parity member, a header page and a page per 4 KiB row of every
+    /// stripe written but not filled; the partial parity's XOR is charged
+    /// with the stripe's parity work, and each log write is one more member
+    /// command (a FUA write; the simulated drive sees it as the write and
+    /// a flush). (md gathers the stripes a request
+    /// makes into log units per parity member; stripes of concurrent
+    /// requests that md would also gather are logged separately here.)
+    fn plan_ppl(&self, plan: &mut Plan) {
+        for s in &self.stripes {
+            let (pd, _) = self.geo.parity_of(s.stripe);
+            if s.kind == WriteKind::FullStripe || self.failed[pd] {
+                continue;
+            }
+            let rows = written_rows(s, pd);
+            if rows == 0 {
+                continue;
+            }
+            // md computes the partial parity from the blocks the stripe
+            // pre-reads (old data and parity for a read-modify-write, the
+            // untouched data for a reconstruct-write: ops_run_partial_parity
+            // in drivers/md/raid5.c): one more XOR pass over them.
+            plan.parity_bytes += s.reads.iter().map(|e| e.len).sum::<u64>();
+            match plan.ppl.iter_mut().find(|e| e.member as usize == pd) {
+                Some(e) => e.len += rows * PPL_PAGE,
+                None => plan.ppl.push(Extent {
+                    member: pd as u32,
+                    offset: 0,
+                    len: PPL_PAGE + rows * PPL_PAGE,
+                }),
+            }
+        }
     }
 
     /// One stripe's write with members gone, as md writes a degraded
@@ -679,8 +767,45 @@ impl ArrayComp {
             let t = ctx.reserve(self.costs.parity, ctx.now, cost);
             ctx.schedule(t, self.id, id, Ev::Writes);
         } else {
-            self.issue(ctx, id, Op::Write);
+            self.writes(ctx, id);
         }
+    }
+
+    /// The request's data and parity writes, after its Partial Parity Log
+    /// entries when it has any.
+    fn writes(&mut self, ctx: &mut Ctx, id: ReqId) {
+        if self.plans[plan_of(&ctx.reqs[id])].ppl.is_empty() {
+            self.issue(ctx, id, Op::Write);
+        } else {
+            ctx.reqs[id].phase = PHASE_PPL;
+            self.ppl_io(ctx, id, Op::Write);
+        }
+    }
+
+    /// The request's log entries written (`Op::Write`) or made durable
+    /// (`Op::Flush`) on their parity members.
+    fn ppl_io(&mut self, ctx: &mut Ctx, id: ReqId, op: Op) {
+        let p = plan_of(&ctx.reqs[id]);
+        let list = std::mem::take(&mut self.plans[p].ppl);
+        ctx.reqs[id].pending = list.len() as u32;
+        for e in &list {
+            let child = ctx.reqs.alloc(Req {
+                offset: e.offset,
+                len: e.len as u32,
+                op,
+                parent: id,
+                pending: 0,
+                comp: CompId(0),
+                t0: ctx.now,
+                creator_word: e.member,
+                cost_pool: PoolId::NONE,
+                handler_word: 0,
+                phase: 0,
+            });
+            self.outstanding[e.member as usize] += 1;
+            ctx.submit(self.members[e.member as usize], child);
+        }
+        self.plans[p].ppl = list;
     }
 
     /// Issue the request's member I/O: its reads, else its writes.
@@ -743,7 +868,7 @@ impl ArrayComp {
                     self.go(ctx, id);
                 }
             }
-            Ev::Writes => self.issue(ctx, id, Op::Write),
+            Ev::Writes => self.writes(ctx, id),
             Ev::Rebuild => self.rebuild_step(ctx, id),
             Ev::Lock => {
                 // Every thread's requests queue on the one lock; the
@@ -866,6 +991,17 @@ impl ArrayComp {
             PHASE_BITMAP_FLUSH => {
                 r.phase = PHASE_READS;
                 self.go(ctx, id);
+                return;
+            }
+            PHASE_PPL => {
+                r.phase = PHASE_PPL_FLUSH;
+                self.ppl_io(ctx, id, Op::Flush);
+                return;
+            }
+            PHASE_PPL_FLUSH => {
+                r.phase = PHASE_WRITES;
+                self.plans[p].ppl.clear();
+                self.issue(ctx, id, Op::Write);
                 return;
             }
             _ => {}
@@ -1017,6 +1153,38 @@ mod tests {
         read_members.sort();
         assert_eq!(members, read_members, "the same data and parity members");
         assert_eq!(b.ctx.reqs.live(), 0, "every request released");
+    }
+
+    /// With the Partial Parity Log, a small write's log entry (a header
+    /// page and a page of partial parity) is written to the stripe's
+    /// parity member and flushed there after the pre-reads and before the
+    /// data and parity writes; a full-stripe write logs nothing.
+    #[test]
+    fn raid5_ppl_logs_partial_parity_on_the_parity_member_first() {
+        let mut b = Bench::new(Level::Raid5, 5);
+        b.array.with_ppl();
+        assert!(b.io(Op::Write, 4096, 4096));
+        let (pd, _) = b.array.geo.parity_of(0);
+        let flush = b.seen.iter().position(|s| s.1 == Op::Flush).unwrap();
+        assert_eq!(b.seen[flush - 1], (pd, Op::Write, 0, 8192), "{:?}", b.seen);
+        assert_eq!(b.seen[flush].0, pd);
+        assert!(b.seen[..flush - 1].iter().all(|s| s.1 == Op::Read));
+        let after: Vec<_> = b.seen[flush + 1..].iter().collect();
+        assert_eq!(after.len(), 2, "data and parity last: {:?}", b.seen);
+        assert!(after.iter().all(|s| s.1 == Op::Write && s.2 == 4096));
+        assert_eq!(b.ctx.reqs.live(), 0, "every request released");
+
+        // Rows: a 12 KiB write over two chunks' ends logs one page per row.
+        b.seen.clear();
+        assert!(b.io(Op::Write, 2 * CHUNK - 8192, 12 << 10));
+        let flush = b.seen.iter().position(|s| s.1 == Op::Flush).unwrap();
+        assert_eq!(b.seen[flush - 1].3, 4096 + 3 * 4096, "{:?}", b.seen);
+        assert_eq!(b.seen.iter().filter(|s| s.1 == Op::Flush).count(), 1);
+
+        b.seen.clear();
+        assert!(b.io(Op::Write, 0, 4 * CHUNK as u32));
+        assert!(b.seen.iter().all(|s| s.1 == Op::Write), "{:?}", b.seen);
+        assert_eq!(b.seen.len(), 5, "a full stripe logs nothing: {:?}", b.seen);
     }
 
     #[test]

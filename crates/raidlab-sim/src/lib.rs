@@ -287,6 +287,9 @@ impl Builder<'_> {
         if let Some(c) = a.bitmap_chunk {
             comp.with_bitmap(c);
         }
+        if a.ppl {
+            comp.with_ppl();
+        }
         self.push(Comp::Array(Box::new(comp)));
         self.arrays
             .push((id, format!("{} at column {}", a.level.word(), a.col)));
@@ -342,7 +345,7 @@ impl Builder<'_> {
         let costs = Costs {
             cpu: HOST_CPU,
             write_cpu: stripe_threads
-                .filter(|_| matches!(a.imp.as_deref(), Some("md" | "lvm")))
+                .filter(|_| matches!(a.imp.as_deref(), Some("md" | "lvm" | "vroc")))
                 .unwrap_or(HOST_CPU),
             req_ns: (us(imp.req_us) as f64 * k) as Ns,
             member_ns: (us(imp.member_us) as f64 * k) as Ns,
