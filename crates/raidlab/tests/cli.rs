@@ -904,6 +904,13 @@ fn presets_list_as_json_for_tools() {
         assert!(e["price"].is_null(), "{e}");
     }
     assert_eq!(x25e["endurance_tbw"], 2000.0);
+    // Hosts list the RAID implementations they profile.
+    let host2020 = list.iter().find(|e| e["name"] == "host2020").unwrap();
+    assert_eq!(
+        host2020["impls"],
+        serde_json::json!(["lvm", "md", "vroc", "windows"])
+    );
+    assert!(x25e.get("impls").is_none());
 }
 
 /// `plan` ranks configurations, and every row it prints is reproduced by

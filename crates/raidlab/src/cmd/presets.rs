@@ -79,6 +79,10 @@ struct Entry<'a> {
     endurance_tbw: Option<f64>,
     /// The user's price, where a presets file gives one.
     price: Option<f64>,
+    /// The host software RAID implementations a host preset profiles
+    /// (`impl=` values its arrays may take); hosts only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    impls: Option<Vec<&'a str>>,
     description: &'a str,
 }
 
@@ -101,6 +105,10 @@ impl<'a> Entry<'a> {
                 _ => None,
             },
             price: p.price(),
+            impls: match p {
+                Preset::Host(h) => Some(h.impls.keys().map(String::as_str).collect()),
+                _ => None,
+            },
             description: p.description(),
         }
     }
