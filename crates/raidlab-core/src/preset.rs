@@ -355,6 +355,15 @@ pub struct HostParams {
     pub ref_ghz: f64,
     /// Block layer + driver + interrupt cost per I/O, µs.
     pub block_layer_us: f64,
+    /// Block layer + driver cost per I/O when the job polls for its
+    /// completions (fio's `hipri`), µs; absent where the kernel profiled
+    /// has no polled completions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_layer_poll_us: Option<f64>,
+    /// md arrays take polled I/O (passing it to their members): Linux
+    /// 6.x, not 5.x (false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub md_polls: bool,
     /// Software RAID implementation profiles: `md`, `lvm`, `windows`.
     pub impls: BTreeMap<String, SwImplParams>,
 }
@@ -629,8 +638,14 @@ fn check_host(h: &HostParams) -> std::result::Result<(), String> {
     if h.cores == 0 || !positive(h.ghz) || !positive(h.ref_ghz) {
         return Err("cores, ghz and ref_ghz must be positive".into());
     }
-    if h.cores > 4096 || !(0.0..=1e6).contains(&h.block_layer_us) {
-        return Err("out of range: cores ≤ 4096, block_layer_us 0..1e6".into());
+    if h.cores > 4096
+        || !(0.0..=1e6).contains(&h.block_layer_us)
+        || h.block_layer_poll_us
+            .is_some_and(|p| !(0.0..=1e6).contains(&p))
+    {
+        return Err(
+            "out of range: cores ≤ 4096, block_layer_us and block_layer_poll_us 0..1e6".into(),
+        );
     }
     if h.impls.values().any(|i| {
         !positive(i.xor_mbps)

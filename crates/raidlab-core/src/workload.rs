@@ -135,6 +135,10 @@ pub struct Workload {
     /// visits every block once, in random order.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub norandommap: bool,
+    /// fio's `hipri` (io_uring, pvsync2): each job polls for its
+    /// completions instead of waiting for the interrupt (simulator only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hipri: bool,
     /// fio's `blockalign`: random offsets are multiples of this (`None`:
     /// of the I/O's own size).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -185,6 +189,7 @@ impl Default for Workload {
             state: None,
             buffered: false,
             norandommap: false,
+            hipri: false,
             blockalign: None,
             sync: false,
             fsync: 0,
@@ -225,6 +230,7 @@ pub const KEYS: &[&str] = &[
     "blockalign",
     "ba",
     "norandommap",
+    "hipri",
 ];
 
 fn werr<T>(msg: impl Into<String>) -> Result<T> {
@@ -345,6 +351,7 @@ impl Workload {
                 "sync" => w.sync = parse_sync(v)?,
                 "blockalign" | "ba" => w.blockalign = Some(block("blockalign", v)?),
                 "norandommap" => w.norandommap = int(k, v, 0, 1)? == 1,
+                "hipri" => w.hipri = int(k, v, 0, 1)? == 1,
                 "fsync" | "fdatasync" => w.fsync = int(k, v, 0, 1_000_000)? as u32,
                 _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
             }
@@ -473,6 +480,9 @@ impl Workload {
         if self.norandommap {
             m.insert("norandommap".into(), 1.into());
         }
+        if self.hipri {
+            m.insert("hipri".into(), 1.into());
+        }
         if self.sync {
             m.insert("sync".into(), 1.into());
         }
@@ -524,6 +534,9 @@ impl Workload {
         }
         if self.norandommap {
             v.push(("norandommap".into(), "1".into()));
+        }
+        if self.hipri {
+            v.push(("hipri".into(), "1".into()));
         }
         if self.sync {
             v.push(("sync".into(), "1".into()));
@@ -644,7 +657,7 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
         if FIO_ACCEPTED.contains(&k) {
             continue;
         }
-        if k == "norandommap" && v.is_empty() {
+        if matches!(k, "norandommap" | "hipri") && v.is_empty() {
             pairs.retain(|(pk, _)| pk != k);
             pairs.push((k.to_string(), "1".to_string()));
             continue;
@@ -1089,6 +1102,12 @@ mod tests {
         assert!(e.contains("unsupported fio option 'verify'"), "{e}");
         assert!(parse_job_file("[a]\n[b]\n").is_err());
         assert!(parse_job_file("bs=4k\n").is_err());
+        // fio's bare `hipri` line turns polling on.
+        let w = parse_job_file("[j]\nioengine=io_uring\nhipri\nrw=randread\n").unwrap();
+        assert!(w.hipri);
+        let pairs = Workload::parse("hipri=1").unwrap().to_pairs();
+        assert!(pairs.contains(&("hipri".into(), "1".into())), "{pairs:?}");
+        assert!(Workload::parse("hipri=2").is_err());
     }
 
     #[test]

@@ -38,6 +38,9 @@ fn token() -> impl Strategy<Value = String> {
         Just("20%".to_string()),
         Just("wc".to_string()),
         Just("off".to_string()),
+        Just("consistency=ppl".to_string()),
+        Just("impl=vroc".to_string()),
+        Just("host[profile=host2020]".to_string()),
         "[0-9]{1,6}",
         "\\PC{0,3}",
     ]

@@ -1351,6 +1351,10 @@ pub fn fio_job(
             "rw" => s += &format!("rw={rw}\n"),
             "percentage_random" if w.percentage_random == 0 || w.percentage_random == 100 => {}
             "norandommap" => {}
+            // fio polls with io_uring and pvsync2 only.
+            "hipri" if engine != EngineKind::IoUring => {
+                s += "; hipri=1 left out: fio polls only with io_uring or pvsync2\n"
+            }
             _ => s += &format!("{k}={v}\n"),
         }
     }

@@ -74,6 +74,9 @@ pub enum SimError {
         /// What took them.
         what: &'static str,
     },
+    /// `hipri` on a topology or host that cannot poll.
+    #[error("hipri: {0}")]
+    NoPolling(String),
     /// The array cannot be laid out.
     #[error("topology: column {col}: {err}")]
     Layout {
@@ -659,6 +662,9 @@ fn simulate_inner(
 ) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
     let wall = std::time::Instant::now();
     let seed = w.seed.unwrap_or(seed);
+    if w.hipri {
+        polled(topo)?;
+    }
     let mut heap = 0;
     let mut sim = build(topo, w, seed, &mut heap)?;
     let span = w.size.unwrap_or(sim.cap);
@@ -694,6 +700,55 @@ fn simulate_inner(
         _ => unreachable!("the host is at HOST"),
     };
     Ok((result, trace))
+}
+
+/// Whether the jobs can poll for their completions (fio's `hipri`): the
+/// host's kernel must poll, and every volume must be an NVMe namespace
+/// addressed directly, or an md array of them on a kernel whose md takes
+/// polled I/O (dm, SCSI and SATA devices complete by interrupt here, and
+/// so does a hardware RAID volume).
+fn polled(topo: &Topology) -> Result<(), SimError> {
+    let host = &topo.host;
+    let name = topo.host_profile.as_deref().unwrap_or("host");
+    if host.block_layer_poll_us.is_none() {
+        return Err(SimError::NoPolling(format!(
+            "host preset '{name}' profiles no polled completions (block_layer_poll_us); choose one that does, e.g. host[profile=host2020]"
+        )));
+    }
+    topo.roots()
+        .try_for_each(|n| pollable(n, host.md_polls, name))
+        .map_err(SimError::NoPolling)
+}
+
+/// Whether volume `n` takes polled I/O (see [`polled`]).
+fn pollable(n: &Node, md_polls: bool, host: &str) -> Result<(), String> {
+    match n {
+        Node::Device(d) => match &d.model {
+            DeviceModel::Ssd(p) if p.interface.as_deref().is_some_and(|i| i.contains("NVMe")) => Ok(()),
+            _ => Err(format!(
+                "{} is not an NVMe drive (its preset's interface does not say NVMe): only NVMe namespaces are polled",
+                d.label
+            )),
+        },
+        Node::Array(a) if matches!(a.imp.as_deref(), Some("md" | "vroc")) => {
+            if !md_polls {
+                return Err(format!(
+                    "the md array at column {} does not take polled I/O on host '{host}' (Linux 5.x md; host2023's 6.x does)",
+                    a.col
+                ));
+            }
+            a.active().iter().try_for_each(|m| pollable(m, md_polls, host))
+        }
+        Node::Array(a) => Err(format!(
+            "the {} array at column {} is not md: dm and other RAID layers complete by interrupt",
+            a.level.word(),
+            a.col
+        )),
+        Node::Controller(c) => Err(format!(
+            "{} is a SCSI/RAID adapter: its volumes complete by interrupt",
+            c.label
+        )),
+    }
 }
 
 /// Start every array's rebuild onto a spare, at time 0.
@@ -865,7 +920,11 @@ fn warm_controllers(
 fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u64, trace: bool) {
     let vols = sim.roots.len() as u32;
     let streams = raidlab_core::workload::volume_streams(w, span, seed, vols);
-    let block_ns = (us(topo.host.block_layer_us) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
+    let per_io = match topo.host.block_layer_poll_us {
+        Some(p) if w.hipri => p,
+        _ => topo.host.block_layer_us,
+    };
+    let block_ns = (us(per_io) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
     let mut host = Host::new(
         HOST,
         sim.roots.clone(),

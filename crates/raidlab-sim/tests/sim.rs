@@ -471,3 +471,35 @@ fn a_controller_in_jbod_mode_exposes_its_drives_as_volumes() {
         "the drives share the jobs: {io:?}"
     );
 }
+
+/// `hipri` polls for completions where the host's kernel and the volumes
+/// can: NVMe drives addressed directly, and md arrays of them where md
+/// passes polled I/O down (Linux 6.x, `host2023`); elsewhere it is one
+/// clear error. A polled I/O costs the host's `block_layer_poll_us`, so a
+/// lone job's QD1 latency falls by the difference.
+#[test]
+fn hipri_polls_where_the_kernel_and_the_volumes_can() {
+    let w = "rw=randread bs=4k iodepth=1 runtime=0.05";
+    let irq = run("host[profile=host2020](pm9a3)", w);
+    let poll = run("host[profile=host2020](pm9a3)", &format!("{w} hipri=1"));
+    let gain = irq.summary.lat_avg_ms - poll.summary.lat_avg_ms;
+    assert!(
+        (0.0009..=0.0011).contains(&gain),
+        "QD1: {} ms by interrupt, {} ms polled",
+        irq.summary.lat_avg_ms,
+        poll.summary.lat_avg_ms
+    );
+    run(
+        "host[profile=host2023](raid0(2*pm9a3))",
+        &format!("{w} hipri=1"),
+    );
+    let refused = |t: &str, want: &str| {
+        let e = try_run(t, &format!("{w} hipri=1")).unwrap_err().to_string();
+        assert!(e.starts_with("hipri: ") && e.contains(want), "{t}: {e}");
+    };
+    refused("host[profile=host2020](raid0(2*pm9a3))", "Linux 5.x md");
+    refused("host[profile=host2023](raid0[impl=lvm](2*pm9a3))", "not md");
+    refused("host[profile=host2020](s3500-800)", "not an NVMe drive");
+    refused("host[profile=host2020](hba9500(pm9a3))", "adapter");
+    refused("pm9a3", "no polled completions");
+}

@@ -33,6 +33,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "state= preconditions simulated SSDs; a real run uses the devices as they are",
         ));
     }
+    if w.hipri {
+        return Err(Failure::input(
+            "hipri=1 is simulator-only: raidlab run's engines wait for interrupts (fio's own hipri needs io_uring or pvsync2 on an NVMe device with poll queues)",
+        ));
+    }
     let opts = args.real.options(args.engine, &w);
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
