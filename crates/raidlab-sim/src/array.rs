@@ -732,21 +732,7 @@ impl ArrayComp {
         };
         ctx.reqs[id].pending = list.len() as u32;
         for e in &list {
-            let child = ctx.reqs.alloc(Req {
-                offset: e.offset,
-                len: e.len as u32,
-                op,
-                parent: id,
-                pending: 0,
-                comp: CompId(0),
-                t0: ctx.now,
-                creator_word: e.member,
-                cost_pool: PoolId::NONE,
-                handler_word: 0,
-                phase: 0,
-            });
-            self.outstanding[e.member as usize] += 1;
-            ctx.submit(self.members[e.member as usize], child);
+            self.send(ctx, id, op, e);
         }
         // Keep the allocation for reuse.
         let mut list = list;
@@ -789,23 +775,29 @@ impl ArrayComp {
         let list = std::mem::take(&mut self.plans[p].ppl);
         ctx.reqs[id].pending = list.len() as u32;
         for e in &list {
-            let child = ctx.reqs.alloc(Req {
-                offset: e.offset,
-                len: e.len as u32,
-                op,
-                parent: id,
-                pending: 0,
-                comp: CompId(0),
-                t0: ctx.now,
-                creator_word: e.member,
-                cost_pool: PoolId::NONE,
-                handler_word: 0,
-                phase: 0,
-            });
-            self.outstanding[e.member as usize] += 1;
-            ctx.submit(self.members[e.member as usize], child);
+            self.send(ctx, id, op, e);
         }
         self.plans[p].ppl = list;
+    }
+
+    /// One member command of request `id`: `op` over extent `e`.
+    #[inline]
+    fn send(&mut self, ctx: &mut Ctx, id: ReqId, op: Op, e: &Extent) {
+        let child = ctx.reqs.alloc(Req {
+            offset: e.offset,
+            len: e.len as u32,
+            op,
+            parent: id,
+            pending: 0,
+            comp: CompId(0),
+            t0: ctx.now,
+            creator_word: e.member,
+            cost_pool: PoolId::NONE,
+            handler_word: 0,
+            phase: 0,
+        });
+        self.outstanding[e.member as usize] += 1;
+        ctx.submit(self.members[e.member as usize], child);
     }
 
     /// Issue the request's member I/O: its reads, else its writes.
@@ -839,21 +831,12 @@ impl ArrayComp {
             .collect();
         ctx.reqs[id].pending = live.len() as u32;
         for m in live {
-            let child = ctx.reqs.alloc(Req {
+            let page = Extent {
+                member: m as u32,
                 offset: 0,
-                len: BITMAP_PAGE,
-                op,
-                parent: id,
-                pending: 0,
-                comp: CompId(0),
-                t0: ctx.now,
-                creator_word: m as u32,
-                cost_pool: PoolId::NONE,
-                handler_word: 0,
-                phase: 0,
-            });
-            self.outstanding[m] += 1;
-            ctx.submit(self.members[m], child);
+                len: u64::from(BITMAP_PAGE),
+            };
+            self.send(ctx, id, op, &page);
         }
     }
 
