@@ -132,6 +132,13 @@ pub struct SsdParams {
     /// link and its dies could take is bound here.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub write_path_mbps: f64,
+    /// Program suspend, µs (0: none): a host read that finds its die
+    /// programming suspends the program, which takes this long, reads, and
+    /// lets the program (and the programs queued behind it) resume; without
+    /// it the read waits for the program to finish. A NAND feature
+    /// data-centre firmware uses to keep reads fast under writes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub program_suspend_us: f64,
 }
 
 /// Whether an optional figure is absent (0).
@@ -439,6 +446,7 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "s3500-480",
     "s3500-800",
     "pm9a3",
+    "pm9a3-960",
     "p5500",
     "pm1743",
     "micron5400",
@@ -524,6 +532,9 @@ fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
     }
     if s.write_path_mbps != 0.0 && !(1.0..=1e6).contains(&s.write_path_mbps) {
         return Err("write_path_mbps must be 0 (no limit) or from 1 to 1,000,000".into());
+    }
+    if !(0.0..=10_000.0).contains(&s.program_suspend_us) {
+        return Err("program_suspend_us must be 0 (no suspend) or up to 10,000".into());
     }
     if !(1.0..=1000.0).contains(&s.spare_pct) {
         return Err("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)".into());

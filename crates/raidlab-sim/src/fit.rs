@@ -414,6 +414,10 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         slc_cache_gb: 0.0,    // the 2012-2014 MLC generation had no SLC cache
         slc_program_us: 0.0,  // no SLC cache
         write_path_mbps: 0.0, // the link and the flash bound the generation's writes
+        // Reads wait for a program in progress: the generation's firmware is
+        // not known to suspend (suspend came to SSDs with 3D NAND's
+        // millisecond programs; Zambelli et al., Electronics 10(12) 1394, 2021).
+        program_suspend_us: 0.0,
     }
 }
 
@@ -464,6 +468,13 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         channel_order: ChannelOrder::Ready,
         slc_cache_gb: 0.0, // data-centre TLC drives of the generation program TLC directly (datasheets name no SLC cache)
         slc_program_us: 0.0, // no SLC cache
+        // Reads suspend programs: 3D NAND programs take 1-2 ms against
+        // 75-100 us reads, and data-centre controllers suspend them for
+        // reads (Zambelli et al., "Assessing the Role of Program Suspend
+        // Operation in 3D NAND Flash Based Solid State Drives", Electronics
+        // 10(12) 1394, 2021). Suspending takes 100 us: MQSim's
+        // Suspend_Program_Time (Tavakkol et al., FAST 2018, ssdconfig.xml).
+        program_suspend_us: 100.0,
         ..template(capacity_gb)
     }
 }

@@ -55,3 +55,8 @@ fn micron5400_meets_its_datasheet() {
 fn pm1653_meets_its_datasheet() {
     check("samsung-pm1653-15.36tb.csv");
 }
+
+#[test]
+fn pm9a3_960_meets_its_datasheet() {
+    check("samsung-pm9a3-960gb.csv");
+}

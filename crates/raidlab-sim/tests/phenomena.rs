@@ -931,9 +931,12 @@ fn p33_md_ppl_costs_raid5_small_writes() {
         "raid5d-bound: {:.0}% lost",
         drop * 100.0
     );
-    let (workers, _, _) = cost("impl=md,group_thread_cnt=8");
+    // Spread over worker threads, the array is bound by the drives'
+    // programs, and the log's writes take their share of them.
+    let (workers, _, bound) = cost("impl=md,group_thread_cnt=8");
+    assert_eq!(bound.map(|l| l.1).as_deref(), Some("nand"));
     assert!(
-        (0.03..=0.40).contains(&workers) && workers < drop,
+        (0.03..=0.45).contains(&workers),
         "drive-bound: {:.0}% lost (raid5d-bound {:.0}%)",
         workers * 100.0,
         drop * 100.0
@@ -989,4 +992,65 @@ fn p30_slc_cached_sequential_writes_fall_once_the_cache_fills() {
         (steady / plain_steady - 1.0).abs() < 0.05,
         "steady state starts with the cache used up: {steady} vs {plain_steady} MB/s"
     );
+}
+
+/// Phenomenon 34: random writes confined to a small part of a full drive
+/// are amplified far less than writes over all of it. The part's blocks
+/// turn over among themselves while the rest of the drive holds still, so
+/// greedy garbage collection finds nearly empty victims (Haas, Lee, Bonnet
+/// and Leis, "SSD-iq", PVLDB 18(11), 2025: write amplification follows the
+/// access pattern, not the drive). A PM9A3 960 GB in random-write steady
+/// state writes its datasheet's 70,000 IOPS over the whole drive at a
+/// write amplification near 5, and more than twice that over 10 GiB of it.
+#[test]
+fn p34_random_writes_to_a_small_span_are_amplified_less() {
+    let run = |span: &str| {
+        let r = run(
+            "host[profile=host2020](pm9a3-960)",
+            &format!("rw=randwrite bs=4k iodepth=32 numjobs=4 {span} runtime=0.3 ramp_time=2"),
+        );
+        let wa = r.components[0]
+            .write_amplification
+            .expect("a drive reports its write amplification");
+        (r.summary.iops, wa)
+    };
+    let (all, wa_all) = run("");
+    let (part, wa_part) = run("size=10g");
+    assert!(
+        (60_000.0..80_000.0).contains(&all),
+        "whole drive: {all} IOPS"
+    );
+    assert!(wa_all > 4.0, "whole drive amplifies {wa_all:.2}");
+    assert!(wa_part < 2.5, "10 GiB of it amplifies {wa_part:.2}");
+    assert!(part > 2.0 * all, "10 GiB: {part} IOPS, whole drive {all}");
+}
+
+/// Phenomenon 35: reads stay fast under writes on flash that suspends its
+/// programs. A 3D TLC program takes about a millisecond against a read's
+/// tens of microseconds; a read that waits for the program in progress
+/// waits for most of it, one that suspends it waits the suspend (Zambelli
+/// et al., Electronics 10(12) 1394, 2021). The same PM9A3 with and without
+/// suspend under a 70/30 random mix.
+#[test]
+fn p35_program_suspend_keeps_reads_fast_under_writes() {
+    let mut db = PresetDb::builtin();
+    db.load_str("[nosus]\nbase = \"pm9a3\"\ndescription = \"PM9A3 without suspend\"\nprogram_suspend_us = 0\n")
+        .expect("preset");
+    let mix = |drive: &str| {
+        let t = resolve(&format!("host[profile=host2020]({drive})"), &db).expect("topology");
+        let w = Workload::parse(
+            "rw=randrw rwmixread=70 bs=4k iodepth=32 numjobs=4 runtime=0.3 ramp_time=0.3",
+        )
+        .expect("workload");
+        simulate(&t, &w, 1).expect("simulate")
+    };
+    let (sus, plain) = (mix("pm9a3"), mix("nosus"));
+    let read = |r: &RunResult| r.summary.read.lat_avg_ms;
+    assert!(
+        read(&sus) < 0.75 * read(&plain),
+        "read latency {:.3} ms with suspend, {:.3} ms without",
+        read(&sus),
+        read(&plain)
+    );
+    assert!(sus.summary.iops > 1.2 * plain.summary.iops);
 }

@@ -126,6 +126,10 @@ pub struct Die {
     /// Paced GC: the backlog one host page waits for (the last collection's
     /// time over the pages it freed).
     pub gc_share: Ns,
+    /// Host programs (in progress and queued) run until here.
+    pub prog_until: Ns,
+    /// The die's register is free of its last read from here.
+    pub read_free: Ns,
 }
 
 /// Timelines and timings of one drive's flash.
@@ -144,6 +148,8 @@ pub struct Nand {
     /// rather than divided for on every operation.
     channel: Vec<u32>,
     t_read: Ns,
+    /// Time to suspend a program for a read (0: programs are not suspended).
+    t_suspend: Ns,
     t_prog: Ns,
     t_erase: Ns,
     ch_mbps: f64,
@@ -171,6 +177,7 @@ impl Nand {
             ready: vec![0; 2 * dies as usize],
             channel: (0..dies).map(|d| d % p.channels).collect(),
             t_read: us(p.read_us),
+            t_suspend: us(p.program_suspend_us),
             t_prog: us(p.program_us),
             t_erase: (us(p.erase_us) as f64 * block_scale) as Ns,
             ch_mbps: p.channel_mbps,
@@ -247,18 +254,14 @@ impl Nand {
 
     /// Read `bytes` of one page of `die`, starting no earlier than `at`:
     /// array read on the die (ahead of queued GC, behind the GC operation in
-    /// progress), then the transfer on its channel.
+    /// progress; ahead of host programs it suspends, when the flash
+    /// suspends), then the transfer on its channel.
     #[inline]
     pub fn read(&mut self, at: Ns, die: u32, bytes: u64) -> Ns {
-        let op = self.t_prog.max(self.t_read);
-        let d = &mut self.dies[die as usize];
-        let mut s = d.free_at.max(at);
-        if s < d.gc_until {
-            s += (d.gc_until - s).min(op);
-            d.gc_until += self.t_read;
-        }
+        let s = self.read_start(at, die);
         let t = s + self.t_read;
-        d.free_at = t;
+        let d = &mut self.dies[die as usize];
+        d.free_at = d.free_at.max(t);
         d.busy += self.t_read;
         let ch = self.channel_of(die);
         let x = if bytes == self.page_bytes {
@@ -270,10 +273,45 @@ impl Nand {
         // The die's register is busy until its data has left.
         let d = &mut self.dies[die as usize];
         d.free_at = d.free_at.max(t);
+        d.read_free = t;
         let free = d.free_at;
         let r = self.program_start(die, free);
         self.set_ready(die, r);
         t
+    }
+
+    /// When a host read of `die` arriving at `at` starts its array read.
+    /// Host programs running or queued then are suspended (`t_suspend`) and
+    /// resume after the read, later by its time, when the flash suspends;
+    /// otherwise the read waits for them. Queued GC waits for the read
+    /// either way; the GC operation in progress does not, except that a
+    /// flash that suspends programs suspends GC's too (the read then waits
+    /// the suspend, or a GC read).
+    #[inline]
+    fn read_start(&mut self, at: Ns, die: u32) -> Ns {
+        let (t_read, t_suspend) = (self.t_read, self.t_suspend);
+        let op = if t_suspend > 0 {
+            t_suspend.max(t_read)
+        } else {
+            self.t_prog.max(t_read)
+        };
+        let d = &mut self.dies[die as usize];
+        let after_reads = d.read_free.max(at);
+        let mut s = if t_suspend > 0 && d.prog_until > after_reads {
+            let s = after_reads + t_suspend;
+            let push = t_suspend + t_read;
+            d.prog_until += push;
+            d.free_at += push;
+            d.busy += t_suspend;
+            s
+        } else {
+            d.free_at.max(at)
+        };
+        if s < d.gc_until {
+            s += (d.gc_until - s).min(op);
+            d.gc_until += t_read;
+        }
+        s
     }
 
     /// Program one page on `die`: transfer on the channel, then the program,
@@ -296,6 +334,7 @@ impl Nand {
             d.gc_until += t_prog;
         }
         d.free_at = s + t_prog;
+        d.prog_until = d.free_at;
         d.busy += t_prog;
         let done = d.free_at;
         let r = self.program_start(die, done);
@@ -426,5 +465,36 @@ mod tests {
         for s in 0..dies {
             assert_eq!(n.least_busy(s), dies - 1);
         }
+    }
+
+    /// A drive whose flash suspends programs for reads after `suspend_us`.
+    fn suspending(suspend_us: f64) -> Nand {
+        let db = PresetDb::builtin();
+        let Some(Preset::Ssd(p)) = db.get("x25e") else {
+            panic!("built-in x25e preset");
+        };
+        let mut p = p.clone();
+        p.program_suspend_us = suspend_us;
+        Nand::new(&p, 1.0)
+    }
+
+    #[test]
+    fn a_read_suspends_the_program_in_progress() {
+        let (mut plain, mut sus) = (x25e(), suspending(20.0));
+        let done = plain.program(0, 0);
+        assert_eq!(sus.program(0, 0), done);
+        let t_read = plain.t_read;
+        // Without suspend the read waits for the program; with it, the
+        // suspend, and the program ends later by the suspend and the read.
+        let waited = plain.read(1_000, 0, 4096);
+        let quick = sus.read(1_000, 0, 4096);
+        assert!(waited > done, "{waited} vs program end {done}");
+        assert!(
+            quick < done && quick >= 1_000 + us(20.0) + t_read,
+            "{quick} vs program end {done}"
+        );
+        assert_eq!(sus.dies[0].prog_until, done + us(20.0) + t_read);
+        // An idle die reads at once either way.
+        assert_eq!(sus.read(done * 2, 1, 4096), plain.read(done * 2, 1, 4096));
     }
 }
