@@ -22,9 +22,17 @@ pub const METRICS: [&str; 7] = [
     "lat_p999_ms",
 ];
 
+/// The drives' write amplification (NAND writes over host writes, the mean
+/// over the SSDs the run wrote to): a metric of a run rather than of its
+/// I/Os, so it takes no `read_` or `write_`.
+pub const WAF: &str = "waf";
+
 /// Whether `name` is a metric a row may name ([`METRICS`], alone or after
-/// `read_` or `write_`).
+/// `read_` or `write_`, or [`WAF`]).
 pub fn is_metric(name: &str) -> bool {
+    if name == WAF {
+        return true;
+    }
     let base = name
         .strip_prefix("read_")
         .or_else(|| name.strip_prefix("write_"))
@@ -266,6 +274,12 @@ mod tests {
             "a,s,T1,x25e,rw=read,iops,100,\"two\nlines\""
         );
         assert_eq!(doc.rows[1].text, "b,s,T1,x25e,rw=read,iops,5,");
+    }
+
+    #[test]
+    fn waf_is_a_metric_of_the_run_not_of_a_direction() {
+        assert!(is_metric("waf") && is_metric("read_iops") && is_metric("lat_p999_ms"));
+        assert!(!is_metric("read_waf") && !is_metric("write_waf") && !is_metric("wa"));
     }
 
     #[test]

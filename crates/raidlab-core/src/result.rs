@@ -73,6 +73,24 @@ impl DirStats {
     }
 }
 
+impl RunResult {
+    /// A published-measurement metric of the run: a summary metric
+    /// ([`Summary::metric`]) or `waf`, the mean write amplification of the
+    /// SSDs written to (`None` when no SSD was written).
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        if name != crate::published::WAF {
+            return self.summary.metric(name);
+        }
+        let was: Vec<f64> = self
+            .components
+            .iter()
+            .filter_map(|c| c.write_amplification)
+            .filter(|w| w.is_finite())
+            .collect();
+        (!was.is_empty()).then(|| was.iter().sum::<f64>() / was.len() as f64)
+    }
+}
+
 impl Summary {
     /// A summary metric by its CSV name (`iops`, `mbps`, `lat_avg_ms`,
     /// `lat_max_ms`, ...), over all I/Os or, after `read_` or `write_`, over

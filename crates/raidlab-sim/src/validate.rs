@@ -154,7 +154,7 @@ pub fn validate(
                 reason: reason.clone(),
             }),
             Ok((res, expectation)) => {
-                let sim = res.summary.metric(&r.metric).unwrap_or(f64::NAN);
+                let sim = res.metric(&r.metric).unwrap_or(f64::NAN);
                 if !sim.is_finite() || sim <= 0.0 {
                     v.failed.push(Failed {
                         id: r.id.clone(),

@@ -135,6 +135,28 @@ fn drive_state_changes_write_amplification() {
 }
 
 #[test]
+fn the_waf_metric_is_the_mean_of_the_drives_written_to() {
+    let wl = "rw=randwrite bs=4k iodepth=32 runtime=0.3 state=steady";
+    let r = run("raid0(2*x25e)", wl);
+    let was: Vec<f64> = r
+        .components
+        .iter()
+        .filter_map(|c| c.write_amplification)
+        .collect();
+    assert_eq!(was.len(), 2);
+    let waf = r.metric("waf").expect("two drives written to");
+    assert!((waf - (was[0] + was[1]) / 2.0).abs() < 1e-12);
+    assert_eq!(r.metric("iops"), Some(r.summary.iops));
+    assert_eq!(r.metric("write_iops"), Some(r.summary.write.iops));
+    let reads = run("x25e", "rw=randread bs=4k iodepth=4 runtime=0.2");
+    assert_eq!(
+        reads.metric("waf"),
+        None,
+        "a read-only run has no write amplification"
+    );
+}
+
+#[test]
 fn write_cache_off_makes_writes_wait_for_nand() {
     // Steady state after a ramp: a write into the buffer waits for the
     // drive's garbage-collection-bound drain rate; without the buffer it

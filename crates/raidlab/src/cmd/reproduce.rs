@@ -9,7 +9,7 @@ use raidlab_report::reproduce::{self, DocTable};
 use raidlab_sim::validate::Validation;
 use std::path::Path;
 
-/// The published measurements raidlab ships (docs/formats.md).
+/// The published measurements raidlab ships (docs/results.md).
 const CALIBRATION: &str = include_str!("../../../../data/published/calibration.csv");
 
 /// The documents whose tables raidlab lays out.

@@ -11,7 +11,9 @@ use raidlab_sim::validate::Validation;
 /// Simulate every row of a published-measurement CSV and report the errors.
 ///
 /// The CSV has the columns id,source,ref,topology,workload,metric,value,note
-/// (metric: iops, mbps, lat_avg_ms, lat_max_ms; docs/formats.md). Rows whose
+/// (metric: iops, mbps or a latency such as lat_p99_ms, over all I/Os or
+/// after read_ or write_, or waf, the drives' write amplification;
+/// docs/results.md). Rows whose
 /// workload has no `runtime` are simulated with 2 s of warm-up
 /// (`ramp_time`) and 3 s of measurement. Rows run in parallel; a row that
 /// cannot be simulated is listed under `failed` with the reason.
