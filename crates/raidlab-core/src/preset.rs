@@ -957,6 +957,17 @@ mod tests {
     }
 
     #[test]
+    fn a_program_suspend_is_in_range() {
+        let mut db = PresetDb::builtin();
+        let sus = |v: &str| format!("[a]\nbase = \"x25e\"\nprogram_suspend_us = {v}\n");
+        assert!(db.load_str(&sus("0")).is_ok(), "none");
+        assert!(db.load_str(&sus("100")).is_ok());
+        for bad in ["-1", "10001", "nan", "inf"] {
+            assert!(db.load_str(&sus(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn a_write_path_and_a_raid10_lock_are_in_range() {
         let mut db = PresetDb::builtin();
         let wp = |v: &str| format!("[a]\nbase = \"pm9a3\"\nwrite_path_mbps = {v}\n");
