@@ -899,6 +899,31 @@ mod tests {
         assert!(high > 1.1 && high < 2.2, "wa at 50% spare = {high}");
     }
 
+    /// Greedy collection under uniform random writes matches the published
+    /// greedy-GC curve: SSD-iq's GC simulator (Haas, Lee, Bonnet and Leis,
+    /// PVLDB 18(11) 2025, simop.csv) gives write amplification 5.17, 2.69
+    /// and 1.87 at fill ratios (logical over physical space) 0.9, 0.8 and
+    /// 0.7, as the Lambert-W analysis of greedy GC does. The FTL comes within
+    /// 12 % (measured: 4.78, 2.59, 1.83; its few reserve blocks per die add
+    /// spare, which counts most when spare is scarce).
+    #[test]
+    fn greedy_write_amplification_follows_the_published_curve() {
+        for (fill, published) in [(0.9, 5.17), (0.8, 2.69), (0.7, 1.87)] {
+            let mut f = Ftl::new(1 << 18, 1.0 / fill, 1, 64, 2, 2);
+            f.precondition_steady(1);
+            f.reset_counters();
+            let mut rng = raidlab_core::rng::Rng::new(2);
+            for i in 0..(1 << 19) {
+                f.write_page(i % 2, &[rng.below(f.logical_units() as u64) as u32]);
+            }
+            let wa = (f.host_units + f.gc_units) as f64 / f.host_units as f64;
+            assert!(
+                (wa / published - 1.0).abs() < 0.12,
+                "fill {fill}: write amplification {wa:.2}, published {published}"
+            );
+        }
+    }
+
     #[test]
     fn lazy_fill_places_like_the_real_fill() {
         for (upp, dies) in [(1, 20), (4, 8), (2, 3)] {
