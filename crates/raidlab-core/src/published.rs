@@ -197,7 +197,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>> {
         let metric = f[5].trim().to_string();
         if !is_metric(&metric) {
             return Err(Error::Csv(format!(
-                "line {lno}: metric '{metric}' is not one of {} (or one of them after read_ or write_)",
+                "line {lno}: metric '{metric}' is not one of {} (or one of them after read_ or write_), or {WAF}",
                 METRICS.join(", ")
             )));
         }
