@@ -505,6 +505,13 @@ impl Array {
     pub fn active(&self) -> &[Node] {
         &self.members[..self.members.len() - self.spares as usize]
     }
+
+    /// Whether a host runs the array with md's own code (`impl=md` or
+    /// `impl=vroc`): md's bitmap, stripe workers, Partial Parity Log and
+    /// polled I/O apply to it.
+    pub fn runs_md(&self) -> bool {
+        md_family(self.imp.as_deref())
+    }
 }
 
 /// A resolved node.
@@ -1219,7 +1226,7 @@ impl Resolver<'_> {
         let bitmap_chunk = bitmap_chunk(o.bitmap, imp.as_deref())?;
         let ppl = ppl_policy(
             o.consistency,
-            o.bitmap.0 == Some(true) || o.bitmap.1.is_some(),
+            bitmap_chunk.is_some(),
             imp.as_deref(),
             members.len(),
         )?;

@@ -348,7 +348,8 @@ impl Builder<'_> {
         let costs = Costs {
             cpu: HOST_CPU,
             write_cpu: stripe_threads
-                .filter(|_| matches!(a.imp.as_deref(), Some("md" | "lvm" | "vroc")))
+                // dm-raid (lvm) runs md's raid456 personality too.
+                .filter(|_| a.runs_md() || a.imp.as_deref() == Some("lvm"))
                 .unwrap_or(HOST_CPU),
             req_ns: (us(imp.req_us) as f64 * k) as Ns,
             member_ns: (us(imp.member_us) as f64 * k) as Ns,
@@ -730,7 +731,7 @@ fn pollable(n: &Node, md_polls: bool, host: &str) -> Result<(), String> {
                 d.label
             )),
         },
-        Node::Array(a) if matches!(a.imp.as_deref(), Some("md" | "vroc")) => {
+        Node::Array(a) if a.runs_md() => {
             if !md_polls {
                 return Err(format!(
                     "the md array at column {} does not take polled I/O on host '{host}' (Linux 5.x md; host2023's 6.x does)",
