@@ -773,6 +773,7 @@ impl ArrayComp {
     fn ppl_io(&mut self, ctx: &mut Ctx, id: ReqId, op: Op) {
         let p = plan_of(&ctx.reqs[id]);
         let list = std::mem::take(&mut self.plans[p].ppl);
+        debug_assert!(!list.is_empty(), "a log phase waits on its log writes");
         ctx.reqs[id].pending = list.len() as u32;
         for e in &list {
             self.send(ctx, id, op, e);
