@@ -206,7 +206,15 @@ fn validate_reports_rows_summary_and_failures() {
          c,doc,T2,\"raid5(2*x25e)\",rw=randread bs=4k runtime=0.05,iops,100,impossible on purpose\n",
     );
     let o = raidlab(&["validate", &csv, "--format", "json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    // The report is out, and a file with a row that cannot be simulated
+    // is bad input: exit 2 with one line naming it.
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("1 row(s) could not be simulated") && err.contains(" c: "),
+        "{err}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["rows"].as_array().unwrap().len(), 2);
     for k in ["id", "metric", "published", "simulated", "error_pct"] {
@@ -220,6 +228,7 @@ fn validate_reports_rows_summary_and_failures() {
         .unwrap()
         .contains("raid5"));
     let o = raidlab(&["validate", &csv, "--filter", "T1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(s.contains("median") && !s.contains("failed"), "{s}");
 }

@@ -14,9 +14,9 @@ use raidlab_sim::validate::Validation;
 /// (metric: iops, mbps or a latency such as lat_p99_ms, over all I/Os or
 /// after read_ or write_, or waf, the drives' write amplification;
 /// docs/results.md). Rows whose
-/// workload has no `runtime` are simulated with 2 s of warm-up
-/// (`ramp_time`) and 3 s of measurement. Rows run in parallel; a row that
-/// cannot be simulated is listed under `failed` with the reason.
+/// workload has no `runtime` are measured over 3 s once the run is in
+/// steady state. Rows run in parallel; a row that cannot be simulated is
+/// listed under `failed` with the reason, and the command then exits 2.
 #[derive(clap::Args)]
 pub struct Args {
     /// CSV file (e.g. data/published/calibration.csv).
@@ -52,7 +52,24 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ReportFormat::Json => json_text(&table::validation_json(&v))?,
         ReportFormat::Table => table::validation_table(&v),
     };
-    emit(&args.run.output, &text)
+    emit(&args.run.output, &text)?;
+    failed_rows(file, &v)
+}
+
+/// A file some of whose rows could not be simulated is bad input: the
+/// report (with those rows under `failed`) is out, and the command then
+/// exits 2 so that scripts and CI cannot take a partial check for a whole
+/// one.
+fn failed_rows(file: &str, v: &Validation) -> Result<(), Failure> {
+    match v.failed.first() {
+        None => Ok(()),
+        Some(first) => Err(Failure::input(format!(
+            "{file}: {} row(s) could not be simulated (listed under failed), the first {}: {}",
+            v.failed.len(),
+            first.id,
+            first.reason
+        ))),
+    }
 }
 
 /// Simulate published rows on `--jobs` threads (default: all cores), with a
