@@ -1,7 +1,8 @@
-//! The project's file of published measurements of current hardware
-//! (`data/published/current.csv`: sources other than the presets' own
-//! datasheets) stays within the bound the project promises for hardware
-//! it was not calibrated on.
+//! The project's files of published measurements it was not calibrated on:
+//! current hardware (`data/published/current.csv`: sources other than the
+//! presets' own datasheets) stays within the bound the project promises,
+//! and the calibration's own drives and controllers measured by other
+//! sources (`data/published/other-sources.csv`) all simulate.
 
 use raidlab_core::preset::PresetDb;
 use raidlab_core::published::parse_csv;
@@ -31,4 +32,30 @@ fn current_hardware_measurements_validate_within_the_bound() {
         s.rows,
         sources.len()
     );
+}
+
+/// Every row of the other-sources file (the 2008–2015 drives and
+/// controllers of the four documents, measured elsewhere) names a preset,
+/// topology and workload the simulator takes, and comes from a source
+/// other than the four documents.
+#[test]
+fn other_source_measurements_all_simulate() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/published/other-sources.csv"
+    );
+    let text = std::fs::read_to_string(path).expect("the other-sources file");
+    let rows = parse_csv(&text).expect("its CSV");
+    assert!(!rows.is_empty());
+    let documents = ["petrov2010", "jdev2009", "admin2015", "intel2013"];
+    for r in &rows {
+        assert!(
+            !documents.contains(&r.source.as_str()),
+            "{} comes from a calibration document",
+            r.id
+        );
+    }
+    let v = validate(&rows, &PresetDb::builtin(), 1, 2, false, &|_, _| {});
+    assert!(v.failed.is_empty(), "rows that did not run: {:?}", v.failed);
+    assert_eq!(v.stats().rows, rows.len());
 }
