@@ -139,11 +139,22 @@ pub struct SsdParams {
     /// data-centre firmware uses to keep reads fast under writes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub program_suspend_us: f64,
+    /// Whether the host link carries both directions at once (`true`:
+    /// PCIe, whose lanes are a pair of one-way links, and SAS; `false`, the
+    /// default: SATA, whose link carries one frame at a time). On a
+    /// full-duplex link write data coming in does not wait for read data
+    /// going out.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub full_duplex: bool,
 }
 
 /// Whether an optional figure is absent (0).
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 fn is_zero_u32(v: &u32) -> bool {

@@ -418,6 +418,10 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         // not known to suspend (suspend came to SSDs with 3D NAND's
         // millisecond programs; Zambelli et al., Electronics 10(12) 1394, 2021).
         program_suspend_us: 0.0,
+        // SATA is half duplex: one frame crosses the link at a time, the
+        // other end answering only with primitives (SATA 3.x, the link layer's
+        // transmit and receive states).
+        full_duplex: false,
     }
 }
 
@@ -475,6 +479,11 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         // 10(12) 1394, 2021). Suspending takes 100 us: MQSim's
         // Suspend_Program_Time (Tavakkol et al., FAST 2018, ssdconfig.xml).
         program_suspend_us: 100.0,
+        // A PCIe lane is two one-way differential pairs (PCI Express Base
+        // Specification: a lane is "a set of differential signal pairs, one
+        // pair for transmission and one pair for reception"), so read data
+        // leaving the drive and write data arriving share no wire.
+        full_duplex: true,
         ..template(capacity_gb)
     }
 }
@@ -496,6 +505,9 @@ pub fn template_sas(capacity_gb: f64) -> SsdParams {
         // Linux mpt3sas gives a SAS device MPT3SAS_SAS_QUEUE_DEPTH = 254
         // tagged commands (drivers/scsi/mpt3sas/mpt3sas_base.h).
         queue_depth: 254,
+        // SAS links are full duplex (each phy a transmit and a receive
+        // pair; SSP frames flow both ways at once), as the NVMe template's.
+        full_duplex: true,
         ..template_nvme(capacity_gb)
     }
 }

@@ -1054,3 +1054,31 @@ fn p35_program_suspend_keeps_reads_fast_under_writes() {
     );
     assert!(sus.summary.iops > 1.2 * plain.summary.iops);
 }
+
+/// Phenomenon 36: a full-duplex link carries reads out and writes in at
+/// once; SATA's carries one frame at a time. A 24G SAS drive (`pm1653`,
+/// both ports active: 4.3 GB/s of reads, its link's one-way rate) under a
+/// 50/50 sequential mix moves well past that rate in all, while a SATA
+/// drive (`s3500-800`) under the same mix stays within its link's.
+#[test]
+fn p36_a_full_duplex_link_carries_reads_and_writes_at_once() {
+    let mix = "rw=rw rwmixread=50 bs=128k iodepth=32 state=fill runtime=0.3";
+    let sas = mbps("host[profile=host2020](pm1653)", mix);
+    let sas_read = mbps(
+        "host[profile=host2020](pm1653)",
+        "rw=read bs=128k iodepth=32 state=fill runtime=0.3",
+    );
+    assert!(
+        sas > 1.4 * sas_read,
+        "SAS 50/50 mix {sas} MB/s against {sas_read} MB/s of reads alone"
+    );
+    let sata = mbps("s3500-800", mix);
+    let sata_read = mbps(
+        "s3500-800",
+        "rw=read bs=128k iodepth=32 state=fill runtime=0.3",
+    );
+    assert!(
+        sata <= 1.02 * sata_read,
+        "SATA 50/50 mix {sata} MB/s against {sata_read} MB/s of reads alone"
+    );
+}

@@ -138,7 +138,12 @@ pub struct Ssd {
     io: IoCounts,
     id: CompId,
     host: CompId,
+    /// The host link; on a full-duplex link, the direction read data
+    /// leaves by (and commands).
     link: Server,
+    /// A full-duplex link's other direction, which write data arrives by
+    /// (`None`: one direction at a time, as SATA).
+    link_in: Option<Server>,
     link_cmd: Ns,
     link_mbps: f64,
     /// The program data path (`write_path_mbps`, 0: none) every page to the
@@ -246,6 +251,7 @@ impl Ssd {
             id,
             host,
             link: Server::default(),
+            link_in: p.full_duplex.then(Server::default),
             link_cmd: us(p.link_cmd_us),
             link_mbps,
             write_path: Server::default(),
@@ -593,7 +599,11 @@ impl Ssd {
     #[inline]
     fn start_write(&mut self, ctx: &mut Ctx, id: ReqId, r: &Req, first: u64, last: u64) {
         let xfer = xfer_ns(r.len as u64, self.link_mbps);
-        let t = self.link.reserve(ctx.now, self.link_cmd + xfer);
+        let t = match &mut self.link_in {
+            // The command goes over the link, its data comes in the other way.
+            Some(inbound) => inbound.reserve(self.link.reserve(ctx.now, self.link_cmd), xfer),
+            None => self.link.reserve(ctx.now, self.link_cmd + xfer),
+        };
         let data_start = self.through_write_path(t - xfer, r.len);
         let t = self.fw_command(t, self.fw_write);
         self.fw_occupy_per_kb(t, r.len);
@@ -742,7 +752,7 @@ impl Ssd {
     /// Counters for utilisation and write amplification.
     pub fn counters(&self) -> SsdCounters {
         SsdCounters {
-            link_busy: self.link.busy,
+            link_busy: self.link.busy + self.link_in.as_ref().map_or(0, |l| l.busy),
             fw_busy: self.fw.busy / self.fw.servers() as Ns,
             die_busy: self.nand.die_busy().0 / self.nand.die_busy().1 as Ns,
             write_path_busy: self.write_path.busy,
