@@ -35,6 +35,11 @@ pub struct Host {
     /// that called for it (fio syncs the file it wrote).
     flush_vol: Vec<u32>,
     inflight: Vec<u32>,
+    /// Per job: since when it has had I/O outstanding (while it has), and
+    /// the time it spent so before (its thread's wait, which a polled job
+    /// spends spinning on its core).
+    waiting_since: Vec<Ns>,
+    waited: Vec<Ns>,
     done_jobs: Vec<bool>,
     exhausted: usize,
     /// Start of the measurement window.
@@ -115,6 +120,8 @@ impl Host {
             out: vec![false; n * v],
             flush_vol: vec![0; n],
             inflight: vec![0; n],
+            waiting_since: vec![0; n],
+            waited: vec![0; n],
             done_jobs: vec![false; n],
             exhausted: 0,
             window_start: 0,
@@ -183,6 +190,37 @@ impl Host {
         None
     }
 
+    /// Job `job` has one more I/O outstanding from `now`.
+    #[inline]
+    fn outstanding_one_more(&mut self, job: usize, now: Ns) {
+        if self.inflight[job] == 0 {
+            self.waiting_since[job] = now;
+        }
+        self.inflight[job] += 1;
+        self.total_inflight += 1;
+    }
+
+    /// One of job `job`'s I/Os is back at `now`.
+    #[inline]
+    fn outstanding_one_less(&mut self, job: usize, now: Ns) {
+        debug_assert!(self.inflight[job] > 0, "job {job} has nothing outstanding");
+        self.inflight[job] -= 1;
+        self.total_inflight -= 1;
+        if self.inflight[job] == 0 {
+            self.waited[job] += now - self.waiting_since[job];
+        }
+    }
+
+    /// Per job, the time it has had I/O outstanding up to `now`.
+    pub fn waited(&self, now: Ns) -> Vec<Ns> {
+        self.waited
+            .iter()
+            .zip(&self.waiting_since)
+            .zip(&self.inflight)
+            .map(|((&w, &since), &n)| if n > 0 { w + (now - since) } else { w })
+            .collect()
+    }
+
     fn issue(&mut self, ctx: &mut Ctx, job: usize) {
         if self.window_end.is_some_and(|e| ctx.now >= e) {
             return;
@@ -218,8 +256,7 @@ impl Host {
             phase: 0,
         });
         ctx.reqs[id].creator_word |= (vol as u32) << VOL_SHIFT;
-        self.inflight[job] += 1;
-        self.total_inflight += 1;
+        self.outstanding_one_more(job, ctx.now);
         // The job's thread submits its I/Os one after another (fio: one
         // thread per job; the NVMe/blk-mq completion runs on the submitting
         // core too), on one of the host's cores.
@@ -232,8 +269,7 @@ impl Host {
         let mut r = Req::new(0, 0, Op::Flush, self.id, ctx.now);
         r.creator_word = job as u32 | FSYNC_FLUSH | self.flush_vol[job] << VOL_SHIFT;
         let id = ctx.reqs.alloc(r);
-        self.inflight[job] += 1;
-        self.total_inflight += 1;
+        self.outstanding_one_more(job, ctx.now);
         // The job's thread submits its I/Os one after another (fio: one
         // thread per job; the NVMe/blk-mq completion runs on the submitting
         // core too), on one of the host's cores.
@@ -283,8 +319,7 @@ impl Host {
         if r.creator_word & FSYNC_FLUSH != 0 {
             // The job's fsync is back: it refills its queue.
             ctx.reqs.release(id);
-            self.inflight[job] -= 1;
-            self.total_inflight -= 1;
+            self.outstanding_one_less(job, now);
             self.holding[job] = false;
             for _ in 0..self.iodepth {
                 self.issue(ctx, job);
@@ -313,8 +348,7 @@ impl Host {
             }
         }
         self.completed += 1;
-        self.inflight[job] -= 1;
-        self.total_inflight -= 1;
+        self.outstanding_one_less(job, now);
         if self.think > 0 {
             // The request stays allocated through the think time, and the
             // event names it (and so its job).

@@ -1082,3 +1082,40 @@ fn p36_a_full_duplex_link_carries_reads_and_writes_at_once() {
         "SATA 50/50 mix {sata} MB/s against {sata_read} MB/s of reads alone"
     );
 }
+
+/// Phenomenon 37: a polling job spins on its core. With `hipri=1` a job
+/// reaps its completions by polling the NVMe queue (io_uring's
+/// IORING_SETUP_IOPOLL: the submitting task polls instead of sleeping for
+/// the interrupt), so its core stays busy all the while it has I/O
+/// outstanding. Four queue-depth-1 jobs on one PM9A3 keep a 4-core host's
+/// CPU full when they poll and nearly idle when they wait for interrupts;
+/// the spin limits nothing, so the drive is named the bottleneck either way.
+#[test]
+fn p37_polling_jobs_spin_on_their_cores() {
+    let topo = "host[profile=host2023,cores=4](pm9a3)";
+    let wl =
+        |hipri: u32| format!("rw=randread bs=4k iodepth=1 numjobs=4 hipri={hipri} runtime=0.2");
+    let (irq, poll) = (run(topo, &wl(0)), run(topo, &wl(1)));
+    assert!(
+        irq.host.cpu_util_pct < 10.0,
+        "interrupts: {} % CPU",
+        irq.host.cpu_util_pct
+    );
+    assert!(
+        poll.host.cpu_util_pct > 95.0,
+        "polling: {} % CPU",
+        poll.host.cpu_util_pct
+    );
+    let host_row = |r: &RunResult| {
+        r.components
+            .iter()
+            .find(|c| c.kind == "host")
+            .map(|c| c.utilization)
+            .expect("the host is reported")
+    };
+    assert!(
+        host_row(&poll) < 0.5,
+        "the spin is not a limit: host row {}",
+        host_row(&poll)
+    );
+}
