@@ -639,7 +639,7 @@ impl Snapshot {
             threads: ctx.thread_busy.clone(),
             waited: match &comps[HOST.index()] {
                 Comp::Host(h) => h.waited(ctx.now),
-                _ => Vec::new(),
+                _ => unreachable!("the host is at HOST"),
             },
         }
     }

@@ -5,26 +5,31 @@
 //! sources (`data/published/other-sources.csv`) all simulate.
 
 use raidlab_core::preset::PresetDb;
-use raidlab_core::published::parse_csv;
-use raidlab_sim::validate::validate;
+use raidlab_core::published::{parse_csv, Row};
+use raidlab_sim::validate::{validate, Validation};
 
 /// Largest median |error| (%) allowed on the current-hardware file.
 const MEDIAN_BOUND_PCT: f64 = 20.0;
 
-#[test]
-fn current_hardware_measurements_validate_within_the_bound() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../data/published/current.csv"
-    );
-    let text = std::fs::read_to_string(path).expect("the current-hardware file");
+/// The rows of `data/published/NAME` and their validation, every one of
+/// which must have simulated.
+fn validated(name: &str) -> (Vec<Row>, Validation) {
+    let path = format!("{}/../../data/published/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let rows = parse_csv(&text).expect("its CSV");
-    let sources: std::collections::BTreeSet<&str> =
-        rows.iter().map(|r| r.source.as_str()).collect();
+    assert!(!rows.is_empty(), "{name} has rows");
     let v = validate(&rows, &PresetDb::builtin(), 1, 2, false, &|_, _| {});
     assert!(v.failed.is_empty(), "rows that did not run: {:?}", v.failed);
+    assert_eq!(v.stats().rows, rows.len());
+    (rows, v)
+}
+
+#[test]
+fn current_hardware_measurements_validate_within_the_bound() {
+    let (rows, v) = validated("current.csv");
+    let sources: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r.source.as_str()).collect();
     let s = v.stats();
-    assert_eq!(s.rows, rows.len());
     assert!(
         s.median <= MEDIAN_BOUND_PCT,
         "median |error| {:.1} % over {} rows from {} sources",
@@ -40,13 +45,7 @@ fn current_hardware_measurements_validate_within_the_bound() {
 /// other than the four documents.
 #[test]
 fn other_source_measurements_all_simulate() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../data/published/other-sources.csv"
-    );
-    let text = std::fs::read_to_string(path).expect("the other-sources file");
-    let rows = parse_csv(&text).expect("its CSV");
-    assert!(!rows.is_empty());
+    let (rows, _) = validated("other-sources.csv");
     let documents = ["petrov2010", "jdev2009", "admin2015", "intel2013"];
     for r in &rows {
         assert!(
@@ -55,7 +54,4 @@ fn other_source_measurements_all_simulate() {
             r.id
         );
     }
-    let v = validate(&rows, &PresetDb::builtin(), 1, 2, false, &|_, _| {});
-    assert!(v.failed.is_empty(), "rows that did not run: {:?}", v.failed);
-    assert_eq!(v.stats().rows, rows.len());
 }
