@@ -22,6 +22,14 @@ fn limit(r: &RunResult) -> Option<(String, String)> {
         .map(|c| (c.kind.clone(), c.resource.clone().unwrap_or_default()))
 }
 
+/// The host's row among a result's components.
+fn host_row(r: &RunResult) -> &raidlab_core::result::Component {
+    r.components
+        .iter()
+        .find(|c| c.kind == "host")
+        .expect("the host is reported")
+}
+
 fn iops(topo: &str, wl: &str) -> f64 {
     run(topo, wl).summary.iops
 }
@@ -745,11 +753,7 @@ fn p27_md_raid0_over_many_nvme_drives_is_cpu_bound() {
         &w(16),
     );
     let jbod = iops("host[profile=host2020](8*pm9a3)", &w(16));
-    let host = md
-        .components
-        .iter()
-        .find(|c| c.kind == "host")
-        .expect("the host is reported");
+    let host = host_row(&md);
     assert!(
         md.summary.iops < 0.6 * jbod,
         "md RAID 0 {} vs JBOD {jbod} IOPS",
@@ -1106,16 +1110,6 @@ fn p37_polling_jobs_spin_on_their_cores() {
         "polling: {} % CPU",
         poll.host.cpu_util_pct
     );
-    let host_row = |r: &RunResult| {
-        r.components
-            .iter()
-            .find(|c| c.kind == "host")
-            .map(|c| c.utilization)
-            .expect("the host is reported")
-    };
-    assert!(
-        host_row(&poll) < 0.5,
-        "the spin is not a limit: host row {}",
-        host_row(&poll)
-    );
+    let spin = host_row(&poll).utilization;
+    assert!(spin < 0.5, "the spin is not a limit: host row {spin}");
 }
