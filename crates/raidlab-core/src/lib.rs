@@ -12,6 +12,7 @@ pub mod analytic;
 mod canonical;
 pub mod error;
 pub mod metrics;
+pub mod pace;
 pub mod par;
 pub mod preset;
 pub mod published;

@@ -2,6 +2,7 @@
 //! deterministic I/O stream generator both engines use.
 
 use crate::error::{Error, Result};
+use crate::pace::Rate;
 use crate::rng::{mix, Rng};
 use crate::topology::SsdState;
 use crate::units::{format_size, parse_duration, parse_size, Ns};
@@ -152,6 +153,14 @@ pub struct Workload {
     /// volume the two are the same flush.
     #[serde(skip_serializing_if = "is_zero")]
     pub fsync: u32,
+    /// fio's `rate`, `rate_iops` and `rate_process`: how fast each job may
+    /// issue, per direction ([`crate::pace`]).
+    #[serde(skip_serializing_if = "no_limit")]
+    pub rate: Rate,
+}
+
+fn no_limit(r: &Rate) -> bool {
+    !r.limits()
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -193,6 +202,7 @@ impl Default for Workload {
             blockalign: None,
             sync: false,
             fsync: 0,
+            rate: Rate::default(),
         }
     }
 }
@@ -231,6 +241,10 @@ pub const KEYS: &[&str] = &[
     "ba",
     "norandommap",
     "hipri",
+    "rate",
+    "rate_iops",
+    "rate_process",
+    "io_submit_mode",
 ];
 
 fn werr<T>(msg: impl Into<String>) -> Result<T> {
@@ -353,6 +367,9 @@ impl Workload {
                 "norandommap" => w.norandommap = int(k, v, 0, 1)? == 1,
                 "hipri" => w.hipri = int(k, v, 0, 1)? == 1,
                 "fsync" | "fdatasync" => w.fsync = int(k, v, 0, 1_000_000)? as u32,
+                "rate" | "rate_iops" => w.rate.set(k, v)?,
+                "rate_process" => w.rate.set_process(v)?,
+                "io_submit_mode" => w.rate.set_submit_mode(v)?,
                 _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
             }
         }
@@ -489,6 +506,9 @@ impl Workload {
         if self.fsync > 0 {
             m.insert("fsync".into(), self.fsync.into());
         }
+        for (k, v) in self.rate.pairs() {
+            m.insert(k, v.into());
+        }
         serde_json::Value::Object(m)
     }
 
@@ -544,6 +564,7 @@ impl Workload {
         if self.fsync > 0 {
             v.push(("fsync".into(), self.fsync.to_string()));
         }
+        v.extend(self.rate.pairs());
         v
     }
 }
@@ -842,6 +863,16 @@ impl Iterator for JobStream {
     type Item = Io;
 
     fn next(&mut self) -> Option<Io> {
+        self.next_choosing(|read| read)
+    }
+}
+
+impl JobStream {
+    /// The next I/O, its direction first drawn from the mix and then
+    /// handed to `choose` (true: read), which may turn it round: fio's rate
+    /// limits send the direction behind its clock first (`rate_ddir`).
+    /// `choose` is asked only when both directions have a share of the mix.
+    pub fn next_choosing(&mut self, choose: impl FnOnce(bool) -> bool) -> Option<Io> {
         if self.budget == Some(0) {
             return None;
         }
@@ -854,7 +885,14 @@ impl Iterator for JobStream {
         let read = match self.rw {
             Rw::Read | Rw::RandRead => true,
             Rw::Write | Rw::RandWrite => false,
-            Rw::Rw | Rw::RandRw => self.rng.below(100) < self.mix as u64,
+            Rw::Rw | Rw::RandRw => {
+                let read = self.rng.below(100) < self.mix as u64;
+                if (1..100).contains(&self.mix) {
+                    choose(read)
+                } else {
+                    read
+                }
+            }
         };
         let split = if read || self.split_write.is_empty() {
             &self.split
@@ -1102,6 +1140,30 @@ mod tests {
         assert!(e.contains("unsupported fio option 'verify'"), "{e}");
         assert!(parse_job_file("[a]\n[b]\n").is_err());
         assert!(parse_job_file("bs=4k\n").is_err());
+        // fio's rate limits parse, echo as fio writes them, and come from job files.
+        let w = Workload::parse(
+            "rw=randrw rate_iops=1000, rate_process=poisson io_submit_mode=offload",
+        )
+        .unwrap();
+        assert_eq!(w.rate.iops, [Some(1000), None]);
+        let pairs = w.to_pairs();
+        for kv in [
+            ("rate_iops", "1000,"),
+            ("rate_process", "poisson"),
+            ("io_submit_mode", "offload"),
+        ] {
+            assert!(pairs.contains(&(kv.0.into(), kv.1.into())), "{pairs:?}");
+        }
+        assert_eq!(w.to_json(1)["rate_iops"], "1000,");
+        let w = parse_job_file("[j]\nrw=randread\nrate=1m\n").unwrap();
+        assert_eq!(w.rate.bytes, [Some(1 << 20), Some(1 << 20)]);
+        assert!(Workload::parse("io_submit_mode=later").is_err());
+        // Without a cap nothing is echoed.
+        assert!(!Workload::parse("rate_process=poisson")
+            .unwrap()
+            .to_pairs()
+            .iter()
+            .any(|p| p.0.starts_with("rate")));
         // fio's bare `hipri` line turns polling on.
         let w = parse_job_file("[j]\nioengine=io_uring\nhipri\nrw=randread\n").unwrap();
         assert!(w.hipri);

@@ -35,6 +35,7 @@ mod worker;
 
 use backend::{EngineKind, MemberCounters, Members};
 use raidlab_core::metrics::Metrics;
+use raidlab_core::pace::Pacer;
 use raidlab_core::result::{
     round3, ArrayMeta, Component, HostStats, IoCounts, IoTotals, MemberStats, RealStats, RunResult,
     SimStats, VerifyStats, BOTTLENECK_UTIL, VERSION,
@@ -333,7 +334,9 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         verify: opts.verify,
         lock_needed: vol.has_parity || opts.verify,
         seq: AtomicU64::new(0),
+        start: t_start,
         ramp_end,
+        offload: w.rate.offload,
         end: w
             .runtime
             .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
@@ -346,7 +349,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     };
     let outs = run_workers(
         &shared,
-        job_streams(w, span, seed),
+        paced_streams(w, span, seed),
         engine,
         w.iodepth as usize,
         opts.trace,
@@ -1141,12 +1144,26 @@ fn choose_engine(asked: Option<EngineKind>) -> Result<EngineKind, Error> {
     }
 }
 
+/// Every job's stream with its rate clock (fio's `rate`/`rate_iops`), if
+/// it has one.
+fn paced_streams(
+    w: &Workload,
+    span: u64,
+    seed: u64,
+) -> Vec<(raidlab_core::workload::JobStream, Option<Pacer>)> {
+    job_streams(w, span, seed)
+        .into_iter()
+        .enumerate()
+        .map(|(j, st)| (st, Pacer::new(&w.rate, seed, j as u32)))
+        .collect()
+}
+
 /// Run the jobs: on io_uring one thread per job keeps `depth` I/Os in
 /// flight; on psync `depth` threads per job share its stream. Returns each
 /// worker's output with its job.
 fn run_workers(
     shared: &worker::Shared<'_>,
-    streams: Vec<raidlab_core::workload::JobStream>,
+    streams: Vec<(raidlab_core::workload::JobStream, Option<Pacer>)>,
     engine: EngineKind,
     depth: usize,
     trace: bool,
@@ -1156,8 +1173,8 @@ fn run_workers(
             let hs: Vec<_> = streams
                 .into_iter()
                 .enumerate()
-                .map(|(j, st)| {
-                    let src = worker::Source::Own(Box::new(st), trace.then(Vec::new));
+                .map(|(j, (st, pacer))| {
+                    let src = worker::Source::Own(Box::new(st), trace.then(Vec::new), pacer);
                     (
                         j,
                         s.spawn(move || worker::run_worker(shared, engine, depth, src)),
@@ -1171,7 +1188,7 @@ fn run_workers(
         EngineKind::Psync => {
             let shared_streams: Vec<Mutex<_>> = streams
                 .into_iter()
-                .map(|st| Mutex::new((st, trace.then(Vec::new))))
+                .map(|(st, pacer)| Mutex::new((st, trace.then(Vec::new), pacer)))
                 .collect();
             let mut outs = std::thread::scope(|s| {
                 let mut hs = Vec::new();

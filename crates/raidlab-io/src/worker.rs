@@ -7,6 +7,7 @@ use crate::buf::ABuf;
 use crate::exec::{BoxFut, Exec, LockFut, Locks, Vol};
 use crate::verify::{self, Generations, Mismatch};
 use raidlab_core::metrics::Metrics;
+use raidlab_core::pace::Pacer;
 use raidlab_core::workload::{Io, JobStream};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,8 +33,14 @@ pub struct Shared<'a> {
     pub nonce: u64,
     /// Write sequence (low bits of generations).
     pub seq: AtomicU64,
+    /// Start of the run: the jobs' rate clocks count from here.
+    pub start: Instant,
     /// End of the ramp: I/Os completing later are measured.
     pub ramp_end: Instant,
+    /// fio's `io_submit_mode=offload`: a rate-limited job waits for its
+    /// next I/O's time with I/Os in flight; otherwise (`inline`) it first
+    /// lets them all complete, then sleeps the time it was ahead.
+    pub offload: bool,
     /// End of the run (`runtime`), if timed.
     pub end: Option<Instant>,
     /// Set on the first error: every worker stops issuing.
@@ -51,31 +58,41 @@ pub struct Shared<'a> {
     pub intent: Option<&'a crate::intent::Intent>,
 }
 
+/// A job's stream, its trace (when asked for) and its rate clock.
+pub type JobSource = (JobStream, Option<Vec<Io>>, Option<Pacer>);
+
 /// Where a worker gets its I/Os.
 pub enum Source<'s> {
-    /// A job's own stream (io_uring: one worker per job), with its trace.
-    Own(Box<JobStream>, Option<Vec<Io>>),
+    /// A job's own stream (io_uring: one worker per job), with its trace
+    /// and rate clock.
+    Own(Box<JobStream>, Option<Vec<Io>>, Option<Pacer>),
     /// A stream shared by the `iodepth` workers of one job (psync).
-    Shared(&'s Mutex<(JobStream, Option<Vec<Io>>)>),
+    Shared(&'s Mutex<JobSource>),
+}
+
+/// The job's next I/O from `s` at `now` (ns from the run's start) and when
+/// its rate clock lets it go (0: at once), noted in the trace `t`.
+fn next_paced(
+    s: &mut JobStream,
+    t: &mut Option<Vec<Io>>,
+    pacer: &mut Option<Pacer>,
+    now: u64,
+) -> Option<(Io, u64)> {
+    let io = s.next_choosing(|read| pacer.as_ref().map_or(read, |p| p.pick(read, now)))?;
+    if let Some(t) = t {
+        t.push(io);
+    }
+    Some((io, pacer.as_mut().map_or(0, |p| p.admit(&io))))
 }
 
 impl Source<'_> {
-    fn next(&mut self) -> Option<Io> {
+    fn next(&mut self, now: u64) -> Option<(Io, u64)> {
         match self {
-            Source::Own(s, t) => {
-                let io = s.next()?;
-                if let Some(t) = t {
-                    t.push(io);
-                }
-                Some(io)
-            }
+            Source::Own(s, t, p) => next_paced(s, t, p, now),
             Source::Shared(m) => {
                 let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-                let io = g.0.next()?;
-                if let Some(t) = &mut g.1 {
-                    t.push(io);
-                }
-                Some(io)
+                let (s, t, p) = &mut *g;
+                next_paced(s, t, p, now)
             }
         }
     }
@@ -364,10 +381,32 @@ pub fn run_worker(
                 exhausted = true;
                 break;
             }
-            let Some(io) = src.next() else {
+            let now = since(sh.start);
+            let Some((io, due)) = src.next(now) else {
                 exhausted = true;
                 break;
             };
+            if due > now {
+                // Ahead of the job's rate clock: fio's rate_ddir sleep.
+                if !sh.offload {
+                    while slots.active > 0 && !out_failed(&out) {
+                        reap(&be, &mut slots, &mut cx, &mut pace, &mut out, sh, &mut pool);
+                    }
+                    sleep_bounded(sh, due - now);
+                } else {
+                    while since(sh.start) < due && !out_failed(&out) {
+                        if slots.active == 0 {
+                            sleep_bounded(sh, due.saturating_sub(since(sh.start)));
+                            break;
+                        }
+                        reap(&be, &mut slots, &mut cx, &mut pace, &mut out, sh, &mut pool);
+                    }
+                }
+                if out_failed(&out) || sh.end.is_some_and(|e| Instant::now() >= e) {
+                    exhausted = true;
+                    break;
+                }
+            }
             let buf = pool.pop().expect("a free buffer");
             slots.spawn(&be, Box::pin(host_io(&ex, sh, io, buf)), io, false);
         }
@@ -389,10 +428,57 @@ pub fn run_worker(
         }
     }
     drop(slots);
-    if let Source::Own(_, t) = src {
+    if let Source::Own(_, t, _) = src {
         out.trace = t;
     }
     out
+}
+
+/// Nanoseconds since `t`.
+fn since(t: Instant) -> u64 {
+    t.elapsed().as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// Whether the worker has met an I/O error (it then issues nothing more).
+fn out_failed(out: &WorkerOut) -> bool {
+    out.error.is_some()
+}
+
+/// Sleep `ns`, but not past the run's end.
+fn sleep_bounded(sh: &Shared<'_>, ns: u64) {
+    let mut d = std::time::Duration::from_nanos(ns);
+    if let Some(e) = sh.end {
+        d = d.min(e.saturating_duration_since(Instant::now()));
+    }
+    std::thread::sleep(d);
+}
+
+/// Complete what the back end has finished, waiting for at least one
+/// completion when I/Os are in flight.
+fn reap<'w>(
+    be: &Backend<'_>,
+    slots: &mut Slots<'w>,
+    cx: &mut Context<'_>,
+    pace: &mut FlushPace,
+    out: &mut WorkerOut,
+    sh: &Shared<'_>,
+    pool: &mut Vec<ABuf>,
+) {
+    let mut drain = |slots: &mut Slots<'w>, out: &mut WorkerOut, pool: &mut Vec<ABuf>| {
+        while let Some((t, done)) = slots.poll_ready(be, cx) {
+            pace.completed(&t);
+            finish(out, sh, t, done, Instant::now(), pool);
+        }
+    };
+    drain(slots, out, pool);
+    if slots.active > 0 {
+        if let Err(e) = wait_for_progress(be, slots.active) {
+            out.error.get_or_insert(e);
+            sh.stop.store(true, Ordering::Relaxed);
+            return;
+        }
+        drain(slots, out, pool);
+    }
 }
 
 /// A worker's task table: `depth` slots, the free ones, and how many run.

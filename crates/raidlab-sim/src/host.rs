@@ -4,14 +4,17 @@
 use crate::engine::events;
 use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
 use crate::metrics::Metrics;
+use raidlab_core::pace::{Pacer, Rate};
 use raidlab_core::units::Ns;
-use raidlab_core::workload::JobStream;
+use raidlab_core::workload::{Io, JobStream};
 
 events! {
-    /// The host's events: an I/O leaves the block layer; a job's think time ends.
+    /// The host's events: an I/O leaves the block layer; a job's think time
+    /// ends; a rate-limited job's next I/O falls due.
     Ev {
         Submit,
         Think,
+        Paced,
     }
 }
 
@@ -67,6 +70,18 @@ pub struct Host {
     fsync: u32,
     since_flush: Vec<u32>,
     holding: Vec<bool>,
+    /// Per job, its rate clock (fio's `rate`/`rate_iops`), when it has one,
+    /// and whether it is waiting for its next I/O to fall due (that I/O is
+    /// drawn and scheduled; the job issues nothing else meanwhile).
+    pacers: Vec<Option<Pacer>>,
+    sleeping: Vec<bool>,
+    /// fio's `io_submit_mode=offload`: a job sleeps with I/Os in flight.
+    /// Otherwise (`inline`), per job, the I/O it sleeps for and the time it
+    /// was ahead, held until its I/Os in flight have all completed.
+    offload: bool,
+    quiescing: Vec<Option<(ReqId, Ns)>>,
+    /// When the jobs started: their rate clocks count from here.
+    started: Ns,
 }
 
 /// The creator's word of a write's flush under `sync=1` (over the job).
@@ -137,7 +152,21 @@ impl Host {
             fsync: 0,
             since_flush: vec![0; n],
             holding: vec![false; n],
+            pacers: vec![None; n],
+            sleeping: vec![false; n],
+            offload: false,
+            quiescing: vec![None; n],
+            started: 0,
         }
+    }
+
+    /// Pace every job by `rate` (fio's `rate`, `rate_iops`, `rate_process`);
+    /// `seed` fixes the Poisson draws.
+    pub fn set_rate(&mut self, rate: &Rate, seed: u64) {
+        for (j, p) in self.pacers.iter_mut().enumerate() {
+            *p = Pacer::new(rate, seed, j as u32);
+        }
+        self.offload = rate.offload;
     }
 
     /// Make writes durable as fio's `sync=1` and `fsync=N` do.
@@ -164,17 +193,23 @@ impl Host {
     pub fn start(&mut self, ctx: &mut Ctx) {
         ctx.threads = vec![0; self.jobs()];
         ctx.thread_busy = vec![0; self.jobs()];
+        self.started = ctx.now;
         for j in 0..self.jobs() {
-            for _ in 0..self.iodepth {
-                self.issue(ctx, j);
-            }
+            self.fill(ctx, j);
         }
+    }
+
+    /// Issue job `job`'s I/Os until its `iodepth` are outstanding, or it
+    /// waits (for a flush, its rate clock) or has no more.
+    fn fill(&mut self, ctx: &mut Ctx, job: usize) {
+        while self.inflight[job] < self.iodepth && self.issue(ctx, job) {}
     }
 
     /// The job's next I/O and the volume it goes to, from its volumes in
     /// turn; `None` once every one of its streams has run out.
-    fn next_io(&mut self, job: usize) -> Option<(raidlab_core::workload::Io, usize)> {
+    fn next_io(&mut self, job: usize, now: Ns) -> Option<(raidlab_core::workload::Io, usize)> {
         let v = self.roots.len();
+        let since = now - self.started;
         for _ in 0..v {
             let vol = self.next_vol[job] as usize;
             self.next_vol[job] = ((vol + 1) % v) as u32;
@@ -182,7 +217,12 @@ impl Host {
             if self.out[k] {
                 continue;
             }
-            match self.streams[k].next() {
+            let pacer = &self.pacers[job];
+            let io = self.streams[k].next_choosing(|read| match pacer {
+                Some(p) => p.pick(read, since),
+                None => read,
+            });
+            match io {
                 Some(io) => return Some((io, vol)),
                 None => self.out[k] = true,
             }
@@ -221,27 +261,70 @@ impl Host {
             .collect()
     }
 
-    fn issue(&mut self, ctx: &mut Ctx, job: usize) {
-        if self.window_end.is_some_and(|e| ctx.now >= e) {
-            return;
+    /// Issue job `job`'s next I/O, or schedule it for when its rate clock
+    /// lets it go; whether it took a slot (false: the job is waiting for a
+    /// flush or its clock, or has nothing more to issue).
+    fn issue(&mut self, ctx: &mut Ctx, job: usize) -> bool {
+        if self.window_end.is_some_and(|e| ctx.now >= e) || self.sleeping[job] {
+            return false;
         }
         if self.holding[job] {
             // fsync=N: the job's flush goes once its writes are all back.
             if self.inflight[job] == 0 {
                 self.flush(ctx, job);
             }
-            return;
+            return false;
         }
-        let Some((io, vol)) = self.next_io(job) else {
+        let Some((io, vol)) = self.next_io(job, ctx.now) else {
             if !self.done_jobs[job] {
                 self.done_jobs[job] = true;
                 self.exhausted += 1;
             }
-            return;
+            return false;
         };
         if let Some(t) = &mut self.trace {
             t[job].push(io);
         }
+        let due = match &mut self.pacers[job] {
+            Some(p) => self.started + p.admit(&io),
+            None => 0,
+        };
+        let id = self.host_req(ctx, job, vol, io);
+        if due > ctx.now {
+            // The job sleeps until its clock reaches this I/O (fio's
+            // rate_ddir), which then goes out as if just issued; inline,
+            // fio first waits for its I/Os in flight, then sleeps the time
+            // it was ahead when it decided.
+            self.sleeping[job] = true;
+            if self.offload || self.inflight[job] == 0 {
+                self.wake_at(ctx, id, due);
+            } else {
+                self.quiescing[job] = Some((id, due - ctx.now));
+            }
+            return false;
+        }
+        self.send(ctx, job, id);
+        true
+    }
+
+    /// Send the waiting request `id` at `t`.
+    fn wake_at(&mut self, ctx: &mut Ctx, id: ReqId, t: Ns) {
+        ctx.reqs[id].t0 = t;
+        ctx.schedule(t, self.id, id, Ev::Paced);
+    }
+
+    /// One of job `job`'s I/Os is back: a job quiescing for its rate sleep
+    /// starts the sleep once none is in flight.
+    fn settle(&mut self, ctx: &mut Ctx, job: usize) {
+        if self.inflight[job] == 0 {
+            if let Some((id, ahead)) = self.quiescing[job].take() {
+                self.wake_at(ctx, id, ctx.now + ahead);
+            }
+        }
+    }
+
+    /// The request of job `job`'s `io` to volume `vol`, issued now.
+    fn host_req(&mut self, ctx: &mut Ctx, job: usize, vol: usize, io: Io) -> ReqId {
         let id = ctx.reqs.alloc(Req {
             offset: io.offset,
             len: io.len,
@@ -256,6 +339,11 @@ impl Host {
             phase: 0,
         });
         ctx.reqs[id].creator_word |= (vol as u32) << VOL_SHIFT;
+        id
+    }
+
+    /// Send job `job`'s request `id` into the block layer now.
+    fn send(&mut self, ctx: &mut Ctx, job: usize, id: ReqId) {
         self.outstanding_one_more(job, ctx.now);
         // The job's thread submits its I/Os one after another (fio: one
         // thread per job; the NVMe/blk-mq completion runs on the submitting
@@ -299,6 +387,19 @@ impl Host {
                 ctx.reqs.release(id);
                 self.issue(ctx, job);
             }
+            Ev::Paced => {
+                // The job's clock has reached its waiting I/O: it goes out,
+                // and the job refills the slots freed meanwhile.
+                let job = job_of(&ctx.reqs[id]);
+                debug_assert!(self.sleeping[job], "job {job} was not waiting");
+                self.sleeping[job] = false;
+                if self.window_end.is_some_and(|e| ctx.now >= e) {
+                    ctx.reqs.release(id);
+                    return;
+                }
+                self.send(ctx, job, id);
+                self.fill(ctx, job);
+            }
         }
     }
 
@@ -320,10 +421,9 @@ impl Host {
             // The job's fsync is back: it refills its queue.
             ctx.reqs.release(id);
             self.outstanding_one_less(job, now);
+            self.settle(ctx, job);
             self.holding[job] = false;
-            for _ in 0..self.iodepth {
-                self.issue(ctx, job);
-            }
+            self.fill(ctx, job);
             return;
         }
         // A sync write's flush stands for the write it followed.
@@ -349,6 +449,7 @@ impl Host {
         }
         self.completed += 1;
         self.outstanding_one_less(job, now);
+        self.settle(ctx, job);
         if self.think > 0 {
             // The request stays allocated through the think time, and the
             // event names it (and so its job).

@@ -943,6 +943,7 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
     let ramp = w.ramp_time.unwrap_or(0);
     host.window_start = ramp;
     host.set_durability(w.sync, w.fsync);
+    host.set_rate(&w.rate, seed);
     if trace {
         host.trace = Some(vec![Vec::new(); w.numjobs as usize]);
     }

@@ -107,7 +107,9 @@ fn workload() -> impl Strategy<Value = String> {
             Just("state=fob"),
             Just("random_distribution=zipf:1.2"),
             Just("bssplit=4k/50:64k/50"),
-            Just("thinktime=50")
+            Just("thinktime=50"),
+            Just("rate_iops=2000,500 rate_process=poisson"),
+            Just("rate=4m io_submit_mode=offload")
         ],
     )
         .prop_map(|(rw, bs, qd, jobs, extra)| {

@@ -525,3 +525,44 @@ fn hipri_polls_where_the_kernel_and_the_volumes_can() {
     refused("host[profile=host2020](hba9500(pm9a3))", "adapter");
     refused("pm9a3", "no polled completions");
 }
+
+/// fio's rate limits: each job issues at most its cap per direction, the
+/// direction behind its clock first; a capped job that a fast drive can
+/// serve does exactly the caps, whether it quiesces before sleeping
+/// (`inline`, fio's default) or sleeps with I/Os in flight (`offload`).
+#[test]
+fn rate_limits_cap_each_job_and_direction() {
+    for mode in ["inline", "offload"] {
+        for process in ["linear", "poisson"] {
+            let r = run(
+                "host[profile=host2020](pm9a3)",
+                &format!(
+                    "rw=randrw rwmixread=50 bs=4k numjobs=3 iodepth=16 rate_iops=2000,1000 \
+                     rate_process={process} io_submit_mode={mode} runtime=1 state=steady"
+                ),
+            );
+            let (reads, writes) = (r.summary.read.iops, r.summary.write.iops);
+            assert!(
+                (reads / 6000.0 - 1.0).abs() < 0.03,
+                "{mode}/{process}: {reads} reads/s"
+            );
+            assert!(
+                (writes / 3000.0 - 1.0).abs() < 0.03,
+                "{mode}/{process}: {writes} writes/s"
+            );
+        }
+    }
+    // A byte cap: 8 MiB/s of 4 KiB reads is 2,048 a second.
+    let r = run("pm9a3", "rw=randread bs=4k rate=8m runtime=1");
+    assert!(
+        (r.summary.iops / 2048.0 - 1.0).abs() < 0.02,
+        "{}",
+        r.summary.iops
+    );
+    // A cap the drive cannot meet leaves it saturated: the cap is a ceiling.
+    let r = run(
+        "x25e",
+        "rw=randread bs=4k iodepth=32 rate_iops=1000000 runtime=0.2",
+    );
+    assert!(r.summary.iops < 50_000.0, "{}", r.summary.iops);
+}

@@ -316,6 +316,14 @@ fn run_rejects_bad_input_with_status_2() {
     );
     assert_input_error(&["run", "-t", &a, "-w", "rw=sideways"], "rw=sideways");
     assert_input_error(
+        &["run", "-t", &a, "-w", "rw=randread bs=4k thinktime=10"],
+        "thinktime=",
+    );
+    assert_input_error(
+        &["run", "-t", &a, "-w", "rw=randread rate_iops=1,2,3"],
+        "rate_iops=",
+    );
+    assert_input_error(
         &[
             "run",
             "-t",
@@ -1094,4 +1102,40 @@ fn sharded_plans_merge_to_the_unsharded_output() {
     assert_input_error(&["merge", &file(1), &sweep], "mix");
     assert_input_error(&[&base[..], &["--shard", "3/2"]].concat(), "--shard");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// fio's rate limits pace a real run as they pace a simulated one: a job
+/// capped at 400 reads/s does about 400 a second of wall-clock time, on both
+/// engines and both submit modes.
+#[test]
+fn run_paces_jobs_by_their_rate_limits() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-cli-rate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("r.img").display().to_string();
+    std::fs::File::create(&f).unwrap().set_len(16 << 20).unwrap();
+    // The default engine (io_uring where the kernel has it) and psync.
+    for (engine, mode) in [
+        (None, "inline"),
+        (None, "offload"),
+        (Some("psync"), "inline"),
+    ] {
+        let wl = format!(
+            "rw=randread bs=4k size=16m iodepth=4 rate_iops=400 rate_process=poisson io_submit_mode={mode} runtime=1"
+        );
+        let mut args = vec!["run", "-t", &f, "-w", &wl, "--format", "json"];
+        if let Some(e) = engine {
+            args.extend(["--engine", e]);
+        }
+        let o = raidlab(&args);
+        let engine = engine.unwrap_or("default");
+        assert!(o.status.success(), "{engine}/{mode}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let iops = v["summary"]["iops"].as_f64().expect("iops");
+        // Poisson gaps: 400 a second give ±5 % in one second (sd 20).
+        assert!(
+            (340.0..=440.0).contains(&iops),
+            "{engine}/{mode}: {iops} IOPS against a cap of 400"
+        );
+    }
 }
