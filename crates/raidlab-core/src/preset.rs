@@ -132,11 +132,13 @@ pub struct SsdParams {
     /// link and its dies could take is bound here.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub write_path_mbps: f64,
-    /// Program suspend, µs (0: none): a host read that finds its die
-    /// programming suspends the program, which takes this long, reads, and
-    /// lets the program (and the programs queued behind it) resume; without
-    /// it the read waits for the program to finish. A NAND feature
-    /// data-centre firmware uses to keep reads fast under writes.
+    /// Program suspend, µs (0: none): the length of a program's
+    /// program-and-verify loop, at whose end a program stops for a host
+    /// read that finds its die programming; the read waits out the rest of
+    /// the loop under way, reads, and lets the program (and the programs
+    /// queued behind it) resume; without it the read waits for the program
+    /// to finish. A NAND feature data-centre firmware uses to keep reads
+    /// fast under writes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub program_suspend_us: f64,
     /// Whether the host link carries both directions at once (`true`:

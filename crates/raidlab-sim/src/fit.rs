@@ -476,8 +476,10 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         // 75-100 us reads, and data-centre controllers suspend them for
         // reads (Zambelli et al., "Assessing the Role of Program Suspend
         // Operation in 3D NAND Flash Based Solid State Drives", Electronics
-        // 10(12) 1394, 2021). Suspending takes 100 us: MQSim's
-        // Suspend_Program_Time (Tavakkol et al., FAST 2018, ssdconfig.xml).
+        // 10(12) 1394, 2021). A program stops only at the end of its
+        // program-and-verify loop (US patents 11,574,683, 11,646,087); the
+        // loop is taken as 100 us, MQSim's Suspend_Program_Time (Tavakkol
+        // et al., FAST 2018, ssdconfig.xml).
         program_suspend_us: 100.0,
         // A PCIe lane is two one-way differential pairs (PCI Express Base
         // Specification: a lane is "a set of differential signal pairs, one

@@ -1113,3 +1113,44 @@ fn p37_polling_jobs_spin_on_their_cores() {
     let spin = host_row(&poll).utilization;
     assert!(spin < 0.5, "the spin is not a limit: host row {spin}");
 }
+
+/// Phenomenon 38: reads under a rising write load slow gradually, not in
+/// one step. A program stops for a read only where its program-and-verify
+/// loop ends, so a read that finds its die programming waits out part of a
+/// loop, not a fixed suspend time: on a PM9A3 960 GB in random-write steady
+/// state, with 5,000 reads/s and Poisson writes at 20 k, 45 k and 65 k a
+/// second (fio's `rate_iops` with `rate_process=poisson`), the median read
+/// climbs at each step and stays under an idle read plus a whole loop.
+#[test]
+fn p38_reads_slow_gradually_as_writes_rise() {
+    let topo = "host[profile=host2020](pm9a3-960)";
+    let p50 = |writes: u32| {
+        let (r, w) = (5_000 / 7, writes / 7);
+        let wl = format!(
+            "rw=randrw rwmixread=10 bs=4k numjobs=7 iodepth=64 rate_iops={r},{w} \
+             rate_process=poisson io_submit_mode=offload runtime=1 state=steady"
+        );
+        let res = run(topo, &wl);
+        let got = res.summary.write.iops;
+        assert!(
+            (got / (w * 7) as f64 - 1.0).abs() < 0.03,
+            "{writes} writes/s asked, {got:.0} done"
+        );
+        res.summary.read.lat_p50_ms
+    };
+    let idle = run(
+        topo,
+        "rw=randread bs=4k numjobs=7 iodepth=64 rate_iops=714 rate_process=poisson \
+         io_submit_mode=offload runtime=1 state=steady",
+    )
+    .summary
+    .read
+    .lat_p50_ms;
+    let (low, mid, high) = (p50(20_000), p50(45_000), p50(65_000));
+    assert!(
+        low < mid && mid < high,
+        "median read {low:.3} / {mid:.3} / {high:.3} ms at 20 k / 45 k / 65 k writes/s"
+    );
+    // One loop is the preset's program_suspend_us (0.1 ms).
+    assert!(high < idle + 0.1, "{high:.3} ms against {idle:.3} ms idle");
+}

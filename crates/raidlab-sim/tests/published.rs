@@ -30,6 +30,9 @@ fn current_hardware_measurements_validate_within_the_bound() {
     let sources: std::collections::BTreeSet<&str> =
         rows.iter().map(|r| r.source.as_str()).collect();
     let s = v.stats();
+    // Issue 26's bar: at least 40 rows from at least 5 independent sources.
+    assert!(rows.len() >= 40, "{} rows", rows.len());
+    assert!(sources.len() >= 5, "{} sources", sources.len());
     assert!(
         s.median <= MEDIAN_BOUND_PCT,
         "median |error| {:.1} % over {} rows from {} sources",

@@ -1113,7 +1113,10 @@ fn run_paces_jobs_by_their_rate_limits() {
         .join(format!("raidlab-cli-rate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("r.img").display().to_string();
-    std::fs::File::create(&f).unwrap().set_len(16 << 20).unwrap();
+    std::fs::File::create(&f)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
     // The default engine (io_uring where the kernel has it) and psync.
     for (engine, mode) in [
         (None, "inline"),

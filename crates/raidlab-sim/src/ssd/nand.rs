@@ -281,8 +281,9 @@ impl Nand {
     }
 
     /// When a host read of `die` arriving at `at` starts its array read.
-    /// Host programs running or queued then are suspended (`t_suspend`) and
-    /// resume after the read, later by its time, when the flash suspends;
+    /// Host programs running or queued then are suspended at the end of the
+    /// program loop under way (loops of `t_suspend`) and resume after the
+    /// read, later by its time, when the flash suspends;
     /// otherwise the read waits for them. Queued GC waits for the read
     /// either way; the GC operation in progress does not, except that a
     /// flash that suspends programs suspends GC's too (the read then waits
@@ -290,25 +291,33 @@ impl Nand {
     #[inline]
     fn read_start(&mut self, at: Ns, die: u32) -> Ns {
         let (t_read, t_suspend) = (self.t_read, self.t_suspend);
-        let op = if t_suspend > 0 {
-            t_suspend.max(t_read)
-        } else {
-            self.t_prog.max(t_read)
-        };
+        let op = self.t_prog.max(t_read);
         let d = &mut self.dies[die as usize];
         let after_reads = d.read_free.max(at);
         let mut s = if t_suspend > 0 && d.prog_until > after_reads {
-            let s = after_reads + t_suspend;
-            let push = t_suspend + t_read;
-            d.prog_until += push;
-            d.free_at += push;
-            d.busy += t_suspend;
-            s
+            // A program is a train of program-and-verify loops and stops
+            // only where one ends (NAND makers' suspend: the die enters its
+            // suspend state after the verify of the loop under way, e.g.
+            // US patents 11,574,683 and 11,646,087). Loops of `t_suspend`
+            // end at whole loops before the program's end, so the read waits
+            // out the rest of the loop under way; the program, paused at the
+            // loop's end, resumes after the read, later by its time.
+            let wait = (d.prog_until - after_reads) % t_suspend;
+            d.prog_until += t_read;
+            d.free_at += t_read;
+            after_reads + wait
         } else {
             d.free_at.max(at)
         };
         if s < d.gc_until {
-            s += (d.gc_until - s).min(op);
+            // GC's programs stop at their loops' ends as host programs do
+            // (its backlog taken as a train of loops ending where it does);
+            // without suspend the read waits for the operation under way.
+            s += if t_suspend > 0 {
+                (d.gc_until - s) % t_suspend
+            } else {
+                (d.gc_until - s).min(op)
+            };
             d.gc_until += t_read;
         }
         s
@@ -484,16 +493,19 @@ mod tests {
         let done = plain.program(0, 0);
         assert_eq!(sus.program(0, 0), done);
         let t_read = plain.t_read;
-        // Without suspend the read waits for the program; with it, the
-        // suspend, and the program ends later by the suspend and the read.
+        // Without suspend the read waits for the program; with it, the end
+        // of the program loop under way (loops of 20 us counted back from
+        // the program's end), and the program ends later by the read.
         let waited = plain.read(1_000, 0, 4096);
         let quick = sus.read(1_000, 0, 4096);
         assert!(waited > done, "{waited} vs program end {done}");
+        let wait = (done - 1_000) % us(20.0);
+        assert!(wait < us(20.0));
         assert!(
-            quick < done && quick >= 1_000 + us(20.0) + t_read,
+            quick < done && quick >= 1_000 + wait + t_read,
             "{quick} vs program end {done}"
         );
-        assert_eq!(sus.dies[0].prog_until, done + us(20.0) + t_read);
+        assert_eq!(sus.dies[0].prog_until, done + t_read);
         // An idle die reads at once either way.
         assert_eq!(sus.read(done * 2, 1, 4096), plain.read(done * 2, 1, 4096));
     }
