@@ -403,6 +403,18 @@ impl Workload {
         }
     }
 
+    /// The I/Os a job keeps in flight: `iodepth`, or one with `thinktime`,
+    /// which fio takes after every I/O once the job's I/Os in flight have
+    /// completed (`handle_thinktime` calls `io_u_quiesce` before it stalls,
+    /// with the default `thinktime_blocks=1`).
+    pub fn effective_iodepth(&self) -> u32 {
+        if self.thinktime > 0 {
+            1
+        } else {
+            self.iodepth
+        }
+    }
+
     /// Largest block size the workload issues.
     pub fn max_bs(&self) -> u64 {
         self.bssplit

@@ -337,6 +337,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         start: t_start,
         ramp_end,
         offload: w.rate.offload,
+        think_ns: w.thinktime,
         end: w
             .runtime
             .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
@@ -351,7 +352,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         &shared,
         paced_streams(w, span, seed),
         engine,
-        w.iodepth as usize,
+        w.effective_iodepth() as usize,
         opts.trace,
     );
     let wall_end = Instant::now();

@@ -41,6 +41,9 @@ pub struct Shared<'a> {
     /// next I/O's time with I/Os in flight; otherwise (`inline`) it first
     /// lets them all complete, then sleeps the time it was ahead.
     pub offload: bool,
+    /// fio's `thinktime`, ns: a worker stalls this long after each I/O has
+    /// completed (a job with think time keeps one I/O in flight).
+    pub think_ns: u64,
     /// End of the run (`runtime`), if timed.
     pub end: Option<Instant>,
     /// Set on the first error: every worker stops issuing.
@@ -365,6 +368,7 @@ pub fn run_worker(
     let mut slots = Slots::new(depth);
     let mut pace = FlushPace::new(sh.fsync);
     let mut exhausted = false;
+    let mut issued = false;
     let mut cx = Context::from_waker(Waker::noop());
     loop {
         if pace.holding && slots.active == 0 && !exhausted {
@@ -380,6 +384,15 @@ pub fn run_worker(
             if sh.stop.load(Ordering::Relaxed) || sh.end.is_some_and(|e| Instant::now() >= e) {
                 exhausted = true;
                 break;
+            }
+            if sh.think_ns > 0 && issued {
+                // fio's thinktime: the job's I/O is back (one in flight);
+                // it stalls before the next.
+                sleep_bounded(sh, sh.think_ns);
+                if sh.end.is_some_and(|e| Instant::now() >= e) {
+                    exhausted = true;
+                    break;
+                }
             }
             let now = since(sh.start);
             let Some((io, due)) = src.next(now) else {
@@ -409,6 +422,7 @@ pub fn run_worker(
             }
             let buf = pool.pop().expect("a free buffer");
             slots.spawn(&be, Box::pin(host_io(&ex, sh, io, buf)), io, false);
+            issued = true;
         }
         while let Some((t, done)) = slots.poll_ready(&be, &mut cx) {
             pace.completed(&t);

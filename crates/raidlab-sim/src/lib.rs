@@ -937,7 +937,7 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
         sim.roots.clone(),
         block_ns,
         w.thinktime,
-        w.iodepth,
+        w.effective_iodepth(),
         streams,
     );
     let ramp = w.ramp_time.unwrap_or(0);

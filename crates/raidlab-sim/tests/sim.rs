@@ -566,3 +566,19 @@ fn rate_limits_cap_each_job_and_direction() {
     );
     assert!(r.summary.iops < 50_000.0, "{}", r.summary.iops);
 }
+
+/// fio's thinktime: a job stalls after each I/O once its I/Os in flight
+/// have completed, so it keeps one in flight whatever its iodepth: 1 ms of
+/// think time allows under 1,000 I/Os a second per job.
+#[test]
+fn thinktime_keeps_one_io_in_flight() {
+    let r = run(
+        "pm9a3",
+        "rw=randread bs=4k iodepth=8 numjobs=2 thinktime=1000 runtime=0.5",
+    );
+    assert!(
+        (1800.0..2000.0).contains(&r.summary.iops),
+        "{} IOPS",
+        r.summary.iops
+    );
+}

@@ -316,10 +316,6 @@ fn run_rejects_bad_input_with_status_2() {
     );
     assert_input_error(&["run", "-t", &a, "-w", "rw=sideways"], "rw=sideways");
     assert_input_error(
-        &["run", "-t", &a, "-w", "rw=randread bs=4k thinktime=10"],
-        "thinktime=",
-    );
-    assert_input_error(
         &["run", "-t", &a, "-w", "rw=randread rate_iops=1,2,3"],
         "rate_iops=",
     );
@@ -1141,4 +1137,19 @@ fn run_paces_jobs_by_their_rate_limits() {
             "{engine}/{mode}: {iops} IOPS against a cap of 400"
         );
     }
+    // fio's thinktime: 2 ms after each I/O (one in flight, whatever the
+    // iodepth) allows fewer than 500 a second.
+    let o = raidlab(&[
+        "run",
+        "-t",
+        &f,
+        "-w",
+        "rw=randread bs=4k size=16m iodepth=8 thinktime=2000 runtime=1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let iops = v["summary"]["iops"].as_f64().expect("iops");
+    assert!((250.0..500.0).contains(&iops), "thinktime: {iops} IOPS");
 }

@@ -38,11 +38,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "hipri=1 is simulator-only: raidlab run's engines wait for interrupts (fio's own hipri needs io_uring or pvsync2 on an NVMe device with poll queues)",
         ));
     }
-    if w.thinktime > 0 {
-        return Err(Failure::input(
-            "thinktime= is simulator-only: raidlab run's workers do not stall between I/Os (use rate_iops= to pace a real run)",
-        ));
-    }
     let opts = args.real.options(args.engine, &w);
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
