@@ -28,6 +28,10 @@ fn wl_line(r: &RunResult) -> String {
         "thinktime",
         "sync",
         "fsync",
+        "rate",
+        "rate_iops",
+        "rate_process",
+        "io_submit_mode",
         "direct",
         "state",
     ] {
