@@ -207,6 +207,10 @@ impl Default for Workload {
     }
 }
 
+/// Longest wait between one job's I/Os a workload may ask for, seconds:
+/// `thinktime`'s bound (60,000,000 µs), which rate caps keep to as well.
+const MAX_GAP_S: f64 = 60.0;
+
 /// Most jobs a workload may run (`numjobs`).
 pub const MAX_NUMJOBS: u32 = 4096;
 
@@ -387,6 +391,7 @@ impl Workload {
             ));
         }
         w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
+        w.check_rate_gap()?;
         Ok(w)
     }
 
@@ -401,6 +406,22 @@ impl Workload {
         } else {
             SsdState::Fill
         }
+    }
+
+    /// A byte cap must not hold a job back longer between two I/Os than the
+    /// longest `thinktime` (60 s): a time no run can be asked to wait out.
+    fn check_rate_gap(&self) -> Result<()> {
+        for b in self.rate.bytes.iter().flatten() {
+            let gap_s = self.max_bs() as f64 / *b as f64;
+            if gap_s > MAX_GAP_S {
+                return werr(format!(
+                    "rate: {}/s spaces {} I/Os {gap_s:.0} s apart; at most {MAX_GAP_S} s (raise the cap or lower bs)",
+                    format_size(*b),
+                    format_size(self.max_bs())
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The I/Os a job keeps in flight: `iodepth`, or one with `thinktime`,
@@ -1170,6 +1191,9 @@ mod tests {
         let w = parse_job_file("[j]\nrw=randread\nrate=1m\n").unwrap();
         assert_eq!(w.rate.bytes, [Some(1 << 20), Some(1 << 20)]);
         assert!(Workload::parse("io_submit_mode=later").is_err());
+        // A byte cap that would space I/Os minutes apart is refused.
+        assert!(Workload::parse("bs=1m rate=1k").is_err());
+        assert!(Workload::parse("bs=4k rate=1k").is_ok());
         // Without a cap nothing is echoed.
         assert!(!Workload::parse("rate_process=poisson")
             .unwrap()

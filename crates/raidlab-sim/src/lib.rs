@@ -74,6 +74,15 @@ pub enum SimError {
         /// What took them.
         what: &'static str,
     },
+    /// A rate-limited one-pass run whose pace would take it past the
+    /// longest time a run may last.
+    #[error("one pass over {span} bytes at the rate cap takes about {secs:.0e} s; at most 1e9 s (give runtime=, or a higher cap)")]
+    PacedTooLong {
+        /// Bytes each job passes over (all its volumes).
+        span: u64,
+        /// The pass's paced length, seconds.
+        secs: f64,
+    },
     /// `hipri` on a topology or host that cannot poll.
     #[error("hipri: {0}")]
     NoPolling(String),
@@ -694,6 +703,7 @@ fn simulate_inner(
     let heap = heap + w.numjobs as u64 * sim.roots.len() as u64 * stream_bytes;
     within_bound(heap, "job streams")?;
     warm_controllers(&mut sim, w, span, seed, heap, how.full_caches)?;
+    check_paced_pass(w, span * sim.roots.len() as u64)?;
     install_host(&mut sim, topo, w, span, seed, how.trace);
     start_rebuilds(&mut sim);
     let measured = run_events(&mut sim, w, span, seed, progress);
@@ -919,6 +929,37 @@ fn warm_controllers(
                 mix(seed, 0xCAC4E + i as u64),
             );
         }
+    }
+    Ok(())
+}
+
+/// A one-pass run with rate caps must end within the longest duration a
+/// run may be given (`parse_duration`'s 1e18 ns), so the jobs' clocks stay
+/// in range: each job's I/Os, all at the slowest capped pace, bound it.
+fn check_paced_pass(w: &Workload, span: u64) -> Result<(), SimError> {
+    if w.runtime.is_some() || !w.rate.limits() {
+        return Ok(());
+    }
+    let min_bs = w
+        .bssplit
+        .iter()
+        .chain(&w.bssplit_write)
+        .map(|x| x.0)
+        .chain([w.bs])
+        .min()
+        .unwrap_or(w.bs)
+        .max(1);
+    let ios = span as f64 / min_bs as f64;
+    let gap = (0..2)
+        .map(|d| match (w.rate.bytes[d], w.rate.iops[d]) {
+            (Some(b), _) => w.max_bs() as f64 / b as f64,
+            (None, Some(n)) => 1.0 / n as f64,
+            (None, None) => 0.0,
+        })
+        .fold(0.0, f64::max);
+    let secs = ios * gap;
+    if secs > 1e9 {
+        return Err(SimError::PacedTooLong { span, secs });
     }
     Ok(())
 }
@@ -1389,6 +1430,15 @@ fn mark_bottleneck(components: &mut [Component]) {
             components[i].bottleneck = true;
         }
     }
+}
+
+/// Refuse, before building anything, a rate-limited one-pass run that
+/// would take longer than a run may last (what `simulate` would refuse once
+/// built): callers check this before announcing a long pass.
+pub fn check_pace(topo: &Topology, w: &Workload) -> Result<(), SimError> {
+    let cap = volume_capacity(topo)?;
+    let span = w.size.unwrap_or(cap).min(cap);
+    check_paced_pass(w, span * topo.volume_count() as u64)
 }
 
 /// Bytes the topology's volume exposes (with several, the smallest),

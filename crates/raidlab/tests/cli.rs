@@ -18,6 +18,9 @@ fn bad_input_gives_one_line_and_status_2() {
         ("x25e", "rw=sideways", "rw=sideways"),
         ("adaptec5085(raid0(9*x25e))", w, "8 ports but 9 devices"),
         ("x25e[speed=1]", w, "unknown option 'speed'"),
+        ("s3500-800", "rw=read bs=512 rate_iops=1", "at most 1e9 s"),
+        ("x25e", "rw=read bs=1m rate=1k", "at most 60 s"),
+        ("x25e", "rw=read rate_process=bursty", "rate_process=bursty"),
     ] {
         assert_input_error(&["sim", "-t", t, "-w", wl], want);
     }

@@ -25,6 +25,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let db = args.presets.load()?;
     let topo = topology::resolve(&args.job.expr()?, &db)?;
     let w = args.job.workload()?;
+    raidlab_sim::check_pace(&topo, &w)?;
     note_long_pass(&topo, &w);
     let result = {
         let bar = RunProgress::new("sim");
