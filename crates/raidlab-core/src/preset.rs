@@ -73,8 +73,16 @@ pub struct SsdParams {
     pub page_kb: u32,
     /// Pages per erase block.
     pub pages_per_block: u32,
-    /// Page read (array to register) time, µs.
+    /// Page read (array to register) time, µs: the mean over the page
+    /// types of a word line (see `cell_bits`).
     pub read_us: f64,
+    /// Bits each cell stores: 1 (SLC), 2 (MLC), 3 (TLC) or 4 (QLC); 0 or
+    /// absent means 1. A word line holds one page per bit, and reading a
+    /// page senses the cells once per read reference voltage its bit needs,
+    /// so the page types of a multi-bit cell read in different times around
+    /// `read_us` (docs/model.md, NAND page types).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub cell_bits: u32,
     /// Page program time, µs.
     pub program_us: f64,
     /// Block erase time, µs.
@@ -545,6 +553,9 @@ fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
     }
     if s.write_path_mbps != 0.0 && !(1.0..=1e6).contains(&s.write_path_mbps) {
         return Err("write_path_mbps must be 0 (no limit) or from 1 to 1,000,000".into());
+    }
+    if s.cell_bits > 4 {
+        return Err("cell_bits must be 1 (SLC), 2 (MLC), 3 (TLC) or 4 (QLC)".into());
     }
     if !(0.0..=10_000.0).contains(&s.program_suspend_us) {
         return Err("program_suspend_us must be 0 (no suspend) or up to 10,000".into());

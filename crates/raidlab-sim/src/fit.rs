@@ -397,6 +397,7 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         page_kb: 16,           // 20 nm MLC page
         pages_per_block: 256,  // 4 MiB blocks
         read_us: 50.0,         // 20 nm MLC tR
+        cell_bits: 2,          // MLC: the generation's 20 nm flash stores 2 bits a cell
         program_us: 1300.0,    // 20 nm MLC tPROG
         erase_us: 3000.0,      // 20 nm MLC tBERS
         channel_mbps: 200.0,   // ONFI 2.x synchronous bus
@@ -460,6 +461,7 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         page_kb: 16,            // 3D TLC page
         pages_per_block: 1024,  // 16 MiB blocks of 3D TLC
         read_us: 45.0,          // Samsung 6th-gen V-NAND: tR under 45 us (2019 launch)
+        cell_bits: 3,           // 3D TLC
         program_us: 450.0,      // the same: tPROG under 450 us
         erase_us: 3500.0,       // 3D NAND tBERS, Micron datasheets: ~3.5 ms
         channel_mbps: 1200.0,   // Toggle DDR 4.0 / ONFI 4.1: 1200 MT/s
@@ -552,6 +554,50 @@ fn set_dies(p: &mut SsdParams, total: f64, channels: u32) {
     } else {
         p.channels = channels;
         p.dies_per_channel = (total as f64 / channels as f64).round() as u32;
+    }
+}
+
+/// The nearest tries of a solve on either side of its figure, in log
+/// space: `below` gave less than the figure, `above` more.
+#[derive(Debug, Default, Clone, Copy)]
+struct Bracket {
+    below: Option<(f64, f64)>,
+    above: Option<(f64, f64)>,
+}
+
+impl Bracket {
+    /// Record a try at `x` that missed the figure by `miss` (log ratio).
+    fn note(&mut self, x: f64, miss: f64) {
+        let side = if miss < 0.0 {
+            &mut self.below
+        } else {
+            &mut self.above
+        };
+        if side.is_none_or(|(_, m)| miss.abs() < m.abs()) {
+            *side = Some((x, miss));
+        }
+    }
+
+    /// `x` when it lies strictly between the two sides (or no bracket is
+    /// known yet); `None` when it leaves a known bracket or is `None`.
+    fn inside(&self, x: Option<f64>) -> Option<f64> {
+        let x = x?;
+        match (self.below, self.above) {
+            (Some((a, _)), Some((b, _))) => {
+                let (lo, hi) = (a.min(b), a.max(b));
+                (x > lo && x < hi).then_some(x)
+            }
+            _ => Some(x),
+        }
+    }
+
+    /// The middle of a known bracket, while it is wider than a part in a
+    /// thousand.
+    fn middle(&self) -> Option<f64> {
+        match (self.below, self.above) {
+            (Some((a, _)), Some((b, _))) if (a - b).abs() > 1e-3 => Some(0.5 * (a + b)),
+            _ => None,
+        }
     }
 }
 
@@ -750,6 +796,13 @@ impl Search<'_> {
         };
         let mut y0 = y.ln();
         let (mut best_x, mut best_err) = (x0, (y0 - target).abs());
+        // The nearest tries on either side of the figure: once both are
+        // known, a step that leaves them or finds no slope halves them.
+        // Metrics move in steps where the model counts whole things (the
+        // spare area's erase blocks per die), and a secant step between two
+        // tries on one step has no slope to follow.
+        let mut bracket = Bracket::default();
+        bracket.note(x0, y0 - target);
         // First probe step: a factor of 2 in the direction of a guess that
         // more of the parameter means more of the metric.
         let mut x1 = x0 + if y0 < target { 2f64.ln() } else { -(2f64.ln()) };
@@ -769,13 +822,21 @@ impl Search<'_> {
             if (y1 - target).abs() < best_err {
                 (best_x, best_err) = (x1_set, (y1 - target).abs());
             }
+            bracket.note(x1_set, y1 - target);
             let slope = (y1 - y0) / (x1_set - x0);
-            if !slope.is_finite() || slope.abs() < 1e-3 {
-                break; // flat: the observation does not see this parameter
-            }
-            let step = ((target - y1) / slope).clamp(-(4f64.ln()), 4f64.ln());
+            let secant = (slope.is_finite() && slope.abs() >= 1e-3)
+                .then(|| x1_set + ((target - y1) / slope).clamp(-(4f64.ln()), 4f64.ln()));
             (x0, y0) = (x1_set, y1);
-            x1 = x1_set + step;
+            x1 = match (bracket.inside(secant), bracket.middle()) {
+                (Some(x), _) => x,
+                (None, Some(m)) => m,
+                // Flat and not bracketed: the observation does not see
+                // this parameter.
+                (None, None) => match secant {
+                    Some(x) => x,
+                    None => break,
+                },
+            };
         }
         set(&mut self.best, f.field, best_x.exp());
         Ok(())
@@ -842,10 +903,13 @@ impl Search<'_> {
             }
         }
         // The climb settles each count from its better neighbour, even one
-        // the spread settled from further away.
-        let mut tried = vec![value(&best, "dies") as u32];
+        // the spread or an earlier step settled from further away: a count
+        // settled from a worse start can land off its valley (its solves
+        // stop where each parameter meets its own figure), so each step
+        // settles the best count's neighbours afresh from it.
         for _ in 0..climb_steps {
             let found = value(&best, "dies");
+            let mut tried = vec![found as u32];
             let step = if found > f64::from(self.channels) {
                 f64::from(self.channels)
             } else {

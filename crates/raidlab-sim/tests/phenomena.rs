@@ -1154,3 +1154,35 @@ fn p38_reads_slow_gradually_as_writes_rise() {
     // One loop is the preset's program_suspend_us (0.1 ms).
     assert!(high < idle + 0.1, "{high:.3} ms against {idle:.3} ms idle");
 }
+
+/// 39. Reads of multi-bit flash spread by page type: the pages of a word
+///     line need one, two or four sensings (Gray-coded MLC and TLC), so an
+///     idle TLC drive's 4 KiB random reads at queue depth 1 range from its
+///     lower to its upper pages (p99 over 1.3× the median), an MLC drive's
+///     stay within its datasheet's QoS (the DC S3500: 99.9 % of reads within
+///     0.5 ms), and an SLC drive's all take one time.
+#[test]
+fn p39_multi_bit_flash_reads_spread_by_page_type() {
+    let qd1 = "rw=randread bs=4k iodepth=1 runtime=0.5";
+    let tlc = run("pm9a3", qd1).summary;
+    assert!(
+        tlc.lat_p99_ms > 1.3 * tlc.lat_p50_ms,
+        "TLC p99 {} vs p50 {}",
+        tlc.lat_p99_ms,
+        tlc.lat_p50_ms
+    );
+    let mlc = run("s3500-800", qd1).summary;
+    assert!(mlc.lat_p99_ms > mlc.lat_avg_ms, "MLC spreads: {mlc:?}");
+    assert!(
+        mlc.lat_p999_ms < 0.5,
+        "S3500 QoS: p99.9 {}",
+        mlc.lat_p999_ms
+    );
+    let slc = run("x25e", qd1).summary;
+    assert!(
+        slc.lat_max_ms < 1.05 * slc.lat_p50_ms,
+        "SLC max {} vs p50 {}",
+        slc.lat_max_ms,
+        slc.lat_p50_ms
+    );
+}

@@ -350,8 +350,8 @@ impl Ssd {
             match &mut cur {
                 Some((d, p, b)) if *d == die && *p == page => *b += UNIT,
                 _ => {
-                    if let Some((d, _, b)) = cur {
-                        let done = self.nand.read(t, d, b);
+                    if let Some((d, p, b)) = cur {
+                        let done = self.nand.read(t, d, p, b);
                         lo = lo.min(done);
                         hi = hi.max(done);
                     }
@@ -359,8 +359,8 @@ impl Ssd {
                 }
             }
         }
-        if let Some((d, _, b)) = cur {
-            let done = self.nand.read(t, d, b);
+        if let Some((d, p, b)) = cur {
+            let done = self.nand.read(t, d, p, b);
             lo = lo.min(done);
             hi = hi.max(done);
         }

@@ -132,6 +132,31 @@ pub struct Die {
     pub read_free: Ns,
 }
 
+/// Read reference voltages a page of each type needs, for cells of 1-4
+/// bits, in the binary-reflected Gray code's order (lower page first): one
+/// voltage separates the states for the lower page, two for the next, four
+/// for the next, as Cai, Ghose, Haratsch, Luo and Mutlu describe MLC and TLC
+/// reads ("Error Characterization, Mitigation, and Recovery in
+/// Flash-Memory-Based Solid-State Drives", Proc. IEEE 105(9), 2017, §II).
+const SENSES: [u64; 4] = [1, 2, 4, 8];
+
+/// Array read time of each page type when the mean over a word line's
+/// `bits` types is `mean`: a read is a fixed part (bit-line precharge, word
+/// line set-up, data into the page register) plus one sensing per reference
+/// voltage, the fixed part taken as one sensing's length (an assumption:
+/// datasheets give tR whole). SLC (`bits` 1) reads in `mean`.
+pub fn page_read_times(mean: Ns, bits: u32) -> [Ns; 4] {
+    let bits = bits.clamp(1, 4) as usize;
+    let units: u64 = SENSES[..bits].iter().map(|s| 1 + s).sum();
+    let mut t = [mean; 4];
+    for (i, s) in SENSES[..bits].iter().enumerate() {
+        // Each type's share of the word line's sensing units, scaled so
+        // that the types average `mean`.
+        t[i] = (mean as u128 * (1 + s) as u128 * bits as u128 / units as u128) as Ns;
+    }
+    t
+}
+
 /// Timelines and timings of one drive's flash.
 pub struct Nand {
     /// One timeline per die (die d sits on channel d % channels). Private:
@@ -148,6 +173,11 @@ pub struct Nand {
     /// rather than divided for on every operation.
     channel: Vec<u32>,
     t_read: Ns,
+    /// Array read time of each page type of a word line (a page's type is
+    /// its number modulo `page_types`): see [`page_read_times`].
+    t_read_page: [Ns; 4],
+    /// Page types per word line: the bits a cell stores.
+    page_types: u32,
     /// Time to suspend a program for a read (0: programs are not suspended).
     t_suspend: Ns,
     t_prog: Ns,
@@ -177,6 +207,8 @@ impl Nand {
             ready: vec![0; 2 * dies as usize],
             channel: (0..dies).map(|d| d % p.channels).collect(),
             t_read: us(p.read_us),
+            t_read_page: page_read_times(us(p.read_us), p.cell_bits.max(1)),
+            page_types: p.cell_bits.max(1),
             t_suspend: us(p.program_suspend_us),
             t_prog: us(p.program_us),
             t_erase: (us(p.erase_us) as f64 * block_scale) as Ns,
@@ -252,17 +284,19 @@ impl Nand {
         self.channel[die as usize] as usize
     }
 
-    /// Read `bytes` of one page of `die`, starting no earlier than `at`:
-    /// array read on the die (ahead of queued GC, behind the GC operation in
-    /// progress; ahead of host programs it suspends, when the flash
-    /// suspends), then the transfer on its channel.
+    /// Read `bytes` of page `page` (a global page number, whose remainder by
+    /// the page types per word line is its type) of `die`, starting no
+    /// earlier than `at`: array read on the die (ahead of queued GC, behind
+    /// the GC operation in progress; ahead of host programs it suspends,
+    /// when the flash suspends), then the transfer on its channel.
     #[inline]
-    pub fn read(&mut self, at: Ns, die: u32, bytes: u64) -> Ns {
-        let s = self.read_start(at, die);
-        let t = s + self.t_read;
+    pub fn read(&mut self, at: Ns, die: u32, page: u32, bytes: u64) -> Ns {
+        let t_read = self.t_read_page[(page % self.page_types) as usize];
+        let s = self.read_start(at, die, t_read);
+        let t = s + t_read;
         let d = &mut self.dies[die as usize];
         d.free_at = d.free_at.max(t);
-        d.busy += self.t_read;
+        d.busy += t_read;
         let ch = self.channel_of(die);
         let x = if bytes == self.page_bytes {
             self.t_xfer_page
@@ -289,8 +323,8 @@ impl Nand {
     /// flash that suspends programs suspends GC's too (the read then waits
     /// the suspend, or a GC read).
     #[inline]
-    fn read_start(&mut self, at: Ns, die: u32) -> Ns {
-        let (t_read, t_suspend) = (self.t_read, self.t_suspend);
+    fn read_start(&mut self, at: Ns, die: u32, t_read: Ns) -> Ns {
+        let t_suspend = self.t_suspend;
         let op = self.t_prog.max(t_read);
         let d = &mut self.dies[die as usize];
         let after_reads = d.read_free.max(at);
@@ -418,6 +452,34 @@ mod tests {
     }
 
     #[test]
+    fn page_types_read_around_the_mean_and_slc_reads_alike() {
+        assert_eq!(page_read_times(50_000, 1)[0], 50_000);
+        for bits in 2..=4u32 {
+            let t = page_read_times(60_000, bits);
+            let n = bits as usize;
+            let mean = t[..n].iter().sum::<Ns>() / bits as Ns;
+            assert!(mean.abs_diff(60_000) <= n as Ns, "{bits} bits: {t:?}");
+            // More reference voltages, longer reads: the lower page is the
+            // quickest, and each next type slower.
+            assert!(t[..n].windows(2).all(|w| w[0] < w[1]), "{t:?}");
+        }
+        // MLC: (1 + 1) and (1 + 2) sensing units of 5 in all.
+        assert_eq!(page_read_times(50_000, 2)[..2], [40_000, 60_000]);
+    }
+
+    #[test]
+    fn a_read_takes_its_page_types_time() {
+        let db = PresetDb::builtin();
+        let Some(Preset::Ssd(p)) = db.get("s3500-800") else {
+            panic!("built-in s3500-800 preset");
+        };
+        let mut n = Nand::new(p, 1.0);
+        let (lower, upper) = (n.read(0, 0, 0, 4096), n.read(0, 1, 1, 4096));
+        assert_eq!(upper - lower, n.t_read_page[1] - n.t_read_page[0]);
+        assert!(upper > lower);
+    }
+
+    #[test]
     fn a_calendar_fills_the_gap_before_a_later_booking() {
         let mut c = Calendar::default();
         // A page ready at 100 booked first; one ready at 0 goes before it.
@@ -496,8 +558,8 @@ mod tests {
         // Without suspend the read waits for the program; with it, the end
         // of the program loop under way (loops of 20 us counted back from
         // the program's end), and the program ends later by the read.
-        let waited = plain.read(1_000, 0, 4096);
-        let quick = sus.read(1_000, 0, 4096);
+        let waited = plain.read(1_000, 0, 0, 4096);
+        let quick = sus.read(1_000, 0, 0, 4096);
         assert!(waited > done, "{waited} vs program end {done}");
         let wait = (done - 1_000) % us(20.0);
         assert!(wait < us(20.0));
@@ -507,6 +569,9 @@ mod tests {
         );
         assert_eq!(sus.dies[0].prog_until, done + t_read);
         // An idle die reads at once either way.
-        assert_eq!(sus.read(done * 2, 1, 4096), plain.read(done * 2, 1, 4096));
+        assert_eq!(
+            sus.read(done * 2, 1, 0, 4096),
+            plain.read(done * 2, 1, 0, 4096)
+        );
     }
 }
