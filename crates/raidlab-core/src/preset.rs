@@ -58,6 +58,15 @@ pub struct SsdParams {
     pub fw_cores: u32,
     /// Firmware cost of one read command, µs.
     pub fw_read_us: f64,
+    /// Firmware cost of each further flash read a host read command needs
+    /// beyond its first, µs (0, none, by default): issuing, tracking and
+    /// checking one more flash command. The command's flash reads are
+    /// issued one after another, so a read spread over many flash pages
+    /// waits for its own issue and loads the firmware; the drive's
+    /// read-ahead of a sequential stream is not charged (its reads go out
+    /// as one stream).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fw_read_op_us: f64,
     /// Firmware cost of one write command, µs.
     pub fw_write_us: f64,
     /// Firmware/DMA cost per KiB moved, µs (ECC, buffer management).
@@ -553,6 +562,9 @@ fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
     }
     if s.write_path_mbps != 0.0 && !(1.0..=1e6).contains(&s.write_path_mbps) {
         return Err("write_path_mbps must be 0 (no limit) or from 1 to 1,000,000".into());
+    }
+    if !(0.0..=1000.0).contains(&s.fw_read_op_us) {
+        return Err("fw_read_op_us must be from 0 to 1,000".into());
     }
     if s.cell_bits > 4 {
         return Err("cell_bits must be 1 (SLC), 2 (MLC), 3 (TLC) or 4 (QLC)".into());

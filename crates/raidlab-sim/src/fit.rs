@@ -69,6 +69,20 @@ pub struct Probe {
     pub steady: bool,
 }
 
+impl Probe {
+    /// The probe needs the drive written: it writes, or it reads a drive
+    /// in random-write steady state (a `--read-only` fit skips it).
+    pub fn needs_writes(&self) -> bool {
+        self.writes || self.steady
+    }
+
+    /// The probe's warm-up is the random-write steady state itself (a
+    /// steady read probe follows the write probes that left the drive so).
+    pub fn preconditions(&self) -> bool {
+        self.writes && self.steady
+    }
+}
+
 /// The probe suite, in the order it runs: reads first (they need data on
 /// the drive, which a fresh file or a purged drive reads as zeros either
 /// way), then sequential and small writes, then the random-write steady
@@ -148,6 +162,17 @@ pub const PROBES: &[Probe] = &[
         steady: true,
     },
     Probe {
+        // Reads of a drive the 4 KiB random writes left scattered: a 64 KiB
+        // range lies in 16 units on as many flash pages, so the firmware
+        // issues one flash read per unit where a sequentially written range
+        // needs one per page (`fw_read_op_us`).
+        label: "randread-64k-qd32-steady",
+        workload: "rw=randread bs=64k iodepth=32",
+        metric: "mbps",
+        writes: false,
+        steady: true,
+    },
+    Probe {
         label: "randwrite-64k-qd32-steady",
         workload: "rw=randwrite bs=64k iodepth=32",
         metric: "mbps",
@@ -213,7 +238,7 @@ pub fn simulate_probes(
 ) -> Result<Vec<Observation>, FitError> {
     let rows: Vec<Row> = PROBES
         .iter()
-        .filter(|p| !(read_only && p.writes))
+        .filter(|p| !(read_only && p.needs_writes()))
         .map(|p| {
             let o = observation(p, 1.0);
             Row {
@@ -286,6 +311,14 @@ pub const FREE: &[Free] = &[
         max: 50.0,
     },
     Free {
+        field: "fw_read_op_us",
+        from: "randread-64k-qd32-steady",
+        // From a few nanoseconds (a hardware sequencer issues the flash
+        // reads) to a millisecond.
+        min: 0.001,
+        max: 1_000.0,
+    },
+    Free {
         field: "read_us",
         from: "randread-4k-qd1",
         // SLC/fast-NAND tR of a few us to QLC's ~150 us, with ECC retries.
@@ -350,8 +383,10 @@ pub const WRITE_PATH: Free = Free {
 const WRITE_PATH_EXCESS_PCT: f64 = 5.0;
 
 /// The fields a read-only calibration cannot see (they come from the
-/// template, unmeasured).
+/// template, unmeasured): the write side, and the cost of reading what
+/// random writes scattered.
 pub const WRITE_FIELDS: &[&str] = &[
+    "fw_read_op_us",
     "write_path_mbps",
     "program_us",
     "fw_write_us",
@@ -389,6 +424,11 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         // Firmware costs: starting points the fit solves (the DC S3500's, whose
         // 2 cores serve 75,000 reads/s at QD32 per Intel's specification).
         fw_read_us: 20.0,
+        // A starting point the fit solves on the scattered 64 KiB reads: a
+        // further flash read costing what a read command does (the X25-E's
+        // costs 0.6 of its command, the DC S3500's 1.1), which makes the
+        // probe firmware-bound, so the solve sees it from the start.
+        fw_read_op_us: 20.0,
         fw_write_us: 30.0,
         fw_us_per_kb: 1.0,
         fw_gc_us: 30.0, // a relocation is firmware work of a write's kind
@@ -453,6 +493,7 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         // Firmware costs: starting points the fit solves; 8 cores at 8 us
         // serve 1 M commands/s, the class's datasheet random-read rate.
         fw_read_us: 8.0,
+        fw_read_op_us: 8.0, // as the SATA template's: a flash read costing what a read command does
         fw_write_us: 8.0,
         fw_us_per_kb: 0.1,
         fw_gc_us: 8.0, // a relocation is firmware work of a write's kind
@@ -534,6 +575,7 @@ pub fn value(p: &SsdParams, name: &str) -> f64 {
         "program_us" => p.program_us,
         "read_us" => p.read_us,
         "fw_read_us" => p.fw_read_us,
+        "fw_read_op_us" => p.fw_read_op_us,
         "fw_us_per_kb" => p.fw_us_per_kb,
         "channel_mbps" => p.channel_mbps,
         "fw_write_us" => p.fw_write_us,
@@ -591,11 +633,12 @@ impl Bracket {
         }
     }
 
-    /// The middle of a known bracket, while it is wider than a part in a
-    /// thousand.
+    /// The middle of a known bracket, while its ends are more than 2 %
+    /// apart: finer than that, a metric that moves in steps has shown
+    /// which side of its step to take, and `solve` keeps the better try.
     fn middle(&self) -> Option<f64> {
         match (self.below, self.above) {
-            (Some((a, _)), Some((b, _))) if (a - b).abs() > 1e-3 => Some(0.5 * (a + b)),
+            (Some((a, _)), Some((b, _))) if (a - b).abs() > BRACKET_FLOOR => Some(0.5 * (a + b)),
             _ => None,
         }
     }
@@ -608,6 +651,7 @@ fn set(p: &mut SsdParams, name: &str, v: f64) {
         "program_us" => p.program_us = v,
         "read_us" => p.read_us = v,
         "fw_read_us" => p.fw_read_us = v,
+        "fw_read_op_us" => p.fw_read_op_us = v,
         "fw_us_per_kb" => p.fw_us_per_kb = v,
         "channel_mbps" => p.channel_mbps = v,
         "fw_write_us" => p.fw_write_us = v,
@@ -662,7 +706,7 @@ pub enum FitError {
 
 /// How hard the fit searches: the full search, or a shorter one that keeps
 /// `calibrate --quick` within its two minutes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Effort {
     /// Gauss–Seidel sweeps of the first settle.
     pub sweeps: usize,
@@ -670,6 +714,8 @@ pub struct Effort {
     pub climb_steps: usize,
     /// Nelder–Mead steps of the final search (0: none).
     pub polish_iterations: usize,
+    /// Factors of the template's die count the die search settles first.
+    pub spread: &'static [f64],
 }
 
 impl Effort {
@@ -679,20 +725,23 @@ impl Effort {
         sweeps: SWEEPS,
         climb_steps: DIE_CLIMB_STEPS,
         polish_iterations: POLISH_ITERATIONS,
+        spread: &DIE_FACTORS,
     };
     /// `--quick`: short probes measure to a few percent, so the search
-    /// stops at that: half the sweeps, two climb steps (one die per channel
-    /// either way of the spread's best), no final simplex search (it refines
-    /// the valley below the solves' own tolerance).
+    /// stops at that: half the sweeps, the spread within a factor of 2 of
+    /// the template's die count, two climb steps (one die per channel
+    /// either way of the spread's best), no final simplex search (it
+    /// refines the valley below the solves' own tolerance).
     pub const QUICK: Effort = Effort {
         sweeps: SWEEPS / 2,
         climb_steps: 2,
         polish_iterations: 0,
+        spread: &QUICK_DIE_FACTORS,
     };
 }
 
 /// Settings of one fit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FitOptions {
     /// Leave the write side as the template has it.
     pub read_only: bool,
@@ -885,13 +934,13 @@ impl Search<'_> {
         free: &[Free],
         read_only: bool,
         cost: f64,
-        climb_steps: usize,
+        effort: Effort,
     ) -> Result<(), FitError> {
         let start = self.best.clone();
         let template = value(&start, "dies");
         let mut tried = vec![template as u32];
         let (mut best, mut best_cost) = (start.clone(), cost);
-        for f in DIE_FACTORS {
+        for &f in effort.spread {
             let n = self.die_count((template * f).max(1.0));
             if tried.contains(&n) {
                 continue;
@@ -903,13 +952,10 @@ impl Search<'_> {
             }
         }
         // The climb settles each count from its better neighbour, even one
-        // the spread or an earlier step settled from further away: a count
-        // settled from a worse start can land off its valley (its solves
-        // stop where each parameter meets its own figure), so each step
-        // settles the best count's neighbours afresh from it.
-        for _ in 0..climb_steps {
+        // the spread settled from further away.
+        let mut tried = vec![value(&best, "dies") as u32];
+        for _ in 0..effort.climb_steps {
             let found = value(&best, "dies");
-            let mut tried = vec![found as u32];
             let step = if found > f64::from(self.channels) {
                 f64::from(self.channels)
             } else {
@@ -1199,6 +1245,8 @@ fn first_guess(mut p: SsdParams, obs: &[Observation]) -> SsdParams {
 /// Die counts tried, as factors of the template's: from a quarter (a small
 /// drive on few packages) to four times (a large one on many).
 const DIE_FACTORS: [f64; 8] = [0.25, 0.375, 0.5, 0.75, 1.5, 2.0, 3.0, 4.0];
+/// The spread of a `--quick` fit: the die counts within a factor of 2.
+const QUICK_DIE_FACTORS: [f64; 4] = [0.5, 0.75, 1.5, 2.0];
 
 /// How much an observation must move (%) when a parameter moves by a
 /// quarter for the parameter to be solved on it rather than on its
@@ -1221,6 +1269,10 @@ const POLISH_ITERATIONS: usize = 25;
 /// (the spread's neighbouring factors are at most 1.5 apart, so a few steps
 /// of a die per channel reach between them).
 const DIE_CLIMB_STEPS: usize = 6;
+
+/// The narrowest bracket a solve halves (log of a 2 % step in the
+/// parameter).
+const BRACKET_FLOOR: f64 = 0.02;
 
 /// Secant steps per solve.
 const SOLVE_STEPS: usize = 8;
@@ -1269,7 +1321,7 @@ pub fn fit(
     let cost = s.settle(&free, read_only, effort.sweeps)?;
     progress(0.3);
     if !read_only {
-        s.search_dies(&free, read_only, cost, effort.climb_steps)?;
+        s.search_dies(&free, read_only, cost, effort)?;
         s.settle(&free, read_only, 2)?;
         s.bound_write_path(&free, read_only)?;
         s.polish(&free, POLISHED, effort.polish_iterations)?;

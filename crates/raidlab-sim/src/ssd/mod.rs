@@ -154,6 +154,8 @@ pub struct Ssd {
     fill_mbps: f64,
     fw: Pool,
     fw_read: Ns,
+    /// Firmware time per further flash read of a host read.
+    fw_read_op: Ns,
     fw_write: Ns,
     fw_per_kb: f64,
     fw_gc: Ns,
@@ -263,6 +265,7 @@ impl Ssd {
             },
             fw: Pool::new(p.fw_cores),
             fw_read: us(p.fw_read_us),
+            fw_read_op: us(p.fw_read_op_us),
             fw_write: us(p.fw_write_us),
             fw_per_kb: p.fw_us_per_kb * 1000.0,
             fw_gc: us(p.fw_gc_us),
@@ -338,9 +341,12 @@ impl Ssd {
     }
 
     /// NAND reads of units `first..=last`, starting at `t`; returns when the
-    /// first and the last of the data are out of the flash.
-    fn nand_read(&mut self, t: Ns, first: u64, last: u64) -> (Ns, Ns) {
+    /// first and the last of the data are out of the flash. Each flash read
+    /// after the first waits for the firmware to issue it (`op`, one after
+    /// another; 0 for the read-ahead's stream).
+    fn nand_read(&mut self, t: Ns, first: u64, last: u64, op: Ns) -> (Ns, Ns) {
         let (mut lo, mut hi) = (Ns::MAX, t);
+        let mut t = t;
         let mut cur: Option<(u32, u32, u64)> = None; // (die, page, bytes)
         for u in first..=last {
             let lpn = self.ftl.fold(u);
@@ -354,6 +360,9 @@ impl Ssd {
                         let done = self.nand.read(t, d, p, b);
                         lo = lo.min(done);
                         hi = hi.max(done);
+                        if op > 0 {
+                            t = self.fw_command(t, op);
+                        }
                     }
                     cur = Some((die, page, UNIT));
                 }
@@ -537,7 +546,7 @@ impl Ssd {
         self.fw_occupy_per_kb(t, r.len);
         let (data_first, data_last) = match self.read_ahead_hit(first, last) {
             Some(ready) => (t.max(ready), t.max(ready)),
-            None => self.nand_read(t, first, last),
+            None => self.nand_read(t, first, last, self.fw_read_op),
         };
         if self.ra_units > 0 && r.offset == self.last_read_end {
             self.read_ahead(t, first, last);
@@ -584,7 +593,7 @@ impl Ssd {
             let a = if stale { last + 1 } else { end };
             let b = (a + window - 1).min(self.capacity / UNIT - 1);
             if a <= b {
-                let (_, ready) = self.nand_read(t, a, b);
+                let (_, ready) = self.nand_read(t, a, b, 0);
                 self.ra = if stale {
                     [(a, b + 1, ready), (0, 0, 0)]
                 } else {

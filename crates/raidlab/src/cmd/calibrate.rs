@@ -131,7 +131,9 @@ fn preset_name(args: &Args) -> Result<String, Failure> {
 
 /// The probes this calibration runs.
 fn probes(read_only: bool) -> impl Iterator<Item = &'static Probe> {
-    PROBES.iter().filter(move |p| !(read_only && p.writes))
+    PROBES
+        .iter()
+        .filter(move |p| !(read_only && p.needs_writes()))
 }
 
 /// Observations of a built-in (or `--presets`) drive, simulated.
@@ -192,9 +194,9 @@ fn from_csv(path: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), 
 
 /// Probe seconds: (warm-up, measurement) of one probe.
 fn probe_time(p: &Probe, quick: bool) -> (f64, f64) {
-    match (quick, p.steady) {
-        // --quick: 9 distinct plain workloads of 4 s and 5 steady ones of
-        // 8 s, 76 s in all, leave the quick fit its share of 2 minutes; a
+    match (quick, p.preconditions()) {
+        // --quick: 10 distinct plain workloads of 4 s and 5 steady ones of
+        // 8 s, 80 s in all, leave the quick fit its share of 2 minutes; a
         // few seconds of thousands of I/Os per second measure to a few %.
         (true, false) => (1.0, 3.0),
         (true, true) => (3.0, 5.0),
