@@ -479,6 +479,7 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "pm9a3-960",
     "p5500",
     "pm1743",
+    "p5810",
     "micron5400",
     "pm1653",
     "hdd-sas10k",

@@ -557,13 +557,36 @@ pub fn template_sas(capacity_gb: f64) -> SsdParams {
     }
 }
 
-/// A template by name: `sata` ([`template`]), `sas` ([`template_sas`]) or
-/// `nvme` ([`template_nvme`]).
+/// The structural template of a data-centre NVMe SSD that runs its 3D
+/// NAND one bit per cell (write-intensive drives sold as SLC, such as
+/// Solidigm's D7-P5810 on 144-layer NAND): [`template_nvme`]'s controller
+/// with SLC timing. A cell read senses one reference voltage and a program
+/// places one distribution, so both are the shortest the array allows.
+pub fn template_nvme_slc(capacity_gb: f64) -> SsdParams {
+    SsdParams {
+        cell_bits: 1,
+        // HP, "Solid State Drive Technology: Differences between SLC, MLC
+        // and TLC NAND" (white paper, Table 1): SLC read 25 us, program
+        // 200-300 us (the middle taken), erase 1.5-2 ms.
+        read_us: 25.0,
+        program_us: 250.0,
+        erase_us: 2000.0,
+        // A block run one bit a cell holds a quarter of the pages it holds
+        // as QLC: the D7-P5810's 144-layer NAND is Solidigm's QLC run as
+        // SLC (avalanchenoticias.com.br, 2023-09), 1024 / 4.
+        pages_per_block: 256,
+        ..template_nvme(capacity_gb)
+    }
+}
+
+/// A template by name: `sata` ([`template`]), `sas` ([`template_sas`]),
+/// `nvme` ([`template_nvme`]) or `nvme-slc` ([`template_nvme_slc`]).
 pub fn template_named(name: &str, capacity_gb: f64) -> Option<SsdParams> {
     match name {
         "sata" => Some(template(capacity_gb)),
         "sas" => Some(template_sas(capacity_gb)),
         "nvme" => Some(template_nvme(capacity_gb)),
+        "nvme-slc" => Some(template_nvme_slc(capacity_gb)),
         _ => None,
     }
 }
@@ -852,14 +875,22 @@ impl Search<'_> {
         // tries on one step has no slope to follow.
         let mut bracket = Bracket::default();
         bracket.note(x0, y0 - target);
+        let (lo, hi) = (f.min.ln(), f.max.ln());
+        let start = x0;
         // First probe step: a factor of 2 in the direction of a guess that
         // more of the parameter means more of the metric.
-        let mut x1 = x0 + if y0 < target { 2f64.ln() } else { -(2f64.ln()) };
+        let mut step = if y0 < target { 2f64.ln() } else { -(2f64.ln()) };
+        let mut x1 = x0 + step;
+        // Where the guess meets no slope, the other way is walked a few
+        // doublings: a cost parameter (more of it, less of the metric) that
+        // an earlier solve pushed deep under another limit (while the die
+        // count was still the template's) finds its own limit again.
+        let mut walk = None;
         for _ in 0..SOLVE_STEPS {
             if best_err < SOLVE_TOLERANCE {
                 break;
             }
-            x1 = x1.clamp(f.min.ln(), f.max.ln());
+            x1 = x1.clamp(lo, hi);
             let mut p = self.best.clone();
             set(&mut p, f.field, x1.exp());
             let x1_set = value(&p, f.field).ln();
@@ -881,9 +912,18 @@ impl Search<'_> {
                 (None, Some(m)) => m,
                 // Flat and not bracketed: the observation does not see
                 // this parameter.
-                (None, None) => match secant {
-                    Some(x) => x,
-                    None => break,
+                (None, None) => match (secant, walk) {
+                    (Some(x), _) => x,
+                    (None, None) => {
+                        step = -step;
+                        walk = Some(FLAT_WALK);
+                        start + step
+                    }
+                    (None, Some(left)) if left > 0 => {
+                        walk = Some(left - 1);
+                        x1_set + step
+                    }
+                    (None, Some(_)) => break,
                 },
             };
         }
@@ -1273,6 +1313,10 @@ const DIE_CLIMB_STEPS: usize = 6;
 /// The narrowest bracket a solve halves (log of a 2 % step in the
 /// parameter).
 const BRACKET_FLOOR: f64 = 0.02;
+
+/// Doublings a solve walks past its start, against its first guess, while
+/// the metric stays flat (beyond the first step back): a factor of 8 in all.
+const FLAT_WALK: usize = 2;
 
 /// Secant steps per solve.
 const SOLVE_STEPS: usize = 8;

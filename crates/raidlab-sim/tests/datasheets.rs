@@ -60,3 +60,8 @@ fn pm1653_meets_its_datasheet() {
 fn pm9a3_960_meets_its_datasheet() {
     check("samsung-pm9a3-960gb.csv");
 }
+
+#[test]
+fn p5810_meets_its_datasheet() {
+    check("solidigm-d7-p5810-800gb.csv");
+}

@@ -54,9 +54,10 @@ pub struct Args {
     capacity: Option<String>,
     /// The structure the fit starts from: `sata` (a 2012-2014 8-channel SATA
     /// MLC drive), `sas` (the NVMe template's flash behind dual-port 24G
-    /// SAS) or `nvme` (a PCIe 4.0 data-centre 3D TLC drive); see
+    /// SAS), `nvme` (a PCIe 4.0 data-centre 3D TLC drive) or `nvme-slc` (the
+    /// same controller on 3D NAND run one bit per cell); see
     /// docs/calibrate.md.
-    #[arg(long, default_value = "sata", value_parser = ["sata", "sas", "nvme"])]
+    #[arg(long, default_value = "sata", value_parser = ["sata", "sas", "nvme", "nvme-slc"])]
     template: String,
     /// Seed of the probes and of the fit's simulations.
     #[arg(long, default_value_t = 1)]
@@ -82,7 +83,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let threads = threads(args.jobs)?;
     let bar = crate::common::RunProgress::new("fit");
     let start = fit::template_named(&args.template, capacity_gb).ok_or_else(|| {
-        Failure::input(format!("--template {}: sata, sas or nvme", args.template))
+        Failure::input(format!(
+            "--template {}: sata, sas, nvme or nvme-slc",
+            args.template
+        ))
     })?;
     let opts = fit::FitOptions {
         read_only: args.read_only,
