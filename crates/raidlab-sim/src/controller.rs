@@ -78,8 +78,12 @@ pub struct CtrlConfig {
     /// command, paid only when a command reaches the device (not for cache
     /// hits or write-back writes).
     pub passthrough_member_ns: Ns,
-    /// PCIe rate, 10^6 B/s.
+    /// PCIe rate of data the adapter sends the host (reads), 10^6 B/s.
     pub pcie_mbps: f64,
+    /// PCIe rate of data the adapter fetches from the host (writes), 10^6
+    /// B/s: its own DMA reads, answered in completions of the root
+    /// complex's read completion boundary ([`crate::pcie_fetch_mbps`]).
+    pub pcie_in_mbps: f64,
     /// Data path rate, 10^6 B/s.
     pub dma_mbps: f64,
     /// Fixed firmware latency.
@@ -445,7 +449,7 @@ impl CtrlVol {
         let p = self.cfg.pools;
         let mut t = ctx.now;
         if r.op == Op::Write {
-            t = ctx.reserve(p.pcie_in, t, xfer_ns(r.len as u64, self.cfg.pcie_mbps));
+            t = ctx.reserve(p.pcie_in, t, xfer_ns(r.len as u64, self.cfg.pcie_in_mbps));
             if self.cfg.wb_bytes > 0 {
                 t = ctx.reserve(p.dma, t, xfer_ns(r.len as u64, self.cfg.dma_mbps));
                 // The write reaches the cache map when its transfer is done.
@@ -1022,6 +1026,7 @@ mod tests {
                 ns_per_kb: 0.0,
                 passthrough_member_ns: 0,
                 pcie_mbps: 2000.0,
+                pcie_in_mbps: 2000.0,
                 dma_mbps: 2000.0,
                 fw_latency: 10_000,
                 wb_bytes,

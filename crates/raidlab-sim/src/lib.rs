@@ -143,6 +143,21 @@ fn pcie_lane_mbps(gen: u32) -> f64 {
         }
 }
 
+/// The rate at which a PCIe device fetches host memory (the data of host
+/// writes) on a link that carries `posted_mbps` of its own posted writes
+/// (the data of host reads). A device writes host memory in posted writes
+/// of up to 256 bytes (24 bytes of header, sequence number, LCRC and
+/// framing: 91 % payload), but it reads host memory by request, and the
+/// root complex may answer a request in completions split at its read
+/// completion boundary, 64 or 128 bytes for a root complex (PCI Express
+/// Base Specification, as Intel's PCIe IP guides restate it): at 64 bytes,
+/// the cache line, the same 24 bytes frame every 64 (73 % payload).
+pub fn pcie_fetch_mbps(posted_mbps: f64) -> f64 {
+    const POSTED: f64 = 256.0 / (256.0 + 24.0);
+    const COMPLETION: f64 = 64.0 / (64.0 + 24.0);
+    posted_mbps * COMPLETION / POSTED
+}
+
 /// Share of a PCIe link's coded rate left for data: 256-byte TLP payloads
 /// carry ~24 bytes of header, sequence number and CRC (91 %), and ACK and
 /// flow-control DLLPs take a few percent more. (jdev2009 saw 1.75 GB/s
@@ -451,6 +466,7 @@ fn volume_config(
         ns_per_kb: p.roc_us_per_kb * 1000.0,
         passthrough_member_ns: if is_dev { us(p.roc_member_cmd_us) } else { 0 },
         pcie_mbps: pcie,
+        pcie_in_mbps: pcie_fetch_mbps(pcie),
         dma_mbps: p.dma_mbps,
         fw_latency: us(p.fw_latency_us),
         wb_bytes: if c.write_back && !jbod { share } else { 0 },

@@ -1215,3 +1215,25 @@ fn p40_scattered_large_reads_cost_a_flash_read_each() {
         "8 x S3500 RAID 1, 128 KB random reads: {array} MB/s"
     );
 }
+
+/// 41. An adapter fetches the data of host writes from host memory by
+///     request, and the root complex answers in completions of its 64-byte
+///     read completion boundary, while the data of reads goes up in posted
+///     writes of 256 bytes: an adapter whose PCIe link bounds it writes
+///     below the rate it reads (six S3500s on a PCIe 2.0 x4-class link).
+#[test]
+fn p41_a_link_bound_adapter_writes_slower_than_it_reads() {
+    let topo = "hba[mode=jbod,pcie=2x4](6*s3500-480)";
+    let read = mbps(topo, "rw=read bs=128k iodepth=32 numjobs=6 runtime=0.3");
+    let write = mbps(
+        topo,
+        "rw=write bs=128k iodepth=32 numjobs=6 state=fill runtime=0.3",
+    );
+    let ratio = write / read;
+    // 64 / 88 payload against 256 / 280.
+    assert!(
+        (0.77..0.82).contains(&ratio),
+        "writes {write} MB/s vs reads {read} MB/s"
+    );
+    assert!((1_650.0..1_800.0).contains(&read), "reads {read} MB/s");
+}
