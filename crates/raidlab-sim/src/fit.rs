@@ -667,6 +667,54 @@ impl Bracket {
     }
 }
 
+/// A solve's steps along its parameter while the metric shows no slope.
+/// The first step follows a guess that more of the parameter means more
+/// of the metric; where it meets no slope, the other way is walked a few
+/// doublings ([`FLAT_WALK`]): a cost parameter (more of it, less of the
+/// metric) that an earlier solve pushed deep under another limit (while
+/// the die count was still the template's) finds its own limit again.
+#[derive(Debug, Clone, Copy)]
+struct FlatWalk {
+    /// Where the solve started (log of the parameter).
+    start: f64,
+    /// The current direction's step (log of a factor of 2).
+    step: f64,
+    /// Doublings left once turned back (`None`: not turned yet).
+    left: Option<usize>,
+}
+
+impl FlatWalk {
+    fn new(start: f64, step: f64) -> FlatWalk {
+        FlatWalk {
+            start,
+            step,
+            left: None,
+        }
+    }
+
+    /// The first try: one step the guessed way.
+    fn first(&self) -> f64 {
+        self.start + self.step
+    }
+
+    /// The next try after a flat one at `at`: first back past the start the
+    /// other way, then on that way; `None` once the walk is spent.
+    fn next(&mut self, at: f64) -> Option<f64> {
+        match self.left {
+            None => {
+                self.step = -self.step;
+                self.left = Some(FLAT_WALK);
+                Some(self.start + self.step)
+            }
+            Some(0) => None,
+            Some(n) => {
+                self.left = Some(n - 1);
+                Some(at + self.step)
+            }
+        }
+    }
+}
+
 /// Set free parameter `name` of `p` (a count rounds to the nearest whole).
 fn set(p: &mut SsdParams, name: &str, v: f64) {
     match name {
@@ -876,16 +924,10 @@ impl Search<'_> {
         let mut bracket = Bracket::default();
         bracket.note(x0, y0 - target);
         let (lo, hi) = (f.min.ln(), f.max.ln());
-        let start = x0;
         // First probe step: a factor of 2 in the direction of a guess that
         // more of the parameter means more of the metric.
-        let mut step = if y0 < target { 2f64.ln() } else { -(2f64.ln()) };
-        let mut x1 = x0 + step;
-        // Where the guess meets no slope, the other way is walked a few
-        // doublings: a cost parameter (more of it, less of the metric) that
-        // an earlier solve pushed deep under another limit (while the die
-        // count was still the template's) finds its own limit again.
-        let mut walk = None;
+        let mut walk = FlatWalk::new(x0, if y0 < target { 2f64.ln() } else { -(2f64.ln()) });
+        let mut x1 = walk.first();
         for _ in 0..SOLVE_STEPS {
             if best_err < SOLVE_TOLERANCE {
                 break;
@@ -907,23 +949,15 @@ impl Search<'_> {
             let secant = (slope.is_finite() && slope.abs() >= 1e-3)
                 .then(|| x1_set + ((target - y1) / slope).clamp(-(4f64.ln()), 4f64.ln()));
             (x0, y0) = (x1_set, y1);
-            x1 = match (bracket.inside(secant), bracket.middle()) {
-                (Some(x), _) => x,
-                (None, Some(m)) => m,
-                // Flat and not bracketed: the observation does not see
-                // this parameter.
-                (None, None) => match (secant, walk) {
-                    (Some(x), _) => x,
-                    (None, None) => {
-                        step = -step;
-                        walk = Some(FLAT_WALK);
-                        start + step
-                    }
-                    (None, Some(left)) if left > 0 => {
-                        walk = Some(left - 1);
-                        x1_set + step
-                    }
-                    (None, Some(_)) => break,
+            x1 = match (bracket.inside(secant), bracket.middle(), secant) {
+                (Some(x), _, _) => x,
+                (None, Some(m), _) => m,
+                (None, None, Some(x)) => x,
+                // Flat and not bracketed: walk; once walked out, the
+                // observation does not see this parameter.
+                (None, None, None) => match walk.next(x1_set) {
+                    Some(x) => x,
+                    None => break,
                 },
             };
         }
@@ -1390,6 +1424,17 @@ pub fn fit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flat_walk_turns_back_once_then_doubles_then_stops() {
+        let d = 2f64.ln();
+        let mut w = FlatWalk::new(0.0, -d);
+        assert_eq!(w.first(), -d);
+        assert_eq!(w.next(-d), Some(d));
+        assert_eq!(w.next(d), Some(2.0 * d));
+        assert_eq!(w.next(2.0 * d), Some(3.0 * d));
+        assert_eq!(w.next(3.0 * d), None);
+    }
 
     #[test]
     fn an_observation_keeps_the_host_its_row_was_measured_on() {
