@@ -579,8 +579,13 @@ pub fn template_nvme_slc(capacity_gb: f64) -> SsdParams {
     }
 }
 
+/// The names [`template_named`] takes, in the order `calibrate --help`
+/// lists them.
+pub const TEMPLATES: &[&str] = &["sata", "sas", "nvme", "nvme-slc"];
+
 /// A template by name: `sata` ([`template`]), `sas` ([`template_sas`]),
-/// `nvme` ([`template_nvme`]) or `nvme-slc` ([`template_nvme_slc`]).
+/// `nvme` ([`template_nvme`]) or `nvme-slc` ([`template_nvme_slc`]); any
+/// name outside [`TEMPLATES`] gives `None`.
 pub fn template_named(name: &str, capacity_gb: f64) -> Option<SsdParams> {
     match name {
         "sata" => Some(template(capacity_gb)),
@@ -1424,6 +1429,14 @@ pub fn fit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_listed_template_resolves_and_no_other_name_does() {
+        for name in TEMPLATES {
+            assert!(template_named(name, 480.0).is_some(), "{name}");
+        }
+        assert!(template_named("qlc", 480.0).is_none());
+    }
 
     #[test]
     fn a_flat_walk_turns_back_once_then_doubles_then_stops() {

@@ -153,13 +153,22 @@ fn pcie_lane_mbps(gen: u32) -> f64 {
 /// Base Specification, as Intel's PCIe IP guides restate it): at 64 bytes,
 /// the cache line, the same 24 bytes frame every 64 (73 % payload).
 pub fn pcie_fetch_mbps(posted_mbps: f64) -> f64 {
-    const POSTED: f64 = 256.0 / (256.0 + 24.0);
-    const COMPLETION: f64 = 64.0 / (64.0 + 24.0);
-    posted_mbps * COMPLETION / POSTED
+    let payload = |bytes: f64| bytes / (bytes + TLP_FRAMING_BYTES);
+    posted_mbps * payload(READ_COMPLETION_BOUNDARY_BYTES) / payload(TLP_PAYLOAD_BYTES)
 }
 
-/// Share of a PCIe link's coded rate left for data: 256-byte TLP payloads
-/// carry ~24 bytes of header, sequence number and CRC (91 %), and ACK and
+/// Largest payload of one PCIe transaction-layer packet the model's links
+/// carry (the common Max_Payload_Size of 256 bytes).
+const TLP_PAYLOAD_BYTES: f64 = 256.0;
+/// Bytes that frame each TLP on the link: header, sequence number, LCRC
+/// and start/end framing (about 24, PCI Express Base Specification).
+const TLP_FRAMING_BYTES: f64 = 24.0;
+/// A root complex's read completion boundary taken by the model: 64 bytes,
+/// the cache line (the specification allows 64 or 128).
+const READ_COMPLETION_BOUNDARY_BYTES: f64 = 64.0;
+
+/// Share of a PCIe link's coded rate left for data: TLPs of
+/// [`TLP_PAYLOAD_BYTES`] carry [`TLP_FRAMING_BYTES`] of framing (91 %), and ACK and
 /// flow-control DLLPs take a few percent more. (jdev2009 saw 1.75 GB/s
 /// through a PCIe 1.0 x8 slot: at least 88 % of its 2 GB/s.)
 const PCIE_EFFICIENCY: f64 = 0.88;

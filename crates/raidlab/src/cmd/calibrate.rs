@@ -57,7 +57,7 @@ pub struct Args {
     /// SAS), `nvme` (a PCIe 4.0 data-centre 3D TLC drive) or `nvme-slc` (the
     /// same controller on 3D NAND run one bit per cell); see
     /// docs/calibrate.md.
-    #[arg(long, default_value = "sata", value_parser = ["sata", "sas", "nvme", "nvme-slc"])]
+    #[arg(long, default_value = "sata", value_parser = clap::builder::PossibleValuesParser::new(fit::TEMPLATES))]
     template: String,
     /// Seed of the probes and of the fit's simulations.
     #[arg(long, default_value_t = 1)]
@@ -84,8 +84,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let bar = crate::common::RunProgress::new("fit");
     let start = fit::template_named(&args.template, capacity_gb).ok_or_else(|| {
         Failure::input(format!(
-            "--template {}: sata, sas, nvme or nvme-slc",
-            args.template
+            "--template {}: one of {}",
+            args.template,
+            fit::TEMPLATES.join(", ")
         ))
     })?;
     let opts = fit::FitOptions {
