@@ -320,6 +320,22 @@ pub struct ControllerParams {
     pub default_stripe_kb: u32,
     /// Maximum outstanding host commands.
     pub queue_depth: u32,
+    /// LSI's FastPath (cut-through I/O): on a volume set write-through with
+    /// no read-ahead and not degraded, a host command no larger than the
+    /// stripe unit skips the firmware's command processing
+    /// (`roc_cmd_us`) and goes from host memory to the member's command:
+    /// reads on RAID 0, 1, 5 and 6 and single drives, writes on RAID 0 and
+    /// single drives only (Dell PERC H710P user's manual, "FastPath"; HP
+    /// MR Gen10 controller guide). `false` (the default): every command
+    /// takes the firmware path.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fastpath: bool,
+    /// FastPath also takes reads of spanned levels (RAID 10): the later
+    /// firmware of HP's MR Gen10 guide ("read IOs to all RAID levels"); the
+    /// SAS2208 generation's does not (Dell: RAID 10, 50 and 60 virtual
+    /// disks cannot use FastPath).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fastpath_spans: bool,
 }
 
 /// The host software RAID implementations a host preset may profile:
@@ -654,6 +670,9 @@ fn check_controller(c: &ControllerParams) -> std::result::Result<(), String> {
     if !matches!(c.readahead.as_str(), "on" | "off" | "adaptive") {
         return Err("readahead must be on, off or adaptive".into());
     }
+    if c.fastpath_spans && !c.fastpath {
+        return Err("fastpath_spans needs fastpath = true".into());
+    }
     if c.destage_per_member == 0
         || c.default_stripe_kb < 4
         || !c.default_stripe_kb.is_power_of_two()
@@ -975,6 +994,14 @@ mod tests {
         assert!(db
             .load_str("[a]\nbase = \"adaptec5085\"\ndestage_task_us = -1")
             .is_err());
+        assert!(
+            db.load_str("[a]\nbase = \"adaptec5085\"\nfastpath_spans = true")
+                .is_err(),
+            "spans without FastPath"
+        );
+        assert!(db
+            .load_str("[b]\nbase = \"megaraid9265\"\nfastpath_spans = true")
+            .is_ok());
     }
 
     #[test]

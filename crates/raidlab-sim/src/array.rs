@@ -338,6 +338,11 @@ impl ArrayComp {
         self.rebuild = rebuild;
     }
 
+    /// No member is missing and none is being rebuilt.
+    pub fn optimal(&self) -> bool {
+        self.rebuild.is_none() && !self.failed.iter().any(|&f| f)
+    }
+
     /// The rebuild in progress or done, if any.
     pub fn rebuild(&self) -> Option<&Rebuild> {
         self.rebuild.as_ref()

@@ -109,6 +109,42 @@ pub struct CtrlConfig {
     pub capacity: u64,
     /// Geometry of the array behind (None for a single device).
     pub geo: Option<Geometry>,
+    /// Which host commands skip the firmware's command processing.
+    pub fastpath: FastPath,
+}
+
+/// LSI's FastPath (cut-through I/O) on a volume: which host commands skip
+/// the firmware's command processing (`cmd_ns`) and go from host memory
+/// straight to their member's command. Only a write-through volume without
+/// read-ahead, not degraded, has it; a command larger than the stripe unit
+/// never takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FastPath {
+    /// Every command takes the firmware path.
+    #[default]
+    Off,
+    /// Reads on RAID 0, 1, 4/5 and 6 and single drives; writes on RAID 0
+    /// and single drives (the SAS2208 generation's rule).
+    Unspanned,
+    /// As `Unspanned`, and reads on RAID 10 too (later firmware).
+    Spans,
+}
+
+impl FastPath {
+    /// Does a command of `op` and `len` bytes on a volume of geometry
+    /// `geo` (None: a single drive) cut through?
+    pub fn takes(self, op: Op, len: u64, geo: Option<&Geometry>) -> bool {
+        let Some(g) = geo else {
+            return self != FastPath::Off && op != Op::Flush;
+        };
+        let level_ok = match (g.level(), op) {
+            (Level::Raid0, Op::Read | Op::Write) => true,
+            (Level::Raid1 | Level::Raid4 | Level::Raid5 | Level::Raid6, Op::Read) => true,
+            (Level::Raid10, Op::Read) => self == FastPath::Spans,
+            _ => false,
+        };
+        self != FastPath::Off && len <= g.chunk() && level_ok
+    }
 }
 
 /// Hasher for read-cache block numbers: one multiply (Fibonacci hashing).
@@ -469,7 +505,16 @@ impl CtrlVol {
                 Op::Read => !self.holds(r.offset, r.offset + r.len as u64),
                 Op::Flush => unreachable!("flushes take their own path"),
             };
-        let cost = self.cfg.cmd_ns + if sends { member } else { 0 };
+        let command = if self
+            .cfg
+            .fastpath
+            .takes(r.op, r.len as u64, self.cfg.geo.as_ref())
+        {
+            0
+        } else {
+            self.cfg.cmd_ns
+        };
+        let cost = command + if sends { member } else { 0 };
         t = ctx.reserve(p.roc, t, cost);
         if self.cfg.geo.is_some() && (r.op == Op::Read || self.cfg.wb_bytes == 0) {
             // A hardware array runs on the same RoC: decide now and hand the
@@ -994,6 +1039,52 @@ impl CtrlVol {
 mod tests {
     use super::*;
     use crate::engine::{Call, Next, NONE};
+    use raidlab_layout::ParityLayout;
+
+    fn geometry(level: Level, n: usize) -> Geometry {
+        Geometry::new(
+            level,
+            64 << 10,
+            ParityLayout::LeftSymmetric,
+            &vec![1 << 30; n],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn fastpath_takes_small_reads_of_unspanned_levels_and_small_raid0_writes() {
+        let fp = FastPath::Unspanned;
+        let (r0, r1, r5, r6, r10) = (
+            geometry(Level::Raid0, 4),
+            geometry(Level::Raid1, 2),
+            geometry(Level::Raid5, 5),
+            geometry(Level::Raid6, 6),
+            geometry(Level::Raid10, 4),
+        );
+        for g in [&r0, &r1, &r5, &r6] {
+            assert!(fp.takes(Op::Read, 4096, Some(g)), "{:?} read", g.level());
+            assert!(
+                !fp.takes(Op::Read, 128 << 10, Some(g)),
+                "{:?} past a strip",
+                g.level()
+            );
+        }
+        assert!(fp.takes(Op::Write, 4096, Some(&r0)));
+        for g in [&r1, &r5, &r6, &r10] {
+            assert!(!fp.takes(Op::Write, 4096, Some(g)), "{:?} write", g.level());
+        }
+        assert!(
+            !fp.takes(Op::Read, 4096, Some(&r10)),
+            "a span needs later firmware"
+        );
+        assert!(FastPath::Spans.takes(Op::Read, 4096, Some(&r10)));
+        assert!(
+            fp.takes(Op::Write, 1 << 20, None),
+            "a single drive takes all"
+        );
+        assert!(!fp.takes(Op::Flush, 0, None));
+        assert!(!FastPath::Off.takes(Op::Read, 4096, Some(&r0)));
+    }
 
     /// A controller volume (component 1, host 0) over one instant device
     /// (component 2) of 1 GiB: every device command completes as it
@@ -1039,6 +1130,7 @@ mod tests {
                 destage_delay: 0,
                 capacity: 1 << 30,
                 geo: None,
+                fastpath: FastPath::Off,
             };
             let vol = CtrlVol::new(cfg, CompId(1), CompId(0), CompId(2));
             Bench {

@@ -23,7 +23,7 @@ pub mod validate;
 mod window;
 
 use array::{ArrayComp, Costs, Rebuild};
-use controller::{CtrlConfig, CtrlPools, CtrlVol};
+use controller::{CtrlConfig, CtrlPools, CtrlVol, FastPath};
 use engine::{us, Call, CompId, Ctx, Next, PoolId, HOST_CPU};
 use hdd::Hdd;
 use host::Host;
@@ -416,11 +416,12 @@ impl Builder<'_> {
         for child in &c.children {
             let is_dev = matches!(child, Node::Device(_));
             for (vid, cap) in self.node(child, Some(cc))? {
-                let geo = match &self.comps[vid.index()] {
-                    Comp::Array(a) => Some(a.geometry().clone()),
-                    _ => None,
+                let (geo, optimal) = match &self.comps[vid.index()] {
+                    Comp::Array(a) => (Some(a.geometry().clone()), a.optimal()),
+                    _ => (None, true),
                 };
-                let cfg = volume_config(c, pools, nvol, is_dev, cap, geo);
+                let mut cfg = volume_config(c, pools, nvol, is_dev, cap, geo);
+                cfg.fastpath = fastpath(c, &cfg, optimal);
                 let id = CompId(self.comps.len() as u32);
                 self.push(Comp::Ctrl(Box::new(CtrlVol::new(cfg, id, HOST, vid))));
                 out.push((id, cap));
@@ -488,6 +489,25 @@ fn volume_config(
         destage_delay: (p.destage_delay_ms * 1e6) as Ns,
         capacity: cap,
         geo,
+        fastpath: FastPath::Off,
+    }
+}
+
+/// The FastPath a controller's volume `cfg` has: the preset's, on a
+/// virtual disk (not a JBOD pass-through) set write-through with no
+/// read-ahead whose array is optimal (not degraded or rebuilding); none
+/// otherwise.
+fn fastpath(c: &Controller, cfg: &CtrlConfig, optimal: bool) -> FastPath {
+    let p = &c.params;
+    let eligible = p.fastpath
+        && c.mode != Mode::Jbod
+        && cfg.wb_bytes == 0
+        && cfg.readahead == ReadAhead::Off
+        && optimal;
+    match (eligible, p.fastpath_spans) {
+        (false, _) => FastPath::Off,
+        (true, false) => FastPath::Unspanned,
+        (true, true) => FastPath::Spans,
     }
 }
 

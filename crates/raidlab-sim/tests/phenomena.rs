@@ -158,7 +158,7 @@ fn p05_write_back_latency_order() {
 
 /// 6. Maximum latencies of 100–450 ms on arrays (GC outliers, request synchronisation).
 #[test]
-#[ignore = "needs latency outliers from SSD garbage collection and firmware background work, not modelled yet; the 100+ ms maxima came from write-back caches starting full of old dirty data, a start the simulator no longer uses"]
+#[ignore = "does not emerge: behind a write-back cache the members' GC pauses do not reach the host, so array maxima stay near the mean (47.6 against 38.9 ms here); see docs/phenomena.md"]
 fn p06_long_latency_outliers_on_arrays() {
     let m = run(
         &format!("{A}(raid5[stripe=64k](5*x25e))"),
@@ -1236,4 +1236,45 @@ fn p41_a_link_bound_adapter_writes_slower_than_it_reads() {
         "writes {write} MB/s vs reads {read} MB/s"
     );
     assert!((1_650.0..1_800.0).contains(&read), "reads {read} MB/s");
+}
+
+/// 42. LSI's FastPath: on a MegaRAID set write-through without read-ahead,
+///     reads up to a strip of RAID 0/1/5/6 skip the firmware's command
+///     processing, while a spanned RAID 10 on the SAS2208 generation cannot
+///     use it (intel2013: eight S3500s read over 300,000 4 KB IOPS in RAID 5
+///     at queue depth 8 per drive, against 200,000 in RAID 10, and RAID 5
+///     reads at 140 us at the shallowest queue). Write-back, a degraded
+///     array or writes to RAID 5 take the firmware path.
+#[test]
+fn p42_fastpath_lifts_reads_of_unspanned_levels() {
+    let ctrl = |policy: &str, array: &str| format!("megaraid9265[{policy}]({array})");
+    let wt = "cache=wt,readahead=off";
+    let reads = "rw=randread bs=4k numjobs=8 iodepth=8 state=steady runtime=0.3";
+    let raid5 = iops(&ctrl(wt, "raid5[stripe=256k](8*s3500-480)"), reads);
+    let raid10 = iops(&ctrl(wt, "raid10[stripe=256k](8*s3500-480)"), reads);
+    assert!(raid5 > 300_000.0, "RAID 5 reads {raid5}");
+    assert!(
+        (180_000.0..220_000.0).contains(&raid10),
+        "RAID 10 reads {raid10}"
+    );
+    let wb = iops(
+        &ctrl("cache=wb,readahead=off", "raid5[stripe=256k](8*s3500-480)"),
+        reads,
+    );
+    assert!(
+        wb < 0.6 * raid5,
+        "write-back takes the firmware path: {wb} vs {raid5}"
+    );
+    let degraded = iops(&ctrl(wt, "raid5[stripe=256k](7*s3500-480,missing)"), reads);
+    assert!(degraded < 0.6 * raid5, "degraded: {degraded} vs {raid5}");
+    let shallow = run(
+        &ctrl(wt, "raid5[stripe=256k](8*s3500-480)"),
+        "rw=randread bs=4k numjobs=8 iodepth=1 state=steady runtime=0.3",
+    )
+    .summary
+    .lat_avg_ms;
+    assert!(
+        (0.12..0.16).contains(&shallow),
+        "RAID 5 read at depth 1: {shallow} ms"
+    );
 }
