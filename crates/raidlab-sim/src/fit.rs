@@ -1014,11 +1014,11 @@ impl Search<'_> {
         read_only: bool,
         cost: f64,
         effort: Effort,
-    ) -> Result<(), FitError> {
+    ) -> Result<Option<SsdParams>, FitError> {
         let start = self.best.clone();
         let template = value(&start, "dies");
         let mut tried = vec![template as u32];
-        let (mut best, mut best_cost) = (start.clone(), cost);
+        let mut ranked = Ranked::new(start.clone(), cost);
         for &f in effort.spread {
             let n = self.die_count((template * f).max(1.0));
             if tried.contains(&n) {
@@ -1026,10 +1026,9 @@ impl Search<'_> {
             }
             tried.push(n);
             let c = self.settle_dies(&start, n, free, read_only)?;
-            if c < best_cost {
-                (best, best_cost) = (self.best.clone(), c);
-            }
+            ranked.offer(&self.best, c);
         }
+        let (mut best, mut best_cost) = (ranked.best.clone(), ranked.best_cost);
         // The climb settles each count from its better neighbour, even one
         // the spread settled from further away.
         let mut tried = vec![value(&best, "dies") as u32];
@@ -1056,6 +1055,7 @@ impl Search<'_> {
                 }
                 tried.push(n);
                 let c = self.settle_dies(&around, n, free, read_only)?;
+                ranked.offer(&self.best, c);
                 if c < best_cost {
                     (best, best_cost, better) = (self.best.clone(), c, true);
                 }
@@ -1065,7 +1065,16 @@ impl Search<'_> {
             }
         }
         self.best = best;
-        Ok(())
+        Ok(ranked.runner_up)
+    }
+
+    /// The candidate settled, bounded by the host write path and polished:
+    /// the last steps of a write-side fit. Returns its total misfit.
+    fn finish(&mut self, free: &[Free], read_only: bool, effort: Effort) -> Result<f64, FitError> {
+        self.settle(free, read_only, 2)?;
+        self.bound_write_path(free, read_only)?;
+        self.polish(free, POLISHED, effort.polish_iterations)?;
+        self.misfit(&self.best.clone())
     }
 
     /// The whole die count `total` comes to on the template's channels.
@@ -1323,6 +1332,43 @@ fn first_guess(mut p: SsdParams, obs: &[Observation]) -> SsdParams {
 
 /// Die counts tried, as factors of the template's: from a quarter (a small
 /// drive on few packages) to four times (a large one on many).
+/// The best settled candidate of the die search, and the best one with
+/// another die count.
+struct Ranked {
+    best: SsdParams,
+    best_cost: f64,
+    runner_up: Option<SsdParams>,
+    runner_up_cost: f64,
+}
+
+impl Ranked {
+    fn new(start: SsdParams, cost: f64) -> Self {
+        Ranked {
+            best: start,
+            best_cost: cost,
+            runner_up: None,
+            runner_up_cost: f64::INFINITY,
+        }
+    }
+
+    /// Rank candidate `p` of total misfit `cost`: a new best passes the
+    /// old one down when their die counts differ.
+    fn offer(&mut self, p: &SsdParams, cost: f64) {
+        let dies = |q: &SsdParams| value(q, "dies");
+        if cost < self.best_cost {
+            if dies(p) != dies(&self.best) {
+                let old = std::mem::replace(&mut self.best, p.clone());
+                (self.runner_up, self.runner_up_cost) = (Some(old), self.best_cost);
+            } else {
+                self.best = p.clone();
+            }
+            self.best_cost = cost;
+        } else if cost < self.runner_up_cost && dies(p) != dies(&self.best) {
+            (self.runner_up, self.runner_up_cost) = (Some(p.clone()), cost);
+        }
+    }
+}
+
 const DIE_FACTORS: [f64; 8] = [0.25, 0.375, 0.5, 0.75, 1.5, 2.0, 3.0, 4.0];
 /// The spread of a `--quick` fit: the die counts within a factor of 2.
 const QUICK_DIE_FACTORS: [f64; 4] = [0.5, 0.75, 1.5, 2.0];
@@ -1404,10 +1450,17 @@ pub fn fit(
     let cost = s.settle(&free, read_only, effort.sweeps)?;
     progress(0.3);
     if !read_only {
-        s.search_dies(&free, read_only, cost, effort)?;
-        s.settle(&free, read_only, 2)?;
-        s.bound_write_path(&free, read_only)?;
-        s.polish(&free, POLISHED, effort.polish_iterations)?;
+        // Two die counts can settle almost alike (fewer dies programming
+        // faster write as fast): the best and the best other count are
+        // each finished, and the one that then fits better is kept.
+        let runner_up = s.search_dies(&free, read_only, cost, effort)?;
+        let first = s.finish(&free, read_only, effort)?;
+        if let Some(other) = runner_up {
+            let kept = std::mem::replace(&mut s.best, other);
+            if s.finish(&free, read_only, effort)? >= first {
+                s.best = kept;
+            }
+        }
     }
     progress(1.0);
     let rows = simulate_all(&s.best, &obs, seed, threads)?;
@@ -1429,6 +1482,33 @@ pub fn fit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_die_search_keeps_the_best_other_count_as_runner_up() {
+        let with = |dies: f64, program_us: f64| {
+            let mut p = template(480.0);
+            set_dies(&mut p, dies, 8);
+            p.program_us = program_us;
+            p
+        };
+        let mut r = Ranked::new(with(32.0, 1300.0), 1.0);
+        assert!(r.runner_up.is_none());
+        // A better count passes the old best down.
+        r.offer(&with(16.0, 650.0), 0.5);
+        assert_eq!(value(&r.best, "dies"), 16.0);
+        assert_eq!(r.runner_up.as_ref().map(|p| value(p, "dies")), Some(32.0));
+        // A better settle of the same count replaces the best only.
+        r.offer(&with(16.0, 700.0), 0.2);
+        assert_eq!(r.best.program_us, 700.0);
+        assert_eq!(r.runner_up.as_ref().map(|p| value(p, "dies")), Some(32.0));
+        // A worse one of the best's count is no runner-up; one of another
+        // count better than the runner-up is.
+        r.offer(&with(16.0, 900.0), 0.3);
+        assert_eq!(r.runner_up.as_ref().map(|p| value(p, "dies")), Some(32.0));
+        r.offer(&with(24.0, 975.0), 0.4);
+        assert_eq!(r.runner_up.as_ref().map(|p| value(p, "dies")), Some(24.0));
+        assert_eq!((r.best_cost, r.runner_up_cost), (0.2, 0.4));
+    }
 
     #[test]
     fn every_listed_template_resolves_and_no_other_name_does() {
