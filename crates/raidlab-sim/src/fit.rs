@@ -1028,18 +1028,17 @@ impl Search<'_> {
             let c = self.settle_dies(&start, n, free, read_only)?;
             ranked.offer(&self.best, c);
         }
-        let (mut best, mut best_cost) = (ranked.best.clone(), ranked.best_cost);
         // The climb settles each count from its better neighbour, even one
         // the spread settled from further away.
-        let mut tried = vec![value(&best, "dies") as u32];
+        let mut tried = vec![value(&ranked.best, "dies") as u32];
         for _ in 0..effort.climb_steps {
-            let found = value(&best, "dies");
+            let found = value(&ranked.best, "dies");
             let step = if found > f64::from(self.channels) {
                 f64::from(self.channels)
             } else {
                 1.0
             };
-            let around = best.clone();
+            let around = ranked.best.clone();
             let mut better = false;
             // Two steps either way: a settle can land a count a little off
             // its valley, so one worse neighbour does not end the climb.
@@ -1055,16 +1054,14 @@ impl Search<'_> {
                 }
                 tried.push(n);
                 let c = self.settle_dies(&around, n, free, read_only)?;
+                better |= c < ranked.best_cost;
                 ranked.offer(&self.best, c);
-                if c < best_cost {
-                    (best, best_cost, better) = (self.best.clone(), c, true);
-                }
             }
             if !better {
                 break;
             }
         }
-        self.best = best;
+        self.best = ranked.best;
         Ok(ranked.runner_up)
     }
 
@@ -1330,8 +1327,6 @@ fn first_guess(mut p: SsdParams, obs: &[Observation]) -> SsdParams {
     p
 }
 
-/// Die counts tried, as factors of the template's: from a quarter (a small
-/// drive on few packages) to four times (a large one on many).
 /// The best settled candidate of the die search, and the best one with
 /// another die count.
 struct Ranked {
@@ -1369,6 +1364,8 @@ impl Ranked {
     }
 }
 
+/// Die counts tried, as factors of the template's: from a quarter (a small
+/// drive on few packages) to four times (a large one on many).
 const DIE_FACTORS: [f64; 8] = [0.25, 0.375, 0.5, 0.75, 1.5, 2.0, 3.0, 4.0];
 /// The spread of a `--quick` fit: the die counts within a factor of 2.
 const QUICK_DIE_FACTORS: [f64; 4] = [0.5, 0.75, 1.5, 2.0];
