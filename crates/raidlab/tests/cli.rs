@@ -847,10 +847,14 @@ fn calibrate_measures_a_file_quickly_and_sim_reads_its_path() {
 fn calibrate_refuses_bad_input_in_one_line() {
     let out = tmp("bad-fit.toml", "");
     assert_input_error(&["calibrate", "sim:nonesuch", "-o", &out], "nonesuch");
+    // A preset that exists but is no SSD is named for what it is, with the
+    // SSD presets to choose from, not taken for a misspelt name.
     assert_input_error(
         &["calibrate", "sim:adaptec5085", "-o", &out],
-        "not an SSD preset",
+        "'adaptec5085' is a RAID controller or HBA",
     );
+    assert_input_error(&["calibrate", "sim:hdd-sas10k", "-o", &out], "x25e");
+    assert_input_error(&["calibrate", "sim:X25E", "-o", &out], "lower case");
     let csv = tmp("one.csv", "id,source,ref,topology,workload,metric,value,note\na,b,c,d,rw=randread bs=4k iodepth=32,iops,1000,\n");
     assert_input_error(&["calibrate", "--from", &csv, "-o", &out], "--capacity");
     let dir = std::path::Path::new(&out)

@@ -143,16 +143,48 @@ fn probes(read_only: bool) -> impl Iterator<Item = &'static Probe> {
 
 /// Observations of a built-in (or `--presets`) drive, simulated.
 fn from_sim(preset: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), Failure> {
+    use raidlab_core::preset::Preset;
     let db = args.presets.load()?;
-    let Some(raidlab_core::preset::Preset::Ssd(p)) = db.get(preset) else {
-        return Err(Failure::input(format!(
-            "sim:{preset}: not an SSD preset ({})",
-            db.unknown(preset)
-        )));
+    let p = match db.get(preset) {
+        Some(Preset::Ssd(p)) => p,
+        Some(other) => {
+            return Err(Failure::input(format!(
+                "sim:{preset}: not an SSD preset: '{preset}' is {}, and calibrate fits SSDs ({})",
+                kind_phrase(other),
+                ssd_names(&db)
+            )))
+        }
+        None => {
+            return Err(Failure::input(format!(
+                "sim:{preset}: not an SSD preset ({})",
+                db.unknown(preset)
+            )))
+        }
     };
     let obs = fit::simulate_probes(&db, preset, args.read_only, args.seed)
         .map_err(|e| Failure::input(e.to_string()))?;
     Ok((p.capacity_gb, obs, format!("simulated {preset}")))
+}
+
+/// What a preset that is no SSD is, for the refusal's message.
+fn kind_phrase(p: &raidlab_core::preset::Preset) -> &'static str {
+    use raidlab_core::preset::Preset;
+    match p {
+        Preset::Ssd(_) => "an SSD",
+        Preset::Hdd(_) => "a hard disk",
+        Preset::Controller(_) => "a RAID controller or HBA",
+        Preset::Host(_) => "a host",
+    }
+}
+
+/// The SSD presets `calibrate sim:` takes, listed for a refusal.
+fn ssd_names(db: &raidlab_core::preset::PresetDb) -> String {
+    let names: Vec<&str> = db
+        .names()
+        .into_iter()
+        .filter(|n| matches!(db.get(n), Some(raidlab_core::preset::Preset::Ssd(_))))
+        .collect();
+    format!("SSD presets: {}", names.join(", "))
 }
 
 /// Most rows `--from` fits (each candidate simulates them all).
