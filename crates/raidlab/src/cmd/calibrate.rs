@@ -4,7 +4,7 @@
 use crate::args::PresetFiles;
 use crate::common::{capacity_bytes, emit, read_data, threads};
 use crate::failure::Failure;
-use raidlab_core::preset::{PresetDb, SsdParams};
+use raidlab_core::preset::{Preset, PresetDb, SsdParams};
 use raidlab_core::workload::Workload;
 use raidlab_sim::fit::{
     self, observation, Fit, Observation, Probe, FREE, PROBES, WRITE_FIELDS, WRITE_PATH,
@@ -143,7 +143,6 @@ fn probes(read_only: bool) -> impl Iterator<Item = &'static Probe> {
 
 /// Observations of a built-in (or `--presets`) drive, simulated.
 fn from_sim(preset: &str, args: &Args) -> Result<(f64, Vec<Observation>, String), Failure> {
-    use raidlab_core::preset::Preset;
     let db = args.presets.load()?;
     let p = match db.get(preset) {
         Some(Preset::Ssd(p)) => p,
@@ -167,8 +166,7 @@ fn from_sim(preset: &str, args: &Args) -> Result<(f64, Vec<Observation>, String)
 }
 
 /// What a preset that is no SSD is, for the refusal's message.
-fn kind_phrase(p: &raidlab_core::preset::Preset) -> &'static str {
-    use raidlab_core::preset::Preset;
+fn kind_phrase(p: &Preset) -> &'static str {
     match p {
         Preset::Ssd(_) => "an SSD",
         Preset::Hdd(_) => "a hard disk",
@@ -178,11 +176,11 @@ fn kind_phrase(p: &raidlab_core::preset::Preset) -> &'static str {
 }
 
 /// The SSD presets `calibrate sim:` takes, listed for a refusal.
-fn ssd_names(db: &raidlab_core::preset::PresetDb) -> String {
+fn ssd_names(db: &PresetDb) -> String {
     let names: Vec<&str> = db
         .names()
         .into_iter()
-        .filter(|n| matches!(db.get(n), Some(raidlab_core::preset::Preset::Ssd(_))))
+        .filter(|n| matches!(db.get(n), Some(Preset::Ssd(_))))
         .collect();
     format!("SSD presets: {}", names.join(", "))
 }
