@@ -466,6 +466,29 @@ impl Geometry {
         }
     }
 
+    /// Member writes a write of `len` bytes at volume offset `off` becomes:
+    /// one per member it touches (rows of chunks on one member are one
+    /// contiguous command), every copy of a mirror, and each parity member
+    /// of a parity level.
+    pub fn member_writes(&self, off: u64, len: u64) -> u64 {
+        let n = self.n as u64;
+        let c = self.chunk.max(1);
+        let chunks = (off + len.max(1) - 1) / c - off / c + 1;
+        match self.level {
+            Level::Raid0 => chunks.min(n),
+            Level::Raid10 => (2 * chunks).min(n),
+            Level::Raid1 => n,
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => {
+                chunks.min(self.data_disks() as u64) + self.level.parity_members() as u64
+            }
+            Level::Concat => {
+                let (a, _) = self.locate(off);
+                let (b, _) = self.locate(off + len.max(1) - 1);
+                (b - a + 1) as u64
+            }
+        }
+    }
+
     /// Every copy of the data at a member location (mirrors), primary first.
     pub fn copies(&self, member: usize, off: u64, out: &mut Vec<(usize, u64)>) {
         out.clear();
@@ -641,6 +664,22 @@ mod tests {
 
     fn g(level: Level, n: usize, layout: ParityLayout) -> Geometry {
         Geometry::new(level, 4096, layout, &vec![64 * 4096; n]).unwrap()
+    }
+
+    #[test]
+    fn member_writes_count_chunks_copies_and_parity() {
+        let ls = ParityLayout::LeftSymmetric;
+        let c = 4096;
+        // One chunk, two chunks, and a write wider than the array.
+        assert_eq!(g(Level::Raid0, 4, ls).member_writes(0, c), 1);
+        assert_eq!(g(Level::Raid0, 4, ls).member_writes(c / 2, c), 2);
+        assert_eq!(g(Level::Raid0, 4, ls).member_writes(0, 9 * c), 4);
+        assert_eq!(g(Level::Raid10, 8, ls).member_writes(0, c), 2);
+        assert_eq!(g(Level::Raid10, 4, ls).member_writes(0, 4 * c), 4);
+        assert_eq!(g(Level::Raid1, 3, ls).member_writes(0, 8 * c), 3);
+        assert_eq!(g(Level::Raid5, 5, ls).member_writes(0, c), 2);
+        assert_eq!(g(Level::Raid5, 5, ls).member_writes(0, 4 * c), 5);
+        assert_eq!(g(Level::Raid6, 6, ls).member_writes(c, c), 3);
     }
 
     #[test]

@@ -413,7 +413,14 @@ impl ArrayComp {
                 ctx.advise(self.members[e.member as usize], e.offset);
             }
         }
-        let mut cmds = (plan.reads.len() + plan.writes.len() + plan.ppl.len()) as Ns;
+        // A controller's destage (`cost_pool` set) had its member writes
+        // mapped when the host wrote them; it pays for its pre-reads.
+        let writes = if r.cost_pool != PoolId::NONE {
+            0
+        } else {
+            plan.writes.len()
+        };
+        let mut cmds = (plan.reads.len() + writes + plan.ppl.len()) as Ns;
         if self.costs.cpu == HOST_CPU && r.op != Op::Flush {
             // Host software RAID splits a request at every chunk boundary
             // and builds a bio per piece (md's raid0/raid10 make_request

@@ -78,6 +78,11 @@ pub struct CtrlConfig {
     /// command, paid only when a command reaches the device (not for cache
     /// hits or write-back writes).
     pub passthrough_member_ns: Ns,
+    /// Flush-task time to map a write-back write onto one member's cache
+    /// buffers, paid before the write is acknowledged (one per member
+    /// write it becomes, [`Geometry::member_writes`]); a destage then
+    /// pays only its pre-reads' member commands.
+    pub map_member_ns: Ns,
     /// PCIe rate of data the adapter sends the host (reads), 10^6 B/s.
     pub pcie_mbps: f64,
     /// PCIe rate of data the adapter fetches from the host (writes), 10^6
@@ -901,7 +906,11 @@ impl CtrlVol {
             // its member commands: the array behind charges those to the
             // task instead of the RoC's shared cores; a single device's
             // commands are charged here, as the array would.
-            let member = self.cfg.passthrough_member_ns * runs.len() as Ns;
+            let member = if self.cfg.map_member_ns > 0 {
+                0
+            } else {
+                self.cfg.passthrough_member_ns * runs.len() as Ns
+            };
             let (at, pool) = if self.cfg.destage_task_ns > 0 {
                 let dur = self.cfg.destage_task_ns
                     + ns(bytes as f64 / 1024.0 * self.cfg.ns_per_kb)
@@ -960,9 +969,21 @@ impl CtrlVol {
                 break;
             }
             self.wait_space.pop_front();
-            ctx.schedule(now + self.cfg.fw_latency, self.id, w, Ev::Done);
+            self.acknowledge(ctx, w, now);
         }
         self.kick(ctx);
+    }
+
+    /// Acknowledge write `id`, now in the cache, once the flush task has
+    /// mapped it onto its members' cache buffers.
+    fn acknowledge(&mut self, ctx: &mut Ctx, id: ReqId, now: Ns) {
+        let r = &ctx.reqs[id];
+        let writes = match &self.cfg.geo {
+            Some(g) => g.member_writes(r.offset, r.len as u64),
+            None => 1,
+        };
+        let t = ctx.reserve(self.cfg.pools.flush, now, self.cfg.map_member_ns * writes);
+        ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
     }
 
     /// A timed event.
@@ -971,7 +992,7 @@ impl CtrlVol {
             Ev::Issue => self.issue(ctx, id, ctx.now),
             Ev::Accept => {
                 if self.wait_space.is_empty() && self.cache_insert(ctx, id) {
-                    ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, Ev::Done);
+                    self.acknowledge(ctx, id, ctx.now);
                 } else {
                     self.wait_space.push_back(id);
                 }
@@ -1116,6 +1137,7 @@ mod tests {
                 cmd_ns: 5_000,
                 ns_per_kb: 0.0,
                 passthrough_member_ns: 0,
+                map_member_ns: 0,
                 pcie_mbps: 2000.0,
                 pcie_in_mbps: 2000.0,
                 dma_mbps: 2000.0,

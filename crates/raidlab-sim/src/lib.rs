@@ -475,6 +475,7 @@ fn volume_config(
         cmd_ns: us(p.roc_cmd_us),
         ns_per_kb: p.roc_us_per_kb * 1000.0,
         passthrough_member_ns: if is_dev { us(p.roc_member_cmd_us) } else { 0 },
+        map_member_ns: us(p.roc_member_cmd_us),
         pcie_mbps: pcie,
         pcie_in_mbps: pcie_fetch_mbps(pcie),
         dma_mbps: p.dma_mbps,
