@@ -165,6 +165,13 @@ pub struct SsdParams {
     /// going out.
     #[serde(default, skip_serializing_if = "is_false")]
     pub full_duplex: bool,
+    /// Whether a die takes the next page's data into its cache register
+    /// while it programs (ONFI's page cache program; `true`, the default).
+    /// Without it (`false`) the register loads only once the die's
+    /// program ends, so a die alternates its channel transfer and its
+    /// program and a sequential write pays both per page.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub cache_program: bool,
 }
 
 /// Whether an optional figure is absent (0).
@@ -174,6 +181,14 @@ fn is_zero(v: &f64) -> bool {
 
 fn is_false(v: &bool) -> bool {
     !*v
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn is_zero_u32(v: &u32) -> bool {

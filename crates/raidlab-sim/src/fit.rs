@@ -463,6 +463,7 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         // other end answering only with primitives (SATA 3.x, the link layer's
         // transmit and receive states).
         full_duplex: false,
+        cache_program: true, // ONFI 2.x parts of the generation have page cache program
     }
 }
 
@@ -529,6 +530,7 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         // pair for transmission and one pair for reception"), so read data
         // leaving the drive and write data arriving share no wire.
         full_duplex: true,
+        cache_program: true, // ONFI 4 / Toggle parts program from the cache register
         ..template(capacity_gb)
     }
 }

@@ -191,6 +191,9 @@ pub struct Nand {
     pacing: bool,
     ppb: u64,
     reserve: u64,
+    /// Page cache program (`cache_program`): a page's transfer may overlap
+    /// the die's program under way.
+    cache_program: bool,
 }
 
 impl Nand {
@@ -216,6 +219,7 @@ impl Nand {
             page_bytes: p.page_kb as u64 * 1024,
             t_xfer_page: xfer_ns(p.page_kb as u64 * 1024, p.channel_mbps),
             pacing: p.gc_pacing,
+            cache_program: p.cache_program,
             ppb: ((p.pages_per_block as f64 * block_scale).round() as u64).max(1),
             reserve: p.gc_free_blocks as u64,
         }
@@ -368,6 +372,13 @@ impl Nand {
     /// than the native mode).
     pub fn program_for(&mut self, at: Ns, die: u32, t_prog: Ns) -> Ns {
         let ch = self.channel_of(die);
+        // Without page cache program the die's register takes the data
+        // only once the die is free.
+        let at = if self.cache_program {
+            at
+        } else {
+            at.max(self.dies[die as usize].free_at)
+        };
         let t = self.channels[ch].reserve(at, self.t_xfer_page);
         let s = self.program_start(die, t);
         let pacing = self.pacing;
