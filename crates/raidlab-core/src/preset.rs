@@ -325,10 +325,17 @@ pub struct ControllerParams {
     /// Firmware time of one destage (cache flush) operation, µs, spent by a
     /// single flush task: destages run one after another on it. The task
     /// also pays `roc_us_per_kb` for the bytes it flushes and
-    /// `roc_member_cmd_us` for each member command of the destage (which the
-    /// RoC's shared cores then do not).
+    /// `roc_member_cmd_us` for each member write a host write becomes,
+    /// before the write is acknowledged, and for each pre-read of a destage
+    /// (which the RoC's shared cores then do not).
     #[serde(default)]
     pub destage_task_us: f64,
+    /// Whether a parity array's destage gathers a stripe whose data chunks
+    /// are all dirty into one full-stripe write (`true`, the default) or
+    /// destages each member's chunk by itself, by read-modify-write, from
+    /// the member's queue (`false`).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub full_stripe_destage: bool,
     /// Dirty data younger than this is held to merge sequential writes, ms.
     pub destage_delay_ms: f64,
     /// Default stripe unit, KiB.

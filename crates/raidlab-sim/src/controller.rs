@@ -110,6 +110,9 @@ pub struct CtrlConfig {
     pub destage_task_ns: Ns,
     /// Hold time of dirty data before destage.
     pub destage_delay: Ns,
+    /// A parity array's wholly dirty stripe is destaged as one full-stripe
+    /// write (otherwise chunk by chunk, each by read-modify-write).
+    pub full_stripe_destage: bool,
     /// Volume capacity.
     pub capacity: u64,
     /// Geometry of the array behind (None for a single device).
@@ -764,6 +767,10 @@ impl CtrlVol {
     /// sequential writes fill them).
     fn full_stripe(&self, line: u64) -> Option<std::ops::Range<u64>> {
         let g = self.cfg.geo.as_ref()?;
+        let parity = matches!(g.level(), Level::Raid4 | Level::Raid5 | Level::Raid6);
+        if parity && !self.cfg.full_stripe_destage {
+            return None;
+        }
         if !matches!(
             g.level(),
             Level::Raid0 | Level::Raid10 | Level::Raid4 | Level::Raid5 | Level::Raid6
@@ -1138,6 +1145,7 @@ mod tests {
                 ns_per_kb: 0.0,
                 passthrough_member_ns: 0,
                 map_member_ns: 0,
+                full_stripe_destage: true,
                 pcie_mbps: 2000.0,
                 pcie_in_mbps: 2000.0,
                 dma_mbps: 2000.0,

@@ -488,6 +488,7 @@ fn volume_config(
         destage_per_member: p.destage_per_member,
         destage_task_ns: us(p.destage_task_us),
         destage_delay: (p.destage_delay_ms * 1e6) as Ns,
+        full_stripe_destage: p.full_stripe_destage,
         capacity: cap,
         geo,
         fastpath: FastPath::Off,
