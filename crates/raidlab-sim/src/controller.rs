@@ -595,14 +595,20 @@ impl CtrlVol {
         child
     }
 
-    fn data_return(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
+    /// Send read data up to the host from `at`. `arrived`: the data has
+    /// just come in from a member, its pass through cache memory made as
+    /// it arrived (the port's DMA writes it while the member sends it), so
+    /// that pass ends by `at` when the memory was free for it.
+    fn data_return(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns, arrived: bool) {
         let len = ctx.reqs[id].len as u64;
         let p = self.cfg.pools;
         // Cache memory and PCIe stream the data together (cut-through): the
         // slower of the two sets the time.
         let mut t = ctx.reserve(p.pcie_out, at, xfer_ns(len, self.cfg.pcie_mbps));
         if self.cfg.wb_bytes > 0 || self.cfg.readahead != ReadAhead::Off {
-            t = t.max(ctx.reserve(p.dma, at, xfer_ns(len, self.cfg.dma_mbps)));
+            let pass = xfer_ns(len, self.cfg.dma_mbps);
+            let from = if arrived { at.saturating_sub(pass) } else { at };
+            t = t.max(ctx.reserve(p.dma, from, pass));
         }
         ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
     }
@@ -622,13 +628,13 @@ impl CtrlVol {
         let r = ctx.reqs[id];
         let (a, b) = (r.offset, r.offset + r.len as u64);
         if self.cached(a, b) {
-            self.data_return(ctx, id, at);
+            self.data_return(ctx, id, at, false);
             return;
         }
         let seq = self.sequential(a, b);
         if let Some(e) = self.ra.iter_mut().find(|e| a >= e.start && b <= e.end) {
             if e.ready {
-                self.data_return(ctx, id, at);
+                self.data_return(ctx, id, at, false);
             } else {
                 e.waiters.push(id);
             }
@@ -1048,11 +1054,11 @@ impl CtrlVol {
                         e.ready = true;
                         let waiters = std::mem::take(&mut e.waiters);
                         for w in waiters {
-                            self.data_return(ctx, w, ctx.now);
+                            self.data_return(ctx, w, ctx.now, false);
                         }
                     }
                 }
-                self.data_return(ctx, id, ctx.now);
+                self.data_return(ctx, id, ctx.now, true);
             }
             Op::Write => {
                 self.read_cache.insert(c.offset, c.offset + c.len as u64);
