@@ -81,7 +81,8 @@ pub struct CtrlConfig {
     /// Flush-task time to map a write-back write onto one member's cache
     /// buffers, paid before the write is acknowledged (one per member
     /// write it becomes, [`Geometry::member_writes`]); a destage then
-    /// pays only its pre-reads' member commands.
+    /// pays only its pre-reads' member commands. 0 without a flush task
+    /// (`destage_task_ns` 0): destages pay their member writes on the RoC.
     pub map_member_ns: Ns,
     /// PCIe rate of data the adapter sends the host (reads), 10^6 B/s.
     pub pcie_mbps: f64,
@@ -770,17 +771,16 @@ impl CtrlVol {
     /// and none is being destaged: one destage writes the whole row (a
     /// full-stripe write for parity; for RAID 0 and 10 the controller
     /// coalesces the row's dirty chunks into one flush operation, as
-    /// sequential writes fill them).
+    /// sequential writes fill them). A parity array's rows are gathered
+    /// only with `full_stripe_destage`.
     fn full_stripe(&self, line: u64) -> Option<std::ops::Range<u64>> {
         let g = self.cfg.geo.as_ref()?;
-        let parity = matches!(g.level(), Level::Raid4 | Level::Raid5 | Level::Raid6);
-        if parity && !self.cfg.full_stripe_destage {
-            return None;
-        }
-        if !matches!(
-            g.level(),
-            Level::Raid0 | Level::Raid10 | Level::Raid4 | Level::Raid5 | Level::Raid6
-        ) {
+        let gathers = match g.level() {
+            Level::Raid0 | Level::Raid10 => true,
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => self.cfg.full_stripe_destage,
+            Level::Raid1 | Level::Concat => false,
+        };
+        if !gathers {
             return None;
         }
         let dd = g.data_disks() as u64;
@@ -995,7 +995,10 @@ impl CtrlVol {
             Some(g) => g.member_writes(r.offset, r.len as u64),
             None => 1,
         };
-        let t = ctx.reserve(self.cfg.pools.flush, now, self.cfg.map_member_ns * writes);
+        let t = match self.cfg.map_member_ns * writes {
+            0 => now,
+            work => ctx.reserve(self.cfg.pools.flush, now, work),
+        };
         ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
     }
 

@@ -475,7 +475,13 @@ fn volume_config(
         cmd_ns: us(p.roc_cmd_us),
         ns_per_kb: p.roc_us_per_kb * 1000.0,
         passthrough_member_ns: if is_dev { us(p.roc_member_cmd_us) } else { 0 },
-        map_member_ns: us(p.roc_member_cmd_us),
+        // The mapping is the flush task's work: a controller without one
+        // pays member commands on its RoC cores when it destages.
+        map_member_ns: if p.destage_task_us > 0.0 {
+            us(p.roc_member_cmd_us)
+        } else {
+            0
+        },
         pcie_mbps: pcie,
         pcie_in_mbps: pcie_fetch_mbps(pcie),
         dma_mbps: p.dma_mbps,
