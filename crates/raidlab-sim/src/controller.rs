@@ -990,14 +990,17 @@ impl CtrlVol {
     /// Acknowledge write `id`, now in the cache, once the flush task has
     /// mapped it onto its members' cache buffers.
     fn acknowledge(&mut self, ctx: &mut Ctx, id: ReqId, now: Ns) {
-        let r = &ctx.reqs[id];
-        let writes = match &self.cfg.geo {
-            Some(g) => g.member_writes(r.offset, r.len as u64),
-            None => 1,
-        };
-        let t = match self.cfg.map_member_ns * writes {
-            0 => now,
-            work => ctx.reserve(self.cfg.pools.flush, now, work),
+        let t = if self.cfg.map_member_ns == 0 {
+            // No flush task: nothing is mapped before the acknowledgement.
+            now
+        } else {
+            let r = &ctx.reqs[id];
+            let writes = match &self.cfg.geo {
+                Some(g) => g.member_writes(r.offset, r.len as u64),
+                None => 1,
+            };
+            debug_assert!(writes > 0, "a write becomes at least one member write");
+            ctx.reserve(self.cfg.pools.flush, now, self.cfg.map_member_ns * writes)
         };
         ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
     }

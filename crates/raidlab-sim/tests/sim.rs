@@ -11,8 +11,16 @@ fn run(topo: &str, wl: &str) -> RunResult {
 }
 
 fn try_run(topo: &str, wl: &str) -> Result<RunResult, SimError> {
-    let db = PresetDb::builtin();
-    let t = resolve(topo, &db).unwrap_or_else(|e| panic!("{topo}: {e}"));
+    try_run_in(&PresetDb::builtin(), topo, wl)
+}
+
+/// `topo` under `wl` (seed 1) with the presets of `db`.
+fn run_in(db: &PresetDb, topo: &str, wl: &str) -> RunResult {
+    try_run_in(db, topo, wl).unwrap_or_else(|e| panic!("{topo} | {wl}: {e}"))
+}
+
+fn try_run_in(db: &PresetDb, topo: &str, wl: &str) -> Result<RunResult, SimError> {
+    let t = resolve(topo, db).unwrap_or_else(|e| panic!("{topo}: {e}"));
     let w = Workload::parse(wl).unwrap_or_else(|e| panic!("{wl}: {e}"));
     simulate(&t, &w, 1)
 }
@@ -334,9 +342,7 @@ fn write_back_destage_saturates_the_flush_task() {
     .unwrap();
     let w = |ctrl: &str, n: u32| {
         let topo = format!("{ctrl}(raid0[stripe=64k]({n}*x25e))");
-        let t = resolve(&topo, &db).unwrap();
-        let wl = Workload::parse("preset=light rw=randwrite bs=8k runtime=1").unwrap();
-        simulate(&t, &wl, 1).unwrap()
+        run_in(&db, &topo, "preset=light rw=randwrite bs=8k runtime=1")
     };
     let gain = |ctrl: &str| w(ctrl, 8).summary.iops / w(ctrl, 4).summary.iops;
     let (with, without) = (gain("adaptec5085"), gain("free-flush"));
@@ -413,9 +419,7 @@ fn many_dies_do_not_exhaust_one_die_of_the_simulated_flash() {
     for (preset, workload) in cases {
         let mut db = PresetDb::builtin();
         db.load_str(&format!("[t]\n{preset}\n")).expect("preset");
-        let t = resolve("t", &db).expect("topology");
-        let w = Workload::parse(workload).expect("workload");
-        let r = simulate(&t, &w, 1).expect("simulate");
+        let r = run_in(&db, "t", workload);
         assert!(r.summary.iops > 0.0, "{preset}: {workload}");
     }
 }
@@ -603,9 +607,9 @@ fn a_die_without_cache_program_pays_transfer_and_program_per_page() {
     db.load_str("[cached]\nbase = \"x25e\"\ncache_program = true\n")
         .unwrap();
     let seq = |dev: &str| {
-        let t = resolve(dev, &db).unwrap();
-        let w = Workload::parse("rw=write bs=128k iodepth=32 runtime=0.5").unwrap();
-        simulate(&t, &w, 1).unwrap().summary.mbps
+        run_in(&db, dev, "rw=write bs=128k iodepth=32 runtime=0.5")
+            .summary
+            .mbps
     };
     let (plain, cached) = (seq("x25e"), seq("cached"));
     assert!((185.0..215.0).contains(&plain), "x25e {plain} MB/s");
@@ -627,12 +631,8 @@ fn a_chunk_by_chunk_destage_gains_nothing_from_whole_stripes() {
         .unwrap();
     let mbps = |ctrl: &str, bs: &str| {
         let topo = format!("{ctrl}(raid5[stripe=64k](5*x25e))");
-        let t = resolve(&topo, &db).unwrap();
         let wl = format!("preset=light rw=randwrite bs={bs} runtime=1");
-        simulate(&t, &Workload::parse(&wl).unwrap(), 1)
-            .unwrap()
-            .summary
-            .mbps
+        run_in(&db, &topo, &wl).summary.mbps
     };
     let (half, whole) = (mbps("adaptec5085", "128k"), mbps("adaptec5085", "256k"));
     assert!(
