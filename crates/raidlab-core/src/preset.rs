@@ -172,6 +172,16 @@ pub struct SsdParams {
     /// program and a sequential write pays both per page.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub cache_program: bool,
+    /// Whether a host read first waits for the write buffer to be
+    /// programmed (`false`, the default: reads go ahead of buffered
+    /// writes). Controllers whose small buffer is also the read path's
+    /// program every buffered write, padding a partial page, before they
+    /// read (Fusion-io's patent applications 11/952,091 and 13/189,402
+    /// describe devices with a small write buffer that block reads until
+    /// it is programmed or flush it to enable reads), so mixed reads and
+    /// writes run near the program rate.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reads_drain_buffer: bool,
 }
 
 /// Whether an optional figure is absent (0).

@@ -464,6 +464,9 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         // transmit and receive states).
         full_duplex: false,
         cache_program: true, // ONFI 2.x parts of the generation have page cache program
+        // DRAM-buffered controllers of the generation read past their
+        // buffered writes (a read of a buffered unit is served from DRAM).
+        reads_drain_buffer: false,
     }
 }
 

@@ -1,4 +1,5 @@
-//! The project's files of published measurements it was not calibrated on:
+//! The project's files of published measurements: the calibration stays
+//! within its bar, and of those it was not calibrated on,
 //! current hardware (`data/published/current.csv`: sources other than the
 //! presets' own datasheets) stays within the bound the project promises,
 //! and the calibration's own drives and controllers measured by other
@@ -11,6 +12,11 @@ use raidlab_sim::validate::{validate, Validation};
 /// Largest median |error| (%) allowed on the current-hardware file.
 const MEDIAN_BOUND_PCT: f64 = 20.0;
 
+/// Largest median and 90th-percentile |error| (%) allowed on the
+/// calibration file (issue 24's bar).
+const CALIBRATION_MEDIAN_PCT: f64 = 10.0;
+const CALIBRATION_P90_PCT: f64 = 30.0;
+
 /// The rows of `data/published/NAME` and their validation, every one of
 /// which must have simulated.
 fn validated(name: &str) -> (Vec<Row>, Validation) {
@@ -22,6 +28,21 @@ fn validated(name: &str) -> (Vec<Row>, Validation) {
     assert!(v.failed.is_empty(), "rows that did not run: {:?}", v.failed);
     assert_eq!(v.stats().rows, rows.len());
     (rows, v)
+}
+
+/// The four documents' measurements: every row runs, and the errors stay
+/// within the bar the project promises.
+#[test]
+fn calibration_measurements_validate_within_the_bound() {
+    let (_, v) = validated("calibration.csv");
+    let s = v.stats();
+    assert!(
+        s.median <= CALIBRATION_MEDIAN_PCT && s.p90 <= CALIBRATION_P90_PCT,
+        "median |error| {:.1} %, p90 {:.1} % over {} rows",
+        s.median,
+        s.p90,
+        s.rows
+    );
 }
 
 #[test]

@@ -175,6 +175,8 @@ pub struct Ssd {
     wc: bool,
     /// Power-loss protection: a flush returns without draining the buffer.
     plp: bool,
+    /// A read first waits for the write buffer to be programmed.
+    reads_drain_buffer: bool,
     /// A block-mapped FTL's log blocks (`None`: page-mapped), the time each
     /// way's merges run until, channels, and the host units written
     /// through it.
@@ -285,6 +287,7 @@ impl Ssd {
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
             wc,
             plp: p.power_loss_protection,
+            reads_drain_buffer: p.reads_drain_buffer,
             // A logical block spans one erase block per channel.
             blocks: (p.ftl == FtlKind::Block)
                 .then(|| blockmap::LogBlocks::new(p.pages_per_block * p.channels, p.log_blocks)),
@@ -519,31 +522,44 @@ impl Ssd {
         let t = self.link.reserve(ctx.now, self.link_cmd);
         let t = self.fw_command(t, self.fw_write);
         let done = if self.wc && !self.plp {
-            let mut done = t.max(self.buf.drained());
-            if !self.buf.pending.is_empty() {
-                let upp = self.ftl.upp() as usize;
-                let n = self.buf.pending.len() as u32;
-                self.page.clear();
-                self.page.append(&mut self.buf.pending);
-                self.page.resize(upp, INVALID);
-                let programmed = self.program(t);
-                self.buf.programming(programmed, n);
-                done = done.max(programmed);
-            }
-            done
+            self.drain_buffer(t)
         } else {
             t
         };
         ctx.schedule(done, self.id, id, Ev::Done);
     }
 
-    /// A read of units `first..=last`: command, firmware, then the data from
-    /// the read-ahead buffer or the flash, streamed over the link.
+    /// Program everything in the write buffer from `t`, a partly filled
+    /// page padded (as a drive does when it must commit one); returns when
+    /// the last buffered unit is on the flash.
+    fn drain_buffer(&mut self, t: Ns) -> Ns {
+        let mut done = t.max(self.buf.drained());
+        if !self.buf.pending.is_empty() {
+            let upp = self.ftl.upp() as usize;
+            let n = self.buf.pending.len() as u32;
+            self.page.clear();
+            self.page.append(&mut self.buf.pending);
+            self.page.resize(upp, INVALID);
+            let programmed = self.program(t);
+            self.buf.programming(programmed, n);
+            done = done.max(programmed);
+        }
+        done
+    }
+
+    /// A read of units `first..=last`: command, firmware, (on a drive whose
+    /// reads drain the write buffer, the buffer's programs), then the data
+    /// from the read-ahead buffer or the flash, streamed over the link.
     #[inline]
     fn start_read(&mut self, ctx: &mut Ctx, id: ReqId, r: &Req, first: u64, last: u64) {
         let t = self.link.reserve(ctx.now, self.link_cmd);
         let t = self.fw_command(t, self.fw_read);
         self.fw_occupy_per_kb(t, r.len);
+        let t = if self.reads_drain_buffer && self.wc {
+            self.drain_buffer(t)
+        } else {
+            t
+        };
         let (data_first, data_last) = match self.read_ahead_hit(first, last) {
             Some(ready) => (t.max(ready), t.max(ready)),
             None => self.nand_read(t, first, last, self.fw_read_op),
@@ -846,6 +862,38 @@ mod tests {
         s.check();
         assert_eq!(s.io().reads, 1);
         assert_eq!(s.io().read_bytes, 4096);
+    }
+
+    /// A read submitted with a write: (the write's completion, the read's).
+    fn write_then_read(p: &SsdParams) -> (Ns, Ns) {
+        let (mut s, mut ctx) = drive(p, SsdState::Fill);
+        let w = request(&mut ctx, 0, 4096, Op::Write);
+        let r = request(&mut ctx, 1 << 20, 4096, Op::Read);
+        s.submit(&mut ctx, w);
+        s.submit(&mut ctx, r);
+        let done = run(&mut s, &mut ctx);
+        let at = |id| done.iter().find(|d| d.0 == id).expect("completes").1;
+        (at(w), at(r))
+    }
+
+    #[test]
+    fn a_read_behind_a_small_buffer_waits_for_its_program() {
+        let p = x25e();
+        assert!(p.reads_drain_buffer, "the X25-E's reads drain its buffer");
+        let (w, r) = write_then_read(&p);
+        // The write is acknowledged from the buffer; the read goes to the
+        // flash only once the buffered page is programmed.
+        assert!(w < us(p.program_us), "write acknowledged at {w} ns");
+        assert!(r > us(p.program_us + p.read_us), "read done at {r} ns");
+        let past = SsdParams {
+            reads_drain_buffer: false,
+            ..p.clone()
+        };
+        let (_, r_past) = write_then_read(&past);
+        assert!(
+            r_past < us(p.program_us),
+            "a drive reading past its buffer: {r_past} ns"
+        );
     }
 
     #[test]
