@@ -256,7 +256,9 @@ fn p10_mixed_sequential_is_slower_than_the_blend() {
     let w = iops("x25e", "preset=light rw=write bs=8k runtime=0.5");
     let m = iops("x25e", "preset=light rw=rw rwmixread=33 bs=8k runtime=0.5");
     let blend = 1.0 / (0.33 / r + 0.67 / w);
-    assert!(m < 0.75 * blend, "mixed {m} vs blend {blend}");
+    // petrov2010 section 4: 6,605 mixed against a blend of about 23,400
+    // (0.28); reads wait for the buffer's programs (phenomenon 44).
+    assert!(m < 0.5 * blend, "mixed {m} vs blend {blend}");
 }
 
 /// 11 (read-ahead). On SSD RAID 5, controller read-ahead cuts random read IOPS by about 20 %.
@@ -1329,7 +1331,8 @@ fn p43_write_back_maps_each_member_write_before_acknowledging() {
 ///     sequential reads among 8 KB writes at queue depth 32 moves well
 ///     under half of what it reads or writes alone (petrov2010 section 4:
 ///     6,605 mixed against 25,274 reads and 22,559 writes), where the same
-///     drive reading past its buffer would keep most of its rates.
+///     drive reading past its buffer would keep most of its rates. This is
+///     what makes phenomenon 10 as large on the X25-E as the paper has it.
 #[test]
 fn p44_reads_behind_a_small_write_buffer_wait_for_its_programs() {
     let mut db = PresetDb::builtin();
