@@ -174,12 +174,13 @@ pub struct SsdParams {
     pub cache_program: bool,
     /// Whether a host read first waits for the write buffer to be
     /// programmed (`false`, the default: reads go ahead of buffered
-    /// writes). Controllers whose small buffer is also the read path's
-    /// program every buffered write, padding a partial page, before they
-    /// read (Fusion-io's patent applications 11/952,091 and 13/189,402
+    /// writes). A drive whose small write buffer also serves its reads
+    /// programs every buffered write, padding a partial page, before it
+    /// reads (Fusion-io's patent applications 11/952,091 and 13/189,402
     /// describe devices with a small write buffer that block reads until
-    /// it is programmed or flush it to enable reads), so mixed reads and
-    /// writes run near the program rate.
+    /// it is programmed, or flush it to enable reads), so mixed reads and
+    /// writes run near the program rate. A read-ahead hit waits too: the
+    /// drain comes before the read's data, wherever that comes from.
     #[serde(default, skip_serializing_if = "is_false")]
     pub reads_drain_buffer: bool,
 }
