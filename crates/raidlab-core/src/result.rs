@@ -417,6 +417,10 @@ pub struct MemberStats {
 pub struct VerifyStats {
     /// 512-byte units checked on read.
     pub checked_units: u64,
+    /// Units read that carry no verify header and that neither the run nor
+    /// its verify state knows were written (never written under verify):
+    /// not checked, and no failure.
+    pub unwritten_units: u64,
     /// Units that failed (and could not be repaired).
     pub mismatches: u64,
     /// Units that failed and were repaired from redundancy (read-repair).

@@ -898,7 +898,7 @@ fn gen_parity<B: AsRef<[u8]>>(geo: &Geometry, stripe: u64, rows: &[B], p: &mut [
 }
 
 /// Rebuild lost data members of a stripe row from the survivors.
-fn rebuild(geo: &Geometry, stripe: u64, failed: &[bool], bufs: &mut [ABuf]) {
+pub(crate) fn rebuild(geo: &Geometry, stripe: u64, failed: &[bool], bufs: &mut [ABuf]) {
     let dd = geo.data_disks();
     let (pd, qd) = geo.parity_of(stripe);
     let data: Vec<usize> = (0..dd).map(|k| geo.data_member(stripe, k)).collect();

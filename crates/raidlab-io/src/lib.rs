@@ -309,7 +309,12 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     // Hot spares take missing members' places at once, as md's do.
     topo.take_spares();
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead) || !topo.took_over.is_empty();
-    let (arrays, kinds, gens) = open_run(&topo, w, writes, opts)?;
+    let (arrays, kinds, mut gens) = open_run(&topo, w, writes, opts)?;
+    if !writes && gens.is_empty() {
+        // Nothing says which blocks were written: a read-only verify
+        // expects every block to be (fio's read-only verify).
+        gens.require_every_unit();
+    }
     let Arrays {
         mut members,
         sizes,
@@ -703,6 +708,24 @@ pub struct CreateReport {
 /// `[size=...]`.
 pub fn create(expr: &str, assume_clean: bool, force: bool) -> Result<CreateReport, Error> {
     let topo: RealTopology = topo::parse_real(expr)?;
+    let mut made = Vec::new();
+    let out = create_made(&topo, assume_clean, force, &mut made);
+    if out.is_err() {
+        // A create that failed leaves no member file it made.
+        for p in made {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    out
+}
+
+/// `create`'s work; `made` collects the member files it creates.
+fn create_made<'t>(
+    topo: &'t RealTopology,
+    assume_clean: bool,
+    force: bool,
+    made: &mut Vec<&'t std::path::Path>,
+) -> Result<CreateReport, Error> {
     for m in &topo.members {
         if safety::check(&m.path, true, force)?.is_none() {
             let size = m.size.ok_or_else(|| {
@@ -715,14 +738,14 @@ pub fn create(expr: &str, assume_clean: bool, force: bool) -> Result<CreateRepor
                 )
             })?;
             create_file(&m.path, size)?;
+            made.push(&m.path);
         }
     }
-    check_aliases(&topo)?;
-    let (members, sizes, _) = open_members(&topo, true, false, !force)?;
-    let asm = meta::assemble(&topo, &members.files, &sizes, meta::Intent::Create)?;
+    check_aliases(topo)?;
+    let (members, sizes, _) = open_members(topo, true, false, !force)?;
+    let asm = meta::assemble(topo, &members.files, &sizes, meta::Intent::Create)?;
     needs_array(&asm, "create")?;
-    let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
-    let vol = exec::Vol::build(&topo.root, &data, &asm.offsets)?;
+    let vol = exec::Vol::build(&topo.root, &data_areas(&sizes, &asm), &asm.offsets)?;
     let used = vol.member_use(sizes.len());
     let write = |a: &meta::Assembly, events, clean| {
         a.write(&members.files, &sizes, &used, events, clean, &[])
@@ -797,8 +820,7 @@ pub fn rebuild(
             "the array was not stopped cleanly: run it once with its current members to resynchronise it before rebuilding (or --force)".to_string(),
         ));
     }
-    let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
-    let vol = exec::Vol::build(&topo.root, &data, &asm.offsets)?;
+    let vol = exec::Vol::build(&topo.root, &data_areas(&sizes, &asm), &asm.offsets)?;
     let pace = rebuild::Pace { max_rate, progress };
     let bytes = rebuild::rebuild(&vol, &members, &asm.rebuild, &pace)
         .map_err(|e| Error::new(ErrorKind::Io, format!("rebuilding: {e}")))?;
@@ -897,8 +919,7 @@ fn spares_for_failed(
     after.took_over.truncate(before);
     after.took_over.extend(moved);
     let asm = meta::assemble(&after, &members.files, sizes, meta::Intent::Assemble)?;
-    let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
-    let vol = exec::Vol::build(&after.root, &data, &asm.offsets)?;
+    let vol = exec::Vol::build(&after.root, &data_areas(sizes, &asm), &asm.offsets)?;
     let bytes = rebuild_spares(&after, members, &vol, &asm)?;
     asm.write(
         &members.files,
@@ -936,9 +957,20 @@ fn load_verify_state(
 /// Create a member file of `size` bytes (sparse), refusing to touch one
 /// that appeared meanwhile.
 fn create_file(path: &std::path::Path, size: u64) -> Result<(), Error> {
-    File::create_new(path)
-        .and_then(|f| f.set_len(size))
-        .map_err(|e| Error::new(ErrorKind::Io, format!("creating {}: {e}", path.display())))
+    let f = File::create_new(path)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("creating {}: {e}", path.display())))?;
+    f.set_len(size).map_err(|e| {
+        // It was made here: a file that cannot have its size goes again.
+        let _ = std::fs::remove_file(path);
+        let kind = match e.raw_os_error() {
+            Some(libc::EFBIG | libc::ENOSPC | libc::EINVAL) => ErrorKind::Size,
+            _ => ErrorKind::Io,
+        };
+        Error::new(
+            kind,
+            format!("creating {} at {size} bytes: {e}", path.display()),
+        )
+    })
 }
 
 /// Refuse a command that needs an array (`what` it would do) on a lone
@@ -986,8 +1018,7 @@ fn assemble_arrays(topo: &RealTopology, writes: bool, opts: &RunOptions) -> Resu
         // Resyncing and creating write: reopen for it.
         return assemble_arrays(topo, true, opts);
     }
-    let data: Vec<u64> = sizes.iter().zip(&asm.offsets).map(|(s, o)| s - o).collect();
-    let vol = exec::Vol::build(&topo.root, &data, &asm.offsets)?;
+    let vol = exec::Vol::build(&topo.root, &data_areas(&sizes, &asm), &asm.offsets)?;
     Ok(Arrays {
         members,
         sizes,
@@ -995,6 +1026,21 @@ fn assemble_arrays(topo: &RealTopology, writes: bool, opts: &RunOptions) -> Resu
         asm,
         vol,
     })
+}
+
+/// The bytes of data each member holds for the volume: from its data
+/// offset to its end, or to what its superblock records its array using of
+/// it (md keeps an array's recorded size when members grow).
+fn data_areas(sizes: &[u64], asm: &meta::Assembly) -> Vec<u64> {
+    sizes
+        .iter()
+        .zip(&asm.offsets)
+        .enumerate()
+        .map(|(m, (s, o))| match asm.recorded.get(m) {
+            Some(&r) if r > 0 => r.min(s - o),
+            _ => s - o,
+        })
+        .collect()
 }
 
 /// Resynchronise arrays whose superblocks say they were not stopped
@@ -1250,6 +1296,7 @@ fn merge(outs: Vec<(usize, worker::WorkerOut)>, jobs: usize, uring: bool) -> Res
             t.1 += o.1;
         }
         m.verify.checked_units += o.checked;
+        m.verify.unwritten_units += o.unwritten;
         m.verify.mismatches += o.mismatches;
         m.verify.repaired += o.repaired;
         for b in o.first_bad {

@@ -194,6 +194,10 @@ pub struct Assembly {
     pub rebuild: Vec<usize>,
     /// The root array's write-intent bitmap, when it has one.
     pub bitmap: Option<BitmapInfo>,
+    /// Bytes of data each member's superblock records its array using of
+    /// it (md's `size`), for the members assembled from their metadata; 0
+    /// where none is recorded (new arrays, replacements, bare members).
+    pub recorded: Vec<u64>,
 }
 
 /// A root array's internal write-intent bitmap, as found or chosen.
@@ -391,6 +395,7 @@ fn create_arrays(
         dirty: false,
         rebuild: Vec::new(),
         bitmap,
+        recorded: Vec::new(),
     })
 }
 
@@ -513,6 +518,7 @@ pub fn assemble(
             dirty: false,
             rebuild: Vec::new(),
             bitmap: None,
+            recorded: Vec::new(),
         });
     }
     let path_of = |m: usize| topo.members[m].path.display().to_string();
@@ -564,12 +570,14 @@ pub fn assemble(
             path_of(*m)
         )));
     }
+    let recorded = recorded_sizes(&current, sizes, &offsets, &path_of)?;
     let bitmap = if fsb.bitmap && bitmap_eligible(&topo.root) {
         Some(found_bitmap(&current, files, sizes, &offsets)?)
     } else {
         None
     };
     Ok(Assembly {
+        recorded,
         root_uuid: flin.root_uuid,
         ctime: fsb.ctime,
         dirty: current.iter().any(|(_, s, _)| !s.clean()),
@@ -614,6 +622,39 @@ fn found_bitmap(
         }
     }
     info.ok_or_else(|| refused("no current member holds the bitmap".to_string()))
+}
+
+/// The data each current member's superblock records its array using of
+/// it, checked against the member's size: as md refuses a device smaller
+/// than its recorded size, a member that shrank (truncated, or another
+/// device under its name) is refused, never taken as a smaller array.
+fn recorded_sizes(
+    current: &[&(&Leaf, &Superblock, &Lineage)],
+    sizes: &[u64],
+    offsets: &[u64],
+    path_of: &dyn Fn(usize) -> String,
+) -> Result<Vec<u64>, Error> {
+    let mut recorded = vec![0; sizes.len()];
+    for (l, sb, _) in current {
+        let m = l.member;
+        let need = sb.size * 512;
+        let have = sizes[m].saturating_sub(offsets[m]);
+        if have < need {
+            return Err(Error::new(
+                ErrorKind::Size,
+                format!(
+                    "{} holds {} bytes, but its array records {} bytes of data on it from offset {} ({} bytes in all): the member shrank or is another device; restore its size, or write 'missing' in its place and rebuild onto a replacement",
+                    path_of(m),
+                    sizes[m],
+                    need,
+                    offsets[m],
+                    offsets[m] + need
+                ),
+            ));
+        }
+        recorded[m] = need;
+    }
+    Ok(recorded)
 }
 
 /// Give each replacement member the data offset of its array's current
@@ -695,7 +736,7 @@ fn check_slot(l: &Leaf, sb: &Superblock, lin: &Lineage, who: &str) -> Result<(),
 }
 
 /// The md name of the array at `path`: `raidlab` for the root, then the
-/// slot path (`raidlab:2.1`).
+/// slot path (`raidlab:1.0`).
 fn array_name(path: &[u16]) -> String {
     let mut n = String::from("raidlab");
     if !path.is_empty() {
@@ -725,10 +766,11 @@ impl Assembly {
     }
 }
 
-/// A slot path as `2` or `1.2` (1-based, root first).
-fn path_text(p: &[u16]) -> String {
+/// A slot path as `1` or `0.1`: root first, each number a slot counted
+/// from 0, as md numbers a member's role (`active device 0`).
+pub fn path_text(p: &[u16]) -> String {
     p.iter()
-        .map(|i| (i + 1).to_string())
+        .map(|i| i.to_string())
         .collect::<Vec<_>>()
         .join(".")
 }

@@ -3,24 +3,26 @@
 //! with its data, in 4 KiB blocks (md's stripe page), counting
 //! `mismatch_cnt` as md does (8 sectors per mismatching block).
 //!
-//! Repair follows md: RAID 5 parity and mirror copies are rewritten from
-//! the data and the first copy — except where the data was written under
-//! `--verify`: a block whose 512-byte units fail their own checksums is the
-//! damaged one, so a RAID 5 data block that fails while the others pass is
-//! rebuilt from parity, and a damaged first copy is replaced by an intact
-//! one (read-repair, knowing which side is right). RAID 6 does better than md's kernel
-//! repair, as mdadm's `raid6check` does: when P and Q both mismatch, the
-//! syndromes locate a single bad data member (the byte error e at data
-//! slot z gives ΔP = e and ΔQ = g^z · e, so z = log ΔQ − log ΔP, the same
-//! for every bad byte) and the data is corrected; otherwise P and Q are
-//! rewritten from the data. Arrays with a member `missing` have nothing to
-//! compare and are reported as skipped; inner arrays are scrubbed first.
+//! Which member of an inconsistent stripe is wrong is said only where it is
+//! known. Data written under `--verify` knows: a block whose 512-byte units
+//! fail their own checksums is damaged ([`verify::judge`]). RAID 5 rebuilds
+//! one damaged data block from parity, RAID 6 up to two from P and Q, and a
+//! mirror takes an intact copy; a stripe with more damage than its
+//! redundancy covers is left as it is and reported unrepairable. With
+//! every data block intact, the parity is what is wrong. RAID 6 also
+//! locates a single bad data member from the syndromes alone, as mdadm's
+//! `raid6check` does (the byte error e at data slot z gives ΔP = e and
+//! ΔQ = g^z · e, so z = log ΔQ − log ΔP, the same for every bad byte).
+//! Where nothing tells, the stripe is reported inconsistent with the member
+//! unknown, and `repair` rewrites parity from the data, as md does. Arrays
+//! with a member `missing` have nothing to compare and are reported as
+//! skipped; inner arrays are scrubbed first.
 
 use crate::backend::{Backend, Members};
 use crate::buf::ABuf;
 use crate::exec::{Exec, VNode, Vol};
 use crate::resync::block_on;
-use crate::verify;
+use crate::verify::{self, Judged};
 use raidlab_layout::{gf, Geometry, Level};
 use std::io;
 
@@ -38,15 +40,19 @@ pub struct Mismatch {
     pub array: String,
     /// Stripe (RAID 5/6) or chunk row (mirrors).
     pub stripe: u64,
-    /// The member found wrong: a path, or an inner array's name.
-    pub member: String,
-    /// Byte offset on that member (a file offset for a path).
+    /// The member found wrong: a path, or an inner array's name; `None`
+    /// where the stripe is inconsistent and nothing tells which member is.
+    pub member: Option<String>,
+    /// Byte offset on that member (a file offset for a path); with no
+    /// member, on every member of the array.
     pub offset: u64,
-    /// What was wrong: `parity`, `P`, `Q`, `data (located by P and Q)`,
-    /// `P and Q (the bad member cannot be located)` or `copy`.
+    /// What was wrong (`parity`, `P`, `Q`, `P and Q`, `data (...)`,
+    /// `copy`, `stripe inconsistent (...)`).
     pub what: &'static str,
     /// It was rewritten (repair).
     pub repaired: bool,
+    /// The redundancy cannot rebuild it: left as it is.
+    pub unrepairable: bool,
 }
 
 /// One array's scrub.
@@ -71,6 +77,9 @@ pub struct ScrubReport {
     pub mismatches: Vec<Mismatch>,
     /// Sum of the arrays' `mismatch_cnt`.
     pub mismatch_cnt: u64,
+    /// Blocks (or copies) wrong beyond what the redundancy can rebuild,
+    /// left as they were.
+    pub unrepairable: u64,
 }
 
 /// A 4 KiB block of a stripe (or mirror row): `len` bytes from `blk` in
@@ -146,32 +155,32 @@ impl Scrubber<'_, '_> {
         Ok(())
     }
 
-    /// Record a mismatch in stripe (or row) `stripe`, on child node
-    /// `child` at its offset `off`.
-    fn found(
-        &mut self,
-        a: &mut ArrayScrub,
-        stripe: u64,
-        child: usize,
-        off: u64,
-        what: &'static str,
-    ) {
-        let (member, offset) = self.place(child, off);
-        let m = Mismatch {
-            array: a.array.clone(),
-            stripe,
-            member,
-            offset,
-            what,
-            repaired: self.repair,
-        };
-        self.note(a, m);
+    /// Count one mismatching 4 KiB block in md's `mismatch_cnt`.
+    fn count(&mut self, a: &mut ArrayScrub) {
+        a.mismatch_cnt += SECTORS_PER_BLOCK;
     }
 
-    fn note(&mut self, a: &mut ArrayScrub, m: Mismatch) {
-        a.mismatch_cnt += SECTORS_PER_BLOCK;
+    /// Record what is wrong in stripe (or row) `stripe`: on child node
+    /// `child` at its offset `off` (or on an unknown member), and whether
+    /// the redundancy can rebuild it (a repair then did).
+    fn found(&mut self, f: Finding, stripe: u64, off: u64, a: &ArrayScrub) {
+        // An unknown member's offset is given on the child named for the
+        // place: one array's members share their data offset.
+        let (member, offset) = self.place(f.child, off);
+        let member = f.known.then_some(member);
+        if !f.repairable {
+            self.report.unrepairable += 1;
+        }
         if self.report.mismatches.len() < MAX_LISTED {
-            self.report.mismatches.push(m);
+            self.report.mismatches.push(Mismatch {
+                array: a.array.clone(),
+                stripe,
+                member,
+                offset,
+                what: f.what,
+                repaired: self.repair && f.repairable,
+                unrepairable: !f.repairable,
+            });
         }
     }
 
@@ -230,47 +239,66 @@ impl Scrubber<'_, '_> {
         bufs: &mut [ABuf],
         a: &mut ArrayScrub,
     ) -> io::Result<()> {
-        let At {
-            stripe: s,
-            blk,
-            len,
-        } = at;
+        let (s, blk, len) = (at.stripe, at.blk, at.len);
         let (pd, _) = geo.parity_of(s);
         let mut p = vec![0u8; len];
         for (m, b) in bufs.iter().enumerate() {
             if m != pd {
-                p.iter_mut()
-                    .zip(&b[blk..blk + len])
-                    .for_each(|(x, y)| *x ^= y);
+                xor_into(&mut p, &b[blk..blk + len]);
             }
         }
         if p[..] == bufs[pd][blk..blk + len] {
             return Ok(());
         }
+        self.count(a);
         let off = s * geo.chunk() + blk as u64;
-        // A data block that fails its verify checksums while the others
-        // pass is the damaged one: rebuild it from parity and the rest.
-        let damaged: Vec<usize> = (0..bufs.len())
-            .filter(|&m| m != pd && !verify::intact(&bufs[m][blk..blk + len]))
-            .collect();
-        let data_blocks_checkable = damaged.len() < bufs.len() - 1;
-        let (target, what, fix) = match damaged[..] {
-            [d] if data_blocks_checkable => {
-                let rebuilt: Vec<u8> = p
-                    .iter()
-                    .zip(&bufs[pd][blk..blk + len])
-                    .zip(&bufs[d][blk..blk + len])
-                    .map(|((x, y), z)| x ^ y ^ z)
-                    .collect();
-                (d, "data (found by its verify checksums)", rebuilt)
+        let data: Vec<usize> = (0..bufs.len()).filter(|&m| m != pd).collect();
+        let (damaged, all_intact) = judge_blocks(&data, bufs, at);
+        let fix: Option<(usize, Vec<u8>)> = match damaged[..] {
+            [] if all_intact => Some((pd, p)),
+            [] => {
+                // Nothing tells which member is wrong: md's repair
+                // rewrites parity from the data.
+                let what = "stripe inconsistent (the member at fault is unknown: no verify data tells; repair rewrites parity from the data, as md does)";
+                self.put(kids[pd], off, &p, &mut bufs[pd][blk..blk + len])?;
+                self.found(Finding::unknown(kids[pd], what), s, off, a);
+                return Ok(());
             }
-            _ => (pd, "parity", p),
+            [d] => {
+                let mut rebuilt = p;
+                xor_into(&mut rebuilt, &bufs[pd][blk..blk + len]);
+                xor_into(&mut rebuilt, &bufs[d][blk..blk + len]);
+                (verify::judge(&rebuilt) == Judged::Intact).then_some((d, rebuilt))
+            }
+            _ => None,
         };
-        if self.repair {
-            self.write(kids[target], off, &fix)?;
-            bufs[target][blk..blk + len].copy_from_slice(&fix);
+        match fix {
+            Some((t, bytes)) => {
+                let what = if t == pd {
+                    "parity"
+                } else {
+                    "data (fails its verify checksums; parity rebuilds it)"
+                };
+                self.put(kids[t], off, &bytes, &mut bufs[t][blk..blk + len])?;
+                self.found(Finding::on(kids[t], what, true), s, off, a);
+            }
+            None => {
+                let what = "data (fails its verify checksums; RAID 5 parity cannot rebuild it)";
+                for &d in &damaged {
+                    self.found(Finding::on(kids[d], what, false), s, off, a);
+                }
+            }
         }
-        self.found(a, s, kids[target], off, what);
+        Ok(())
+    }
+
+    /// Under repair, write `bytes` to child `node` at `off` and keep the
+    /// stripe's copy in `held` up to date.
+    fn put(&self, node: usize, off: u64, bytes: &[u8], held: &mut [u8]) -> io::Result<()> {
+        if self.repair {
+            self.write(node, off, bytes)?;
+            held.copy_from_slice(bytes);
+        }
         Ok(())
     }
 
@@ -282,72 +310,112 @@ impl Scrubber<'_, '_> {
         bufs: &mut [ABuf],
         a: &mut ArrayScrub,
     ) -> io::Result<()> {
-        let At {
-            stripe: s,
-            blk,
-            len,
-        } = at;
+        let (s, blk, len) = (at.stripe, at.blk, at.len);
         let (pd, qd) = geo.parity_of(s);
         let qd = qd.expect("raid6 has Q");
-        let k = geo.data_disks();
-        // Data members in syndrome order.
-        let order: Vec<usize> = {
-            let mut o = vec![0; k];
-            for j in 0..k {
-                let m = geo.data_member(s, j);
-                o[geo.q_index(s, m)] = m;
-            }
-            o
-        };
-        let (mut p, mut q) = (vec![0u8; len], vec![0u8; len]);
-        {
-            let data: Vec<&[u8]> = order.iter().map(|&m| &bufs[m][blk..blk + len]).collect();
-            gf::gen_pq(&data, &mut p, &mut q);
-        }
-        let dp: Vec<u8> = p
-            .iter()
-            .zip(&bufs[pd][blk..blk + len])
-            .map(|(a, b)| a ^ b)
-            .collect();
-        let dq: Vec<u8> = q
-            .iter()
-            .zip(&bufs[qd][blk..blk + len])
-            .map(|(a, b)| a ^ b)
-            .collect();
+        let (p, q) = syndromes(geo, s, bufs, at);
+        let dp = xor(&p, &bufs[pd][blk..blk + len]);
+        let dq = xor(&q, &bufs[qd][blk..blk + len]);
         let (p_bad, q_bad) = (dp.iter().any(|&x| x != 0), dq.iter().any(|&x| x != 0));
         if !p_bad && !q_bad {
             return Ok(());
         }
+        self.count(a);
         let off = s * geo.chunk() + blk as u64;
+        let data: Vec<usize> = (0..geo.data_disks())
+            .map(|j| geo.data_member(s, j))
+            .collect();
+        let (damaged, all_intact) = judge_blocks(&data, bufs, at);
+        if damaged.is_empty() {
+            return self.raid6_by_syndromes(geo, kids, at, bufs, (dp, dq), all_intact, a);
+        }
+        // Damaged data blocks: RAID 6 rebuilds up to two from P and Q (P
+        // alone first, so a bad Q does not spoil one rebuild).
+        let fixed = (damaged.len() <= 2)
+            .then(|| rebuild_blocks(geo, s, bufs, at, &damaged, pd))
+            .flatten();
+        let Some(blocks) = fixed else {
+            let what = "data (fails its verify checksums; more than P and Q can rebuild)";
+            for &d in &damaged {
+                self.found(Finding::on(kids[d], what, false), s, off, a);
+            }
+            return Ok(());
+        };
+        for &d in &damaged {
+            let what = "data (fails its verify checksums; P and Q rebuild it)";
+            self.put(kids[d], off, &blocks[d], &mut bufs[d][blk..blk + len])?;
+            self.found(Finding::on(kids[d], what, true), s, off, a);
+        }
+        // P or Q may have been wrong too: compare them with the data as
+        // rebuilt.
+        let (p, q) = syndromes_of(geo, s, &blocks);
+        for (t, par, what) in [(pd, p, "P"), (qd, q, "Q")] {
+            if par[..] != blocks[t][..] {
+                self.put(kids[t], off, &par, &mut bufs[t][blk..blk + len])?;
+                self.found(Finding::on(kids[t], what, true), s, off, a);
+            }
+        }
+        Ok(())
+    }
+
+    /// A RAID 6 block whose data blocks pass their verify checksums (or
+    /// carry none): P alone or Q alone wrong is rewritten; both wrong, the
+    /// syndromes locate a single bad data member; otherwise, with every
+    /// data block intact, P and Q are what is wrong, and with no verify data
+    /// the member is unknown (md's repair rewrites P and Q).
+    #[allow(clippy::too_many_arguments)]
+    fn raid6_by_syndromes(
+        &mut self,
+        geo: &Geometry,
+        kids: &[usize],
+        at: At,
+        bufs: &mut [ABuf],
+        (dp, dq): (Vec<u8>, Vec<u8>),
+        all_intact: bool,
+        a: &mut ArrayScrub,
+    ) -> io::Result<()> {
+        let (s, blk, len) = (at.stripe, at.blk, at.len);
+        let (pd, qd) = geo.parity_of(s);
+        let qd = qd.expect("raid6 has Q");
+        let off = s * geo.chunk() + blk as u64;
+        let (p_bad, q_bad) = (dp.iter().any(|&x| x != 0), dq.iter().any(|&x| x != 0));
         let located = (p_bad && q_bad)
             .then(|| locate(&dp, &dq))
             .flatten()
-            .filter(|&z| z < k);
-        let (target, what) = match (p_bad, q_bad, located) {
-            (true, false, _) => (pd, "P"),
-            (false, true, _) => (qd, "Q"),
-            (_, _, Some(z)) => (order[z], "data (located by P and Q)"),
-            _ => (pd, "P and Q (the bad member cannot be located)"),
-        };
-        if self.repair {
-            match what {
-                "P" => self.write(kids[pd], off, &p)?,
-                "Q" => self.write(kids[qd], off, &q)?,
-                "data (located by P and Q)" => {
-                    let fixed: Vec<u8> = bufs[target][blk..blk + len]
-                        .iter()
-                        .zip(&dp)
-                        .map(|(d, e)| d ^ e)
-                        .collect();
-                    self.write(kids[target], off, &fixed)?;
-                }
-                _ => {
-                    self.write(kids[pd], off, &p)?;
-                    self.write(kids[qd], off, &q)?;
-                }
-            }
+            .filter(|&z| z < geo.data_disks());
+        if let (true, Some(z)) = (p_bad && q_bad, located) {
+            let m = (0..geo.data_disks())
+                .map(|j| geo.data_member(s, j))
+                .find(|&m| geo.q_index(s, m) == z)
+                .expect("a data member in every syndrome slot");
+            let fixed = xor(&bufs[m][blk..blk + len], &dp);
+            self.put(kids[m], off, &fixed, &mut bufs[m][blk..blk + len])?;
+            self.found(
+                Finding::on(kids[m], "data (located by P and Q)", true),
+                s,
+                off,
+                a,
+            );
+            return Ok(());
         }
-        self.found(a, s, kids[target], off, what);
+        let (p, q) = syndromes(geo, s, bufs, at);
+        let (who, what) = match (p_bad, q_bad, all_intact) {
+            (true, false, _) => (Some(kids[pd]), "P"),
+            (false, true, _) => (Some(kids[qd]), "Q"),
+            (_, _, true) => (Some(kids[pd]), "P and Q"),
+            _ => (None, "stripe inconsistent (the member at fault cannot be located: no single data member explains P and Q, and no verify data tells; repair rewrites P and Q from the data, as md does)"),
+        };
+        if p_bad {
+            self.put(kids[pd], off, &p, &mut bufs[pd][blk..blk + len])?;
+        }
+        if q_bad {
+            self.put(kids[qd], off, &q, &mut bufs[qd][blk..blk + len])?;
+        }
+        let f = match who {
+            Some(c) => Finding::on(c, what, true),
+            None => Finding::unknown(kids[pd], what),
+        };
+        self.found(f, s, off, a);
         Ok(())
     }
 
@@ -398,7 +466,8 @@ impl Scrubber<'_, '_> {
 impl Scrubber<'_, '_> {
     /// One 4 KiB block of every copy: copies that differ from the source
     /// are wrong. The source is the first copy, unless it fails its verify
-    /// checksums and another copy passes them.
+    /// checksums and another copy passes them (or carries none); when
+    /// every copy fails them, none can be trusted and nothing is rewritten.
     fn mirror_block(
         &mut self,
         kids: &[usize],
@@ -411,24 +480,148 @@ impl Scrubber<'_, '_> {
         if data.iter().all(|d| d[blk..end] == data[0][blk..end]) {
             return Ok(());
         }
-        let src = if verify::intact(&data[0][blk..end]) {
-            0
-        } else {
-            (0..data.len())
-                .find(|&i| verify::intact(&data[i][blk..end]))
-                .unwrap_or(0)
+        let judged: Vec<Judged> = data.iter().map(|d| verify::judge(&d[blk..end])).collect();
+        let src = match judged[0] {
+            Judged::Intact => Some(0),
+            _ => (0..data.len())
+                .find(|&i| judged[i] == Judged::Intact)
+                .or_else(|| (0..data.len()).find(|&i| judged[i] != Judged::Damaged)),
         };
         for (i, &(c, co)) in copies.iter().enumerate() {
+            let Some(src) = src else {
+                self.count(a);
+                let what = "copy (every copy fails its verify checksums)";
+                self.found(Finding::on(kids[c], what, false), row, co + blk as u64, a);
+                continue;
+            };
             if data[i][blk..end] == data[src][blk..end] {
                 continue;
             }
             if self.repair {
                 self.write(kids[c], co + blk as u64, &data[src][blk..end])?;
             }
-            self.found(a, row, kids[c], co + blk as u64, "copy");
+            self.count(a);
+            self.found(Finding::on(kids[c], "copy", true), row, co + blk as u64, a);
         }
         Ok(())
     }
+}
+
+/// One thing wrong in a block: where (a child node, and whether it is known
+/// to be the one at fault or only names the place), what, and whether the
+/// redundancy can rebuild it.
+struct Finding {
+    child: usize,
+    known: bool,
+    what: &'static str,
+    repairable: bool,
+}
+
+impl Finding {
+    /// Child `child` is wrong.
+    fn on(child: usize, what: &'static str, repairable: bool) -> Self {
+        Finding {
+            child,
+            known: true,
+            what,
+            repairable,
+        }
+    }
+
+    /// The stripe is inconsistent and no member is known to be at fault;
+    /// `place` is one of them, for the offset.
+    fn unknown(place: usize, what: &'static str) -> Self {
+        Finding {
+            child: place,
+            known: false,
+            what,
+            repairable: true,
+        }
+    }
+}
+
+/// `dst ^= src`.
+fn xor_into(dst: &mut [u8], src: &[u8]) {
+    dst.iter_mut().zip(src).for_each(|(x, y)| *x ^= y);
+}
+
+/// `a ^ b`.
+fn xor(a: &[u8], b: &[u8]) -> Vec<u8> {
+    a.iter().zip(b).map(|(x, y)| x ^ y).collect()
+}
+
+/// The data members among `data` whose block fails its verify checksums,
+/// and whether every one of them passes.
+fn judge_blocks(data: &[usize], bufs: &[ABuf], at: At) -> (Vec<usize>, bool) {
+    let judged: Vec<(usize, Judged)> = data
+        .iter()
+        .map(|&m| (m, verify::judge(&bufs[m][at.blk..at.blk + at.len])))
+        .collect();
+    let damaged = judged
+        .iter()
+        .filter(|(_, j)| *j == Judged::Damaged)
+        .map(|(m, _)| *m)
+        .collect();
+    (damaged, judged.iter().all(|(_, j)| *j == Judged::Intact))
+}
+
+/// Copies of one block of every member of a stripe.
+fn blocks_of(bufs: &[ABuf], at: At) -> Vec<ABuf> {
+    bufs.iter()
+        .map(|b| {
+            let mut c = ABuf::zeroed(at.len);
+            c.copy_from_slice(&b[at.blk..at.blk + at.len]);
+            c
+        })
+        .collect()
+}
+
+/// P and Q of a RAID 6 stripe's block computed from its data.
+fn syndromes(geo: &Geometry, s: u64, bufs: &[ABuf], at: At) -> (Vec<u8>, Vec<u8>) {
+    syndromes_of(geo, s, &blocks_of(bufs, at))
+}
+
+/// P and Q of a RAID 6 stripe from one block per member.
+fn syndromes_of(geo: &Geometry, s: u64, blocks: &[ABuf]) -> (Vec<u8>, Vec<u8>) {
+    let k = geo.data_disks();
+    let mut order: Vec<&[u8]> = vec![&[]; k];
+    for j in 0..k {
+        let m = geo.data_member(s, j);
+        order[geo.q_index(s, m)] = &blocks[m];
+    }
+    let len = blocks[0].len();
+    let (mut p, mut q) = (vec![0u8; len], vec![0u8; len]);
+    gf::gen_pq(&order, &mut p, &mut q);
+    (p, q)
+}
+
+/// The stripe's blocks with the `damaged` data blocks rebuilt from P (one)
+/// or P and Q (two), or for one, from Q where P gives no intact block;
+/// `None` when no rebuild passes the blocks' verify checksums.
+fn rebuild_blocks(
+    geo: &Geometry,
+    s: u64,
+    bufs: &[ABuf],
+    at: At,
+    damaged: &[usize],
+    pd: usize,
+) -> Option<Vec<ABuf>> {
+    let tries: &[bool] = if damaged.len() == 1 {
+        &[false, true]
+    } else {
+        &[false]
+    };
+    tries.iter().find_map(|&without_p| {
+        let mut blocks = blocks_of(bufs, at);
+        let mut failed = vec![false; bufs.len()];
+        damaged.iter().for_each(|&d| failed[d] = true);
+        failed[pd] = without_p;
+        crate::exec::rebuild(geo, s, &failed, &mut blocks);
+        damaged
+            .iter()
+            .all(|&d| verify::judge(&blocks[d]) == Judged::Intact)
+            .then_some(blocks)
+    })
 }
 
 /// The data slot a RAID 6 single-member error lies in: ΔP = e and

@@ -121,14 +121,37 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-/// Whether every unit of `block` is an intact verify unit (its magic and
-/// checksum right), whatever address it names: what a scrub uses to tell
-/// which of two disagreeing blocks of `--verify` data is the damaged one.
-pub fn intact(block: &[u8]) -> bool {
-    block.chunks_exact(UNIT).all(|u| {
-        u[0..4] == MAGIC
-            && u32::from_le_bytes(u[4..8].try_into().expect("4 bytes")) == checksum(&u[8..])
-    })
+/// What a block's own verify data says of it, whatever address its units
+/// name: what a scrub uses to tell which of disagreeing blocks is damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judged {
+    /// Every unit is an intact verify unit (magic and checksum right).
+    Intact,
+    /// Some unit is a damaged verify unit: its magic or its checksum field
+    /// is right and the other is not (one corruption leaves one of them).
+    Damaged,
+    /// Neither: data not written under verify (or a mix of intact units and
+    /// such data): it cannot tell whether it is right.
+    Unknown,
+}
+
+/// Judge `block` (a multiple of [`UNIT`] long) by its verify units.
+pub fn judge(block: &[u8]) -> Judged {
+    let mut all_intact = true;
+    for u in block.chunks_exact(UNIT) {
+        let magic = u[0..4] == MAGIC;
+        let sum = u32::from_le_bytes(u[4..8].try_into().expect("4 bytes")) == checksum(&u[8..]);
+        match (magic, sum) {
+            (true, true) => {}
+            (false, false) => all_intact = false,
+            _ => return Judged::Damaged,
+        }
+    }
+    if all_intact {
+        Judged::Intact
+    } else {
+        Judged::Unknown
+    }
 }
 
 /// Check one unit read from volume address `addr`; returns its generation.
@@ -162,17 +185,55 @@ const GROUP: u64 = 8;
 /// carry the run's nonzero nonce in their high bits).
 pub struct Generations {
     shards: Vec<Mutex<HashMap<u64, [u64; GROUP as usize]>>>,
+    /// Every unit read must carry a header: a read-only run with no verify
+    /// state verifies what an earlier run wrote, as fio's read-only verify
+    /// does. Otherwise only units known to be written (this run, or the
+    /// state) must; others may never have been written.
+    every_unit: bool,
 }
 
 impl Default for Generations {
     fn default() -> Self {
         Generations {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            every_unit: false,
         }
     }
 }
 
+/// What one verified read found, besides its mismatches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// Units checked (a header, address and checksum, and the generation
+    /// where one is known).
+    pub units: u64,
+    /// Units without a header that neither this run nor the verify state
+    /// knows were written: never written under verify, so not checked.
+    pub unwritten: u64,
+}
+
+/// Whether a unit without the verify magic is a verify unit whose header
+/// was damaged rather than one never written under verify: its checksum
+/// field or its (nonzero: zeroed space names address 0) address field is
+/// still right.
+fn damaged_header(u: &[u8], addr: u64) -> bool {
+    u32::from_le_bytes(u[4..8].try_into().expect("4 bytes")) == checksum(&u[8..])
+        || (addr != 0 && u64::from_le_bytes(u[8..16].try_into().expect("8 bytes")) == addr)
+}
+
 impl Generations {
+    /// Require a header on every unit read (see `every_unit`).
+    pub fn require_every_unit(&mut self) {
+        self.every_unit = true;
+    }
+
+    /// Nothing recorded: no unit is known to be written.
+    pub fn is_empty(&self) -> bool {
+        self.shards
+            .iter()
+            .all(|s| s.lock().unwrap_or_else(|e| e.into_inner()).is_empty())
+    }
+
     fn shard(&self, group: u64) -> std::sync::MutexGuard<'_, HashMap<u64, [u64; GROUP as usize]>> {
         let s = (group.wrapping_mul(GOLDEN_GAMMA) >> 58) as usize % SHARDS;
         self.shards[s].lock().unwrap_or_else(|e| e.into_inner())
@@ -291,16 +352,25 @@ impl Generations {
     }
 
     /// Check a read buffer from volume address `off`: calls `bad` for every
-    /// unit that fails, returns the number of units checked.
-    pub fn check(&self, buf: &[u8], off: u64, mut bad: impl FnMut(u64, Mismatch)) -> u64 {
-        let mut n = 0;
+    /// unit that fails. A unit with no header is a failure only where it is
+    /// known to be written (or every unit must be, `every_unit`), or where
+    /// its header alone was damaged; otherwise it is counted unwritten.
+    pub fn check(&self, buf: &[u8], off: u64, mut bad: impl FnMut(u64, Mismatch)) -> Checked {
+        let mut n = Checked::default();
         for (i, u) in buf.chunks_exact(UNIT).enumerate() {
             let addr = off + (i * UNIT) as u64;
-            n += 1;
+            let known = self.last(addr / UNIT as u64);
             match check_unit(u, addr) {
+                Err(Mismatch::NoHeader)
+                    if known.is_none() && !self.every_unit && !damaged_header(u, addr) =>
+                {
+                    n.unwritten += 1;
+                    continue;
+                }
+                Err(Mismatch::NoHeader) if damaged_header(u, addr) => bad(addr, Mismatch::Checksum),
                 Err(m) => bad(addr, m),
                 Ok(found) => {
-                    if let Some(expected) = self.last(addr / UNIT as u64) {
+                    if let Some(expected) = known {
                         // Older than recorded is a lost write. Newer is
                         // stale only within one run (a state file saved
                         // before later unrecorded runs is merely behind).
@@ -311,6 +381,7 @@ impl Generations {
                     }
                 }
             }
+            n.units += 1;
         }
         n
     }
@@ -326,7 +397,7 @@ mod tests {
         fill(&mut b, 8192, 7);
         let g = Generations::default();
         let mut bad = Vec::new();
-        assert_eq!(g.check(&b, 8192, |a, m| bad.push((a, m))), 4);
+        assert_eq!(g.check(&b, 8192, |a, m| bad.push((a, m))).units, 4);
         assert!(bad.is_empty());
         // Misplaced: read as if from elsewhere.
         g.check(&b[..UNIT], 0, |a, m| bad.push((a, m)));
@@ -352,7 +423,49 @@ mod tests {
             )]
         );
         bad.clear();
+        // A never-written unit is no failure unless it is known written,
+        // or every unit must carry a header.
+        assert_eq!(
+            g.check(&[0u8; UNIT], 0, |a, m| bad.push((a, m))).unwritten,
+            1
+        );
+        assert!(bad.is_empty());
+        g.wrote(0, UNIT, 9);
         g.check(&[0u8; UNIT], 0, |a, m| bad.push((a, m)));
         assert_eq!(bad, vec![(0, Mismatch::NoHeader)]);
+        bad.clear();
+        let mut strict = Generations::default();
+        strict.require_every_unit();
+        strict.check(&[0u8; UNIT], 0, |a, m| bad.push((a, m)));
+        assert_eq!(bad, vec![(0, Mismatch::NoHeader)]);
+    }
+
+    #[test]
+    fn blocks_are_judged_by_their_own_units() {
+        let mut b = vec![0u8; 4 * UNIT];
+        assert_eq!(judge(&b), Judged::Unknown);
+        fill(&mut b, 0, 5);
+        assert_eq!(judge(&b), Judged::Intact);
+        for at in [1, 6, 30, UNIT + 200] {
+            let mut c = b.clone();
+            c[at] ^= 0x40;
+            assert_eq!(judge(&c), Judged::Damaged, "byte {at}");
+        }
+        b[UNIT..2 * UNIT].fill(0);
+        assert_eq!(judge(&b), Judged::Unknown);
+    }
+
+    #[test]
+    fn a_damaged_magic_is_caught_even_where_nothing_is_known() {
+        let g = Generations::default();
+        for byte in 0..4 {
+            let mut b = vec![0u8; UNIT];
+            fill(&mut b, 4096, 3);
+            b[byte] ^= 0x10;
+            let mut bad = Vec::new();
+            let n = g.check(&b, 4096, |a, m| bad.push((a, m)));
+            assert_eq!(bad, vec![(4096, Mismatch::Checksum)], "byte {byte}");
+            assert_eq!(n.unwritten, 0);
+        }
     }
 }

@@ -110,6 +110,8 @@ pub struct WorkerOut {
     pub totals: [(u64, u64); 2],
     /// Verify units checked.
     pub checked: u64,
+    /// Verify units read that were never written under verify.
+    pub unwritten: u64,
     /// Verify failures.
     pub mismatches: u64,
     /// First failures (and repairs), described.
@@ -129,7 +131,7 @@ pub struct WorkerOut {
 struct Done {
     buf: ABuf,
     res: io::Result<()>,
-    checked: u64,
+    checked: verify::Checked,
     bad: Vec<(u64, Mismatch)>,
     /// Units that failed verify and were repaired from redundancy.
     repaired: Vec<String>,
@@ -148,7 +150,7 @@ async fn host_flush(ex: &Exec<'_, '_>, buf: ABuf) -> Done {
     Done {
         res: ex.flush(0).await,
         buf,
-        checked: 0,
+        checked: verify::Checked::default(),
         bad: Vec::new(),
         repaired: Vec::new(),
     }
@@ -180,7 +182,7 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
     // placeholder buffer: an allocation per I/O would cost more than the
     // I/O's own work).
     let mut res = Ok(());
-    let mut checked = 0;
+    let mut checked = verify::Checked::default();
     let mut bad = Vec::new();
     let mut repaired = Vec::new();
     if io.read {
@@ -658,7 +660,8 @@ fn finish(
     let d = &mut out.totals[usize::from(!t.io.read)];
     d.0 += 1;
     d.1 += t.io.len as u64;
-    out.checked += done.checked;
+    out.checked += done.checked.units;
+    out.unwritten += done.checked.unwritten;
     out.repaired += done.repaired.len() as u64;
     for r in done.repaired {
         if out.first_bad.len() < 10 {

@@ -221,8 +221,14 @@ fn real_members(r: &RunResult, real: &raidlab_core::result::RealStats) -> String
     }
     if let Some(v) = &real.verify {
         o += &format!(
-            "\nverify: {} blocks checked, {} mismatches, {} repaired from redundancy\n",
-            v.checked_units, v.mismatches, v.repaired
+            "\nverify: {} blocks checked, {} mismatches, {} repaired from redundancy{}\n",
+            v.checked_units,
+            v.mismatches,
+            v.repaired,
+            match v.unwritten_units {
+                0 => String::new(),
+                n => format!(", {n} never written under verify (not checked)"),
+            }
         );
         for f in &v.first {
             o += &format!("  {f}\n");

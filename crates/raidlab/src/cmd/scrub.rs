@@ -33,10 +33,13 @@ pub struct CheckArgs {
     scrub: ScrubArgs,
 }
 
-/// Check the array and rewrite what is wrong (md's `repair`): RAID 5
-/// parity and mirror copies from the data and the first copy; in RAID 6, a
-/// single bad member located by P and Q is corrected, otherwise P and Q
-/// are rewritten. An array not stopped cleanly is resynchronised first.
+/// Check the array and rewrite what is wrong (md's `repair`): blocks that
+/// fail their verify checksums are rebuilt from the redundancy (RAID 5:
+/// one a stripe, RAID 6: two, mirrors: from an intact copy), a single bad
+/// RAID 6 member located by P and Q is corrected, and where nothing tells
+/// which member is wrong parity is rewritten from the data, as md does.
+/// Damage beyond the redundancy is left as it is and makes the exit status
+/// 1. An array not stopped cleanly is resynchronised first.
 #[derive(clap::Args)]
 pub struct RepairArgs {
     #[command(flatten)]
@@ -52,9 +55,16 @@ pub fn check(args: CheckArgs) -> Result<(), Failure> {
     }
 }
 
-/// Run `repair`.
+/// Run `repair`: exit status 1 when some damage is beyond what the
+/// redundancy can rebuild (it was left as it was).
 pub fn repair(args: RepairArgs) -> Result<(), Failure> {
-    scrub(&args.scrub, true).map(|_| ())
+    let r = scrub(&args.scrub, true)?;
+    match r.unrepairable {
+        0 => Ok(()),
+        n => Err(Failure::runtime(format!(
+            "repair: {n} blocks could not be rebuilt from the redundancy and were left as they were"
+        ))),
+    }
 }
 
 fn scrub(a: &ScrubArgs, repair: bool) -> Result<ScrubReport, Failure> {
@@ -79,18 +89,35 @@ fn table(r: &ScrubReport, repair: bool) -> String {
         }
     }
     for m in &r.mismatches {
+        let fate = match (m.repaired, m.unrepairable) {
+            (true, _) => " (repaired)",
+            (_, true) if repair => " (cannot be repaired: left as it is)",
+            (_, true) => " (cannot be repaired)",
+            _ => "",
+        };
+        t += &match &m.member {
+            Some(member) => format!(
+                "{}: stripe {}: {} wrong on {member} at offset {}{fate}\n",
+                m.array, m.stripe, m.what, m.offset
+            ),
+            None => format!(
+                "{}: stripe {}: {}, at offset {} of every member{fate}\n",
+                m.array, m.stripe, m.what, m.offset
+            ),
+        };
+    }
+    t += &format!("mismatch_cnt {}\n", r.mismatch_cnt);
+    if r.unrepairable > 0 {
+        let verb = if repair {
+            "left as they were"
+        } else {
+            "cannot be repaired"
+        };
         t += &format!(
-            "{}: stripe {}: {} wrong on {} at offset {}{}\n",
-            m.array,
-            m.stripe,
-            m.what,
-            m.member,
-            m.offset,
-            if m.repaired { " (repaired)" } else { "" }
+            "{} blocks wrong beyond what the redundancy can rebuild: {verb}\n",
+            r.unrepairable
         );
     }
-    let verb = if repair { "repaired" } else { "found" };
-    t += &format!("mismatch_cnt {} ({verb})\n", r.mismatch_cnt);
     t
 }
 
@@ -197,8 +224,14 @@ pub fn examine(args: ExamineArgs) -> Result<(), Failure> {
     let mut text = String::new();
     let mut blank = 0;
     for p in &args.paths {
-        if !std::path::Path::new(p).exists() {
+        let path = std::path::Path::new(p);
+        if !path.exists() {
             return Err(Failure::input(format!("{p} does not exist")));
+        }
+        if path.is_dir() {
+            return Err(Failure::input(format!(
+                "{p} is a directory: give member files or block devices"
+            )));
         }
         match raidlab_io::meta::examine(std::path::Path::new(p))? {
             None => {
@@ -249,11 +282,10 @@ fn examined_text(p: &str, e: &raidlab_io::meta::Examined) -> String {
         sb.data_offset
     );
     if let Some(l) = &e.lineage {
-        let path: Vec<String> = l.path.iter().map(|i| (i + 1).to_string()).collect();
         t += &format!(
-            "  raidlab: root array {}, slot {}\n",
+            "  raidlab: root array {}, slot {} (from the root, each counted from 0 as md's device roles)\n",
             md::uuid_text(&l.root_uuid),
-            path.join(".")
+            raidlab_io::meta::path_text(&l.path)
         );
     }
     if let Some(b) = &e.bitmap {
