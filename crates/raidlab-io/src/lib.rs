@@ -785,6 +785,9 @@ pub struct RebuildReport {
     pub rebuilt: Vec<String>,
     /// Bytes written to them.
     pub bytes: u64,
+    /// Bytes a stopped rebuild had already recovered (recorded in the
+    /// replacements' superblocks), which this one did not rebuild again.
+    pub resumed_bytes: u64,
     /// Wall-clock seconds.
     pub seconds: f64,
     /// Event count on the members afterwards.
@@ -822,18 +825,17 @@ pub fn rebuild(
     }
     let vol = exec::Vol::build(&topo.root, &data_areas(&sizes, &asm), &asm.offsets)?;
     let pace = rebuild::Pace { max_rate, progress };
-    let bytes = rebuild::rebuild(&vol, &members, &asm.rebuild, &pace)
+    let used = vol.member_use(sizes.len());
+    let record = |m: usize, bytes: u64| asm.write_recovery(&members.files, &sizes, &used, m, bytes);
+    let resume = rebuild::Resume {
+        from: &asm.resume,
+        record: &record,
+    };
+    let bytes = rebuild::rebuild(&vol, &members, &asm.rebuild, &pace, &resume)
         .map_err(|e| Error::new(ErrorKind::Io, format!("rebuilding: {e}")))?;
     let events = asm.events + 1;
-    asm.write(
-        &members.files,
-        &sizes,
-        &vol.member_use(sizes.len()),
-        events,
-        true,
-        &[],
-    )
-    .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    asm.write(&members.files, &sizes, &used, events, true, &[])
+        .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
     Ok(RebuildReport {
         uuid: md::uuid_text(&asm.root_uuid),
         rebuilt: asm
@@ -842,6 +844,7 @@ pub fn rebuild(
             .map(|&m| topo.members[m].path.display().to_string())
             .collect(),
         bytes,
+        resumed_bytes: asm.resume.iter().map(|r| r.1).sum(),
         seconds: started.elapsed().as_secs_f64(),
         events,
     })
@@ -889,7 +892,7 @@ fn rebuild_spares(
         max_rate: None,
         progress: &|_, _| {},
     };
-    rebuild::rebuild(vol, members, &asm.rebuild, &pace)
+    rebuild::rebuild(vol, members, &asm.rebuild, &pace, &rebuild::Resume::none())
         .map_err(|e| Error::new(ErrorKind::Io, format!("rebuilding onto a spare: {e}")))
 }
 

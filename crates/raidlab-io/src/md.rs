@@ -39,6 +39,9 @@ const LINEAGE_MAGIC: &[u8; 8] = b"RAIDLAB1";
 pub const MAX_DEPTH: usize = 64;
 /// `MD_FEATURE_BITMAP_OFFSET`: `bitmap_offset` is meaningful.
 const FEATURE_BITMAP: u32 = 1;
+/// `MD_FEATURE_RECOVERY_OFFSET`: the device is being recovered and
+/// `recovery_offset` says how far.
+const FEATURE_RECOVERY: u32 = 2;
 /// The internal bitmap's place, from the superblock: right after its 4 KiB
 /// block, as mdadm puts a 1.2 array's (`add_internal_bitmap1`).
 pub const BITMAP_OFFSET: u64 = 4096;
@@ -272,6 +275,10 @@ pub struct Superblock {
     /// An internal write-intent bitmap follows the superblock
     /// ([`BITMAP_OFFSET`]; `MD_FEATURE_BITMAP_OFFSET`).
     pub bitmap: bool,
+    /// While this device is being rebuilt: the sectors from its data
+    /// offset already recovered (`recovery_offset` with
+    /// `MD_FEATURE_RECOVERY_OFFSET`, as md records a recovery's progress).
+    pub recovery_offset: Option<u64>,
 }
 
 /// Why a superblock block could not be read.
@@ -338,6 +345,11 @@ impl Superblock {
             put32(&mut b, 8, FEATURE_BITMAP);
             put32(&mut b, 96, (BITMAP_OFFSET / 512) as u32);
         }
+        if let Some(r) = self.recovery_offset {
+            let feature = le32(&b, 8) | FEATURE_RECOVERY;
+            put32(&mut b, 8, feature);
+            put64(&mut b, 152, r);
+        }
         b[16..32].copy_from_slice(&self.set_uuid);
         b[32..32 + self.name.len()].copy_from_slice(self.name.as_bytes());
         put64(&mut b, 64, self.ctime);
@@ -382,7 +394,7 @@ impl Superblock {
             )));
         }
         let feature = le32(b, 8);
-        if feature & !FEATURE_BITMAP != 0 {
+        if feature & !(FEATURE_BITMAP | FEATURE_RECOVERY) != 0 {
             return Err(SbError::Unsupported(format!("using features {feature:#x}")));
         }
         let bitmap = feature & FEATURE_BITMAP != 0;
@@ -417,6 +429,7 @@ impl Superblock {
                 .map(|i| u16::from_le_bytes([b[FIXED + 2 * i], b[FIXED + 2 * i + 1]]))
                 .collect(),
             bitmap,
+            recovery_offset: (feature & FEATURE_RECOVERY != 0).then(|| le64(b, 152)),
         }))
     }
 
@@ -529,6 +542,7 @@ mod tests {
             resync_offset: IN_SYNC,
             roles: vec![0, 1, ROLE_FAULTY],
             bitmap: true,
+            recovery_offset: None,
         }
     }
 
@@ -546,6 +560,14 @@ mod tests {
         assert_eq!(Lineage::load(&b), Some(l));
         assert_eq!(sb.role(), Some(1));
         assert!(sb.clean());
+        let recovering = Superblock {
+            recovery_offset: Some(8192),
+            ..sb.clone()
+        };
+        assert_eq!(
+            Superblock::decode(&recovering.encode()).unwrap(),
+            Some(recovering)
+        );
     }
 
     #[test]

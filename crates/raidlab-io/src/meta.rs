@@ -198,6 +198,9 @@ pub struct Assembly {
     /// it (md's `size`), for the members assembled from their metadata; 0
     /// where none is recorded (new arrays, replacements, bare members).
     pub recorded: Vec<u64>,
+    /// Replacements whose rebuild a crash stopped part-way, with the bytes
+    /// of data their superblocks record as recovered.
+    pub resume: Vec<(usize, u64)>,
 }
 
 /// A root array's internal write-intent bitmap, as found or chosen.
@@ -396,6 +399,7 @@ fn create_arrays(
         rebuild: Vec::new(),
         bitmap,
         recorded: Vec::new(),
+        resume: Vec::new(),
     })
 }
 
@@ -407,6 +411,9 @@ struct Checked<'a> {
     rebuild: Vec<usize>,
     /// Spares that took a slot, with the root UUID they carry.
     spare_roots: Vec<(usize, [u8; 16])>,
+    /// Replacements a stopped rebuild left part-way: member, bytes
+    /// recovered.
+    resume: Vec<(usize, u64)>,
 }
 
 /// Check every leaf's superblock against the expression (slot, level,
@@ -425,6 +432,7 @@ fn check_found<'a>(
     let mut rebuild = Vec::new();
     let mut ours: Vec<(&Leaf, &Superblock, &Lineage)> = Vec::new();
     let mut spare_roots = Vec::new();
+    let mut resume = Vec::new();
     let replacing = |f: &Found| match (intent, f) {
         (Intent::Rebuild { .. }, Found::Blank) => true,
         (Intent::Rebuild { force }, Found::Foreign(_) | Found::Damaged(_)) => force,
@@ -444,6 +452,23 @@ fn check_found<'a>(
             continue;
         }
         let who = path_of(l.member);
+        if let Found::Ours(sb, lin) = f {
+            if let Some(r) = sb.recovery_offset {
+                // A replacement whose rebuild stopped part-way: it belongs
+                // here (its slot and array checked) and is rebuilt onward.
+                check_slot(l, sb, lin, &who)?;
+                let Intent::Rebuild { .. } = intent else {
+                    return Err(refused(format!(
+                        "{who} is being rebuilt ({} bytes recovered so far): run 'raidlab rebuild' with this expression to finish, or write 'missing' in its place",
+                        r * 512
+                    )));
+                };
+                spare_roots.push((l.member, lin.root_uuid));
+                resume.push((l.member, r * 512));
+                rebuild.push(l.member);
+                continue;
+            }
+        }
         let (sb, lin) = match f {
             Found::Ours(sb, lin) => (sb.as_ref(), lin),
             Found::Blank => {
@@ -491,6 +516,7 @@ fn check_found<'a>(
         ours,
         rebuild,
         spare_roots,
+        resume,
     })
 }
 
@@ -519,6 +545,7 @@ pub fn assemble(
             rebuild: Vec::new(),
             bitmap: None,
             recorded: Vec::new(),
+            resume: Vec::new(),
         });
     }
     let path_of = |m: usize| topo.members[m].path.display().to_string();
@@ -535,6 +562,7 @@ pub fn assemble(
         ours,
         mut rebuild,
         spare_roots,
+        resume,
     } = check_found(topo, &leaves, &found, intent, &mut offsets)?;
     let events = ours.iter().map(|o| o.1.events).max().unwrap_or(0);
     for (l, sb, _) in &ours {
@@ -566,7 +594,7 @@ pub fn assemble(
     };
     if let Some((m, _)) = spare_roots.iter().find(|(_, r)| *r != flin.root_uuid) {
         return Err(refused(format!(
-            "{}: a spare of another array",
+            "{}: a spare or replacement of another array",
             path_of(*m)
         )));
     }
@@ -578,6 +606,7 @@ pub fn assemble(
     };
     Ok(Assembly {
         recorded,
+        resume,
         root_uuid: flin.root_uuid,
         ctime: fsb.ctime,
         dirty: current.iter().any(|(_, s, _)| !s.clean()),
@@ -808,6 +837,51 @@ impl Assembly {
         clean: bool,
         failed: &[bool],
     ) -> std::io::Result<()> {
+        let live = |l: &&Leaf| failed.get(l.member) != Some(&true);
+        for l in self.leaves.iter().filter(live) {
+            let sb = self.superblock(l, sizes, used, events, clean, failed);
+            self.store(files, l, &sb, used)?;
+        }
+        for l in self.leaves.iter().filter(live) {
+            files[l.member].sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Record on the replacement `member`, as md does during a recovery,
+    /// that its first `recovered` bytes of data are rebuilt (the data
+    /// itself made durable first), so that a rebuild stopped by a crash
+    /// resumes there.
+    pub fn write_recovery(
+        &self,
+        files: &[File],
+        sizes: &[u64],
+        used: &[u64],
+        member: usize,
+        recovered: u64,
+    ) -> std::io::Result<()> {
+        let l = self
+            .leaves
+            .iter()
+            .find(|l| l.member == member)
+            .expect("a replacement is a leaf");
+        files[member].sync_data()?;
+        let mut sb = self.superblock(l, sizes, used, self.events, true, &[]);
+        sb.recovery_offset = Some(recovered / 512);
+        self.store(files, l, &sb, used)?;
+        files[member].sync_data()
+    }
+
+    /// The superblock of leaf `l` (see [`Assembly::write`]).
+    fn superblock(
+        &self,
+        l: &Leaf,
+        sizes: &[u64],
+        used: &[u64],
+        events: u64,
+        clean: bool,
+        failed: &[bool],
+    ) -> Superblock {
         // A member that failed during the run keeps its old superblock (so
         // it is stale from now on) and its slot is marked faulty.
         let failed_slot = |path: &[u16]| {
@@ -815,78 +889,80 @@ impl Assembly {
                 .iter()
                 .any(|o| o.path == path && failed.get(o.member) == Some(&true))
         };
-        for l in self
-            .leaves
-            .iter()
-            .filter(|l| failed.get(l.member) != Some(&true))
-        {
-            let array_path = &l.path[..l.path.len() - 1];
-            let slot = *l.path.last().expect("a leaf has a slot");
-            // A spare is not in the volume: it would use what its array's
-            // members use.
-            let used_here = if l.spare {
-                self.leaves
-                    .iter()
-                    .find(|o| !o.spare && o.path[..o.path.len() - 1] == *array_path)
-                    .map_or(used[l.member], |o| used[o.member])
-            } else {
-                used[l.member]
-            };
-            let roles = (0..l.devices)
-                .map(|i| {
-                    let mut p = array_path.to_vec();
-                    p.push(i as u16);
-                    if i >= l.slots {
-                        md::ROLE_SPARE
-                    } else if l.missing[i] || failed_slot(&p) {
-                        ROLE_FAULTY
-                    } else {
-                        i as u16
-                    }
-                })
-                .collect();
-            let off = self.offsets[l.member];
-            let sb = Superblock {
-                set_uuid: derived_uuid(&self.root_uuid, array_path, b'a'),
-                name: array_name(array_path),
-                ctime: self.ctime,
-                level: md::md_level(l.level),
-                layout: l.layout,
-                size: used_here / 512,
-                chunk_sectors: (l.chunk / 512) as u32,
-                raid_disks: l.slots as u32,
-                data_offset: off / 512,
-                data_size: (sizes[l.member] - off) / 512,
-                dev_number: slot as u32,
-                device_uuid: derived_uuid(&self.root_uuid, &l.path, b'd'),
-                utime: now_secs(),
-                events,
-                resync_offset: if clean { md::IN_SYNC } else { 0 },
-                roles,
-                bitmap: self.bitmap.is_some(),
-            };
-            let mut block = ABuf::zeroed(md::BLOCK);
-            block.copy_from_slice(&sb.encode());
-            Lineage {
-                root_uuid: self.root_uuid,
-                shape: self.shape,
-                path: l.path.clone(),
-            }
-            .store(&mut block);
-            files[l.member].write_all_at(&block, md::SUPER_OFFSET)?;
-            if let Some(bm) = &self.bitmap {
-                // Every write run starts from a clean bitmap: an unclean
-                // stop was resynchronised before.
-                let cleared = self.cleared_bitmap(bm.chunk, used_here, events);
-                files[l.member].write_all_at(&cleared, md::SUPER_OFFSET + md::BITMAP_OFFSET)?;
-            }
+        let array_path = &l.path[..l.path.len() - 1];
+        let slot = *l.path.last().expect("a leaf has a slot");
+        let roles = (0..l.devices)
+            .map(|i| {
+                let mut p = array_path.to_vec();
+                p.push(i as u16);
+                if i >= l.slots {
+                    md::ROLE_SPARE
+                } else if l.missing[i] || failed_slot(&p) {
+                    ROLE_FAULTY
+                } else {
+                    i as u16
+                }
+            })
+            .collect();
+        let off = self.offsets[l.member];
+        Superblock {
+            set_uuid: derived_uuid(&self.root_uuid, array_path, b'a'),
+            name: array_name(array_path),
+            ctime: self.ctime,
+            level: md::md_level(l.level),
+            layout: l.layout,
+            size: self.used_by(l, used) / 512,
+            chunk_sectors: (l.chunk / 512) as u32,
+            raid_disks: l.slots as u32,
+            data_offset: off / 512,
+            data_size: (sizes[l.member] - off) / 512,
+            dev_number: slot as u32,
+            device_uuid: derived_uuid(&self.root_uuid, &l.path, b'd'),
+            utime: now_secs(),
+            events,
+            resync_offset: if clean { md::IN_SYNC } else { 0 },
+            roles,
+            bitmap: self.bitmap.is_some(),
+            recovery_offset: None,
         }
-        for l in self
-            .leaves
+    }
+
+    /// The bytes leaf `l`'s array uses of it: a spare is not in the volume,
+    /// so it takes what its array's members use.
+    fn used_by(&self, l: &Leaf, used: &[u64]) -> u64 {
+        let array_path = &l.path[..l.path.len() - 1];
+        if !l.spare {
+            return used[l.member];
+        }
+        self.leaves
             .iter()
-            .filter(|l| failed.get(l.member) != Some(&true))
-        {
-            files[l.member].sync_data()?;
+            .find(|o| !o.spare && o.path[..o.path.len() - 1] == *array_path)
+            .map_or(used[l.member], |o| used[o.member])
+    }
+
+    /// Write superblock `sb`, with raidlab's lineage record (and a cleared
+    /// bitmap), to leaf `l`.
+    fn store(
+        &self,
+        files: &[File],
+        l: &Leaf,
+        sb: &Superblock,
+        used: &[u64],
+    ) -> std::io::Result<()> {
+        let mut block = ABuf::zeroed(md::BLOCK);
+        block.copy_from_slice(&sb.encode());
+        Lineage {
+            root_uuid: self.root_uuid,
+            shape: self.shape,
+            path: l.path.clone(),
+        }
+        .store(&mut block);
+        files[l.member].write_all_at(&block, md::SUPER_OFFSET)?;
+        if let Some(bm) = &self.bitmap {
+            // Every write run starts from a clean bitmap: an unclean stop
+            // was resynchronised before.
+            let cleared = self.cleared_bitmap(bm.chunk, self.used_by(l, used), sb.events);
+            files[l.member].write_all_at(&cleared, md::SUPER_OFFSET + md::BITMAP_OFFSET)?;
         }
         Ok(())
     }

@@ -22,26 +22,70 @@ pub(crate) struct Pace<'p> {
     pub progress: &'p dyn Fn(u64, u64),
 }
 
-/// A replacement: its array node, its slot, its own node.
+/// Where a rebuild starts and how it records its progress, as md's
+/// recovery does with `recovery_offset`.
+pub(crate) struct Resume<'r> {
+    /// Replacements a stopped rebuild left part-way: (member, bytes of its
+    /// data already rebuilt).
+    pub from: &'r [(usize, u64)],
+    /// Records that a member's first bytes are rebuilt (its data written;
+    /// the recorder makes them durable first).
+    pub record: &'r dyn Fn(usize, u64) -> io::Result<()>,
+}
+
+impl Resume<'_> {
+    /// Nothing to resume, nothing recorded (spares rebuilt within a run).
+    pub fn none() -> Resume<'static> {
+        Resume {
+            from: &[],
+            record: &|_, _| Ok(()),
+        }
+    }
+}
+
+/// md records a recovery's progress every 1/16 of the device
+/// (`md_do_sync`: `max_sectors >> 4`); raidlab also at most every 256 MiB,
+/// so a large member loses little to a crash.
+const RECORD_FRACTION: u64 = 16;
+/// At most this many bytes between two records of progress.
+const RECORD_MAX: u64 = 256 << 20;
+/// ... or this much time.
+const RECORD_PERIOD: Duration = Duration::from_secs(5);
+
+/// A replacement: its array node, its slot, its own node, its member.
 struct Target {
     array: usize,
     slot: usize,
     node: usize,
+    member: usize,
 }
 
-/// Rebuild every member in `replace` from the rest of its array; returns
-/// the bytes written.
+/// Rebuild every member in `replace` from the rest of its array, each from
+/// where `resume` says it was left; returns the bytes written.
 pub(crate) fn rebuild(
     vol: &Vol,
     members: &Members,
     replace: &[usize],
     pace: &Pace<'_>,
+    resume: &Resume<'_>,
 ) -> io::Result<u64> {
     let degraded = vol.failing(replace);
     let targets = targets(vol, replace)?;
+    let start_of = |t: &Target| {
+        let chunk = geometry(vol, t.array).chunk();
+        resume
+            .from
+            .iter()
+            .find(|(m, _)| *m == t.member)
+            .map_or(0, |(_, b)| b / chunk * chunk)
+    };
     let total: u64 = targets
         .iter()
-        .map(|t| geometry(vol, t.array).member_size())
+        .map(|t| {
+            geometry(vol, t.array)
+                .member_size()
+                .saturating_sub(start_of(t))
+        })
         .sum();
     let be = Backend::psync(members);
     let reader = Exec {
@@ -58,9 +102,11 @@ pub(crate) fn rebuild(
     let mut done = 0;
     for t in &targets {
         let geo = geometry(vol, t.array);
+        let every = (geo.member_size() / RECORD_FRACTION).clamp(geo.chunk(), RECORD_MAX);
         let mut row = ABuf::zeroed((geo.chunk() * geo.data_disks().max(1) as u64) as usize);
         let mut out = ABuf::zeroed(geo.chunk() as usize);
-        let mut off = 0;
+        let mut off = start_of(t);
+        let (mut recorded, mut recorded_at) = (off, Instant::now());
         while off < geo.member_size() {
             let len = geo.chunk().min(geo.member_size() - off) as usize;
             content(&reader, geo, t, off, &mut row, &mut out[..len])?;
@@ -68,6 +114,12 @@ pub(crate) fn rebuild(
             off += len as u64;
             done += len as u64;
             (pace.progress)(done, total);
+            if off < geo.member_size()
+                && (off - recorded >= every || recorded_at.elapsed() >= RECORD_PERIOD)
+            {
+                (resume.record)(t.member, off)?;
+                (recorded, recorded_at) = (off, Instant::now());
+            }
             if let Some(rate) = pace.max_rate {
                 let due = Duration::from_secs_f64(done as f64 / rate);
                 if let Some(wait) = due.checked_sub(start.elapsed()) {
@@ -98,7 +150,10 @@ fn targets(vol: &Vol, replace: &[usize]) -> io::Result<Vec<Target>> {
             continue;
         };
         for (slot, &c) in children.iter().enumerate() {
-            if matches!(vol.nodes[c], VNode::Member { idx, .. } if replace.contains(&idx)) {
+            if let VNode::Member { idx, .. } = vol.nodes[c] {
+                if !replace.contains(&idx) {
+                    continue;
+                }
                 if matches!(geo.level(), Level::Raid0 | Level::Concat) {
                     return Err(io::Error::other(format!(
                         "a member of {} holds the only copy of its data: it cannot be rebuilt",
@@ -109,6 +164,7 @@ fn targets(vol: &Vol, replace: &[usize]) -> io::Result<Vec<Target>> {
                     array,
                     slot,
                     node: c,
+                    member: idx,
                 });
             }
         }

@@ -443,6 +443,7 @@ mod tests {
             resync_offset: u64::MAX,
             roles: vec![0, 1, 2],
             bitmap: false,
+            recovery_offset: None,
         }
         .encode();
         sb[144..152].copy_from_slice(&(sec as u64).to_le_bytes());

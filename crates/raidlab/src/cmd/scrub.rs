@@ -160,11 +160,15 @@ pub fn rebuild(args: RebuildArgs) -> Result<(), Failure> {
             "nothing to rebuild: every member is current\n".to_string()
         }
         ReportFormat::Table => format!(
-            "rebuilt {} ({} bytes in {:.2} s, {:.1} MB/s); array {} at event {}\n",
+            "rebuilt {} ({} bytes in {:.2} s, {:.1} MB/s{}); array {} at event {}\n",
             r.rebuilt.join(", "),
             r.bytes,
             r.seconds,
             r.bytes as f64 / r.seconds.max(1e-9) / 1e6,
+            match r.resumed_bytes {
+                0 => String::new(),
+                n => format!("; resumed where a stopped rebuild left it, {n} bytes in"),
+            },
             r.uuid,
             r.events
         ),
@@ -281,6 +285,12 @@ fn examined_text(p: &str, e: &raidlab_io::meta::Examined) -> String {
         if sb.clean() { "clean" } else { "active (not stopped cleanly)" },
         sb.data_offset
     );
+    if let Some(r) = sb.recovery_offset {
+        t += &format!(
+            "  being rebuilt: {} bytes of its data recovered (md's recovery offset {r} sectors); 'raidlab rebuild' resumes there\n",
+            r * 512
+        );
+    }
     if let Some(l) = &e.lineage {
         t += &format!(
             "  raidlab: root array {}, slot {} (from the root, each counted from 0 as md's device roles)\n",
@@ -318,6 +328,7 @@ fn examined_json(p: &str, e: &raidlab_io::meta::Examined) -> serde_json::Value {
             "clean": sb.clean(),
             "data_offset_sectors": sb.data_offset,
             "used_sectors": sb.size,
+            "recovery_offset_sectors": sb.recovery_offset,
         },
         "raidlab": e.lineage.as_ref().map(|l| serde_json::json!({
             "root_uuid": md::uuid_text(&l.root_uuid),
