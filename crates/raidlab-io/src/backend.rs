@@ -190,6 +190,39 @@ impl Health {
     }
 }
 
+/// When to run a volume operation again while members fail under it: md
+/// fails a member that returns an I/O error and carries on degraded, so
+/// the operation is redone without it (correct for writes too: a stripe
+/// whose write failed on one member is whole on the others, and redoing a
+/// write on a whole stripe leaves it whole). It fails when a try fails
+/// without a new member failure — the array itself has lost data — or
+/// after as many tries as there are members.
+pub(crate) struct Tries<'h> {
+    health: &'h Health,
+    deaths: u64,
+    left: usize,
+}
+
+impl<'h> Tries<'h> {
+    /// Tries for an operation on a volume of `members` members.
+    pub fn new(health: &'h Health, members: usize) -> Self {
+        Tries {
+            health,
+            deaths: health.deaths(),
+            left: members,
+        }
+    }
+
+    /// Whether to try again after outcome `r`.
+    pub fn again(&mut self, r: &io::Result<()>) -> bool {
+        let now = self.health.deaths();
+        let retry = r.is_err() && now > self.deaths && self.left > 0;
+        self.deaths = now;
+        self.left = self.left.saturating_sub(1);
+        retry
+    }
+}
+
 /// Cooperative scheduling state of one worker's executor.
 #[derive(Default)]
 pub(crate) struct Sched {

@@ -330,11 +330,13 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
     let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time.unwrap_or(0));
+    let nonce = run_nonce(&gens);
+    gens.set_run(nonce);
     let shared = worker::Shared {
         vol: &vol,
         members: &members,
         locks: exec::Locks::default(),
-        nonce: run_nonce(&gens),
+        nonce,
         gens,
         verify: opts.verify,
         lock_needed: vol.has_parity || opts.verify,
@@ -353,13 +355,19 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         fsync: w.fsync,
         intent: intent.as_ref(),
     };
-    let outs = run_workers(
-        &shared,
-        paced_streams(w, span, seed),
-        engine,
-        w.effective_iodepth() as usize,
-        opts.trace,
-    );
+    let checkpoint = (writes && opts.verify)
+        .then_some(opts.verify_state.as_deref())
+        .flatten()
+        .map(|p| (p, asm.root_uuid));
+    let outs = with_checkpoints(&shared.gens, checkpoint, || {
+        run_workers(
+            &shared,
+            paced_streams(w, span, seed),
+            engine,
+            w.effective_iodepth() as usize,
+            opts.trace,
+        )
+    });
     let wall_end = Instant::now();
     let merged = merge(outs, w.numjobs as usize, engine == EngineKind::IoUring)?;
     if writes && asm.has_metadata() {
@@ -415,6 +423,49 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     Ok(RunOutput {
         result,
         trace: merged.trace,
+    })
+}
+
+/// Shortest time between two checkpoints of a verify state.
+const CHECKPOINT_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+/// A checkpoint waits at least this many times as long as the last one
+/// took, so saving the state costs at most 1 % of the run.
+const CHECKPOINT_COST: u32 = 100;
+
+/// Run `work` while a thread saves the verify state `gens` to
+/// `checkpoint`'s file every [`CHECKPOINT_PERIOD`] (longer when a save is
+/// slow): a run killed part-way leaves the generations of the writes it had
+/// acknowledged by the last checkpoint. A failed checkpoint is let go: the
+/// run's final save reports the error.
+fn with_checkpoints<T>(
+    gens: &verify::Generations,
+    checkpoint: Option<(&std::path::Path, [u8; 16])>,
+    work: impl FnOnce() -> T,
+) -> T {
+    let Some((path, uuid)) = checkpoint else {
+        return work();
+    };
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let saver = s.spawn(|| {
+            let mut wait = CHECKPOINT_PERIOD;
+            let mut last = Instant::now();
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                match wait.checked_sub(last.elapsed()) {
+                    Some(left) if !left.is_zero() => std::thread::park_timeout(left),
+                    _ => {
+                        let t0 = Instant::now();
+                        let _ = gens.save(path, &uuid);
+                        wait = CHECKPOINT_PERIOD.max(t0.elapsed() * CHECKPOINT_COST);
+                        last = Instant::now();
+                    }
+                }
+            }
+        });
+        let out = work();
+        done.store(true, std::sync::atomic::Ordering::Release);
+        saver.thread().unpark();
+        out
     })
 }
 
@@ -522,9 +573,7 @@ fn mark_clean(
     life: &mut Life,
 ) -> Result<(), Error> {
     life.events += 1;
-    let failed: Vec<bool> = (0..sizes.len())
-        .map(|m| members.health.is_dead(m))
-        .collect();
+    let failed = failed_members(members);
     for (f, _) in members.files.iter().zip(&failed).filter(|(_, &d)| !d) {
         f.sync_data()
             .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
@@ -748,8 +797,15 @@ fn create_made<'t>(
     let vol = exec::Vol::build(&topo.root, &data_areas(&sizes, &asm), &asm.offsets)?;
     let used = vol.member_use(sizes.len());
     let write = |a: &meta::Assembly, events, clean| {
-        a.write(&members.files, &sizes, &used, events, clean, &[])
-            .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))
+        a.write(
+            &members.files,
+            &sizes,
+            &used,
+            events,
+            clean,
+            &failed_members(&members),
+        )
+        .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))
     };
     let mut resynced = 0;
     if assume_clean {
@@ -1031,6 +1087,14 @@ fn assemble_arrays(topo: &RealTopology, writes: bool, opts: &RunOptions) -> Resu
     })
 }
 
+/// Which members have failed so far (an I/O error during the run or a
+/// resync).
+fn failed_members(members: &Members) -> Vec<bool> {
+    (0..members.files.len())
+        .map(|m| members.health.is_dead(m))
+        .collect()
+}
+
 /// The bytes of data each member holds for the volume: from its data
 /// offset to its end, or to what its superblock records its array using of
 /// it (md keeps an array's recorded size when members grow).
@@ -1077,13 +1141,15 @@ fn resync_if_dirty(
         .map(device_size)
         .collect::<std::io::Result<_>>()
         .map_err(|e| Error::new(ErrorKind::Io, format!("member size: {e}")))?;
+    // A member that failed during the resync keeps its old superblock and
+    // its slot is marked faulty, as after a run.
     asm.write(
         &members.files,
         &sizes,
         &vol.member_use(sizes.len()),
         asm.events + 1,
         true,
-        &[],
+        &failed_members(members),
     )
     .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
     // The run's own figures start after the resync.

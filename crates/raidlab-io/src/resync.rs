@@ -10,8 +10,10 @@
 //! (md's resync likewise takes the data and the first readable copy as
 //! right). RAID 0 and concat hold no redundancy and are left alone. A root
 //! array with a write-intent bitmap has only its dirty chunks rewritten.
+//! A member whose I/O fails during the resync is failed, as during a run,
+//! and the resync carries on without it.
 
-use crate::backend::{Backend, Members};
+use crate::backend::{Backend, Members, Tries};
 use crate::buf::ABuf;
 use crate::exec::{Exec, VNode, Vol};
 use raidlab_layout::Level;
@@ -86,8 +88,15 @@ pub(crate) fn resync(
                     continue;
                 }
             }
-            block_on(&be, ex.read(n, off, &mut buf[..len]))?;
-            block_on(&be, ex.write(n, off, &buf[..len]))?;
+            let mut tries = Tries::new(be.health(), vol.members());
+            loop {
+                let r = block_on(&be, ex.read(n, off, &mut buf[..len]))
+                    .and_then(|()| block_on(&be, ex.write(n, off, &buf[..len])));
+                if !tries.again(&r) {
+                    r?;
+                    break;
+                }
+            }
             off += len as u64;
             total += len as u64;
         }

@@ -190,6 +190,10 @@ pub struct Generations {
     /// does. Otherwise only units known to be written (this run, or the
     /// state) must; others may never have been written.
     every_unit: bool,
+    /// The epoch (high half of its generations) of the run checking reads:
+    /// a generation it recorded itself must be found exactly; one from a
+    /// state saved by an earlier run may have been overwritten since.
+    epoch: u64,
 }
 
 impl Default for Generations {
@@ -197,6 +201,7 @@ impl Default for Generations {
         Generations {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             every_unit: false,
+            epoch: 0,
         }
     }
 }
@@ -222,6 +227,12 @@ fn damaged_header(u: &[u8], addr: u64) -> bool {
 }
 
 impl Generations {
+    /// The run checking reads writes generations carrying `nonce` (its
+    /// epoch in the high half).
+    pub fn set_run(&mut self, nonce: u64) {
+        self.epoch = nonce >> 32;
+    }
+
     /// Require a header on every unit read (see `every_unit`).
     pub fn require_every_unit(&mut self) {
         self.every_unit = true;
@@ -286,7 +297,9 @@ impl Generations {
                 .for_each(|g| b.extend_from_slice(&g.to_le_bytes()));
         }
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, &b)?;
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, &b)?;
+        f.sync_data()?;
         std::fs::rename(&tmp, path)
     }
 
@@ -372,10 +385,11 @@ impl Generations {
                 Ok(found) => {
                     if let Some(expected) = known {
                         // Older than recorded is a lost write. Newer is
-                        // stale only within one run (a state file saved
-                        // before later unrecorded runs is merely behind).
-                        let same_run = found >> 32 == expected >> 32;
-                        if found < expected || (same_run && found != expected) {
+                        // wrong only where this run recorded the write
+                        // itself: a state saved earlier (by another run, or
+                        // a checkpoint of one killed later) is merely behind.
+                        let ours = expected >> 32 == self.epoch;
+                        if found < expected || (ours && found != expected) {
                             bad(addr, Mismatch::Stale { found, expected });
                         }
                     }

@@ -2,7 +2,7 @@
 //! `depth` host I/Os of one job in flight, polling each host I/O's future
 //! when the member operations it waits for complete.
 
-use crate::backend::{Backend, EngineKind, Members};
+use crate::backend::{Backend, EngineKind, Members, Tries};
 use crate::buf::ABuf;
 use crate::exec::{BoxFut, Exec, LockFut, Locks, Vol};
 use crate::verify::{self, Generations, Mismatch};
@@ -186,7 +186,7 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
     let mut bad = Vec::new();
     let mut repaired = Vec::new();
     if io.read {
-        let mut tries = Tries::new(ex);
+        let mut tries = Tries::new(ex.be.health(), ex.vol.members());
         loop {
             res = ex.read(0, io.offset, &mut buf[..len]).await;
             if !tries.again(&res) {
@@ -209,7 +209,7 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
         if let Some(intent) = sh.intent {
             res = intent.mark(io.offset, len as u64, sh.members);
         }
-        let mut tries = Tries::new(ex);
+        let mut tries = Tries::new(ex.be.health(), ex.vol.members());
         while res.is_ok() {
             res = ex.write(0, io.offset, &buf[..len]).await;
             if !tries.again(&res) {
@@ -309,39 +309,6 @@ async fn repair_unit(
         ));
     }
     None
-}
-
-/// When to run a volume operation again while members fail under it: md
-/// fails a member that returns an I/O error and carries on degraded, so
-/// the operation is redone without it (correct for writes too: a stripe
-/// whose write failed on one member is whole on the others, and redoing a
-/// write on a whole stripe leaves it whole). It fails when a try fails
-/// without a new member failure — the array itself has lost data — or
-/// after as many tries as there are members.
-struct Tries<'e> {
-    health: &'e crate::backend::Health,
-    deaths: u64,
-    left: usize,
-}
-
-impl<'e> Tries<'e> {
-    fn new(ex: &'e Exec<'_, '_>) -> Self {
-        let health = ex.be.health();
-        Tries {
-            health,
-            deaths: health.deaths(),
-            left: ex.vol.members(),
-        }
-    }
-
-    /// Whether to try again after outcome `r`.
-    fn again(&mut self, r: &io::Result<()>) -> bool {
-        let now = self.health.deaths();
-        let retry = r.is_err() && now > self.deaths && self.left > 0;
-        self.deaths = now;
-        self.left = self.left.saturating_sub(1);
-        retry
-    }
 }
 
 /// Run one worker until its source is exhausted, the run's time is up, or
