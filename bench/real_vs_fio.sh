@@ -1,81 +1,109 @@
 #!/usr/bin/env bash
-# raidlab's real engine against fio, on the same jobs, in one run.
+# raidlab's real engine against fio, on the same jobs and files, in one run.
 #
-#   bench/real_vs_fio.sh [ROUNDS] [SECONDS]
+#   bench/real_vs_fio.sh [ROUNDS] [SECONDS] [CASE...]
 #
-# 4 KB random reads and 4 KB buffered random writes at queue depth 32, both
-# tools on io_uring and through the page cache (direct=0) on the same
-# files, which are read back into the cache before every run of either tool
-# and which fio is told to leave there (--invalidate=0; fio's default drops
-# a file from the cache before it starts, so it would read from disk).
-# (a) one 1 GiB file; (b) four 256 MiB files: raidlab as raid0 over them,
-# fio over the same four files (filename=a:b:c:d, file_service_type=random).
-# Then (c) raidlab alone: RAID 5 over the four files, 4 KB random writes with
-# --verify against the same without it (its md metadata is always kept).
+# 4 KiB random I/O at queue depth 32 per job, both tools on io_uring:
+#   direct-1      O_DIRECT reads of one 1 GiB file, 1 job
+#   direct-4      the same, 4 jobs
+#   raid0-4       O_DIRECT reads, 4 jobs: raidlab's raid0 over four 256 MiB
+#                 files against fio over the same four files
+#                 (filename=a:b:c:d, file_service_type=random)
+#   cached-1      page-cache reads of the 1 GiB file, 1 job (the file read
+#                 into the cache first; fio told to leave it there,
+#                 --invalidate=0)
+#   cached-N      the same with `nproc` jobs
+#   raid5-write   O_DIRECT writes, 4 jobs: raidlab's raid5 over the four
+#                 files against fio's raw writes to four like files
+#                 (fio would overwrite raid5's superblocks). A RAID 5 small
+#                 write is 4 member I/Os (read old data and parity, write
+#                 both), so the ratio printed is raidlab's IOPS x 4 over
+#                 fio's: 1.0 is the member I/O rate fio reaches.
 # The tools alternate ROUNDS times (default 5) for SECONDS each (default 5);
-# each measurement is printed, then the median ratio of IOPS.
-# Needs fio (apt-get install fio) and a release build (cargo build --release).
+# every measurement is printed, then each case's median ratio. CASEs pick
+# some (default all). Needs fio and a release build (cargo build --release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 secs=${2:-5}
+shift $(($# < 2 ? $# : 2))
+cases=${*:-direct-1 direct-4 raid0-4 cached-1 cached-N raid5-write}
 raidlab=target/release/raidlab
 [ -x "$raidlab" ] || cargo build --release -q
+jobs_n=$(nproc)
 
-dir=$(mktemp -d /tmp/raidlab-bench.XXXXXX)
+dir=$(mktemp -d /var/tmp/raidlab-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-
 head -c $((1 << 30)) /dev/urandom > "$dir/one.img"
 for i in 0 1 2 3; do head -c $((256 << 20)) /dev/urandom > "$dir/m$i.img"; done
-warm() { cat "$dir"/*.img > /dev/null; }  # into the page cache
+members="$dir/m0.img,$dir/m1.img,$dir/m2.img,$dir/m3.img"
+# raidlab's arrays keep md metadata: made once, before any measurement.
+"$raidlab" create -t "raid0[stripe=64k]($members)" --assume-clean --force > /dev/null
+for i in 0 1 2 3; do head -c $((256 << 20)) /dev/urandom > "$dir/p$i.img"; done
+# fio's raw writes go to files of their own (they would overwrite raid5's
+# superblocks), of the same size on the same file system.
+for i in 0 1 2 3; do cp "$dir/p$i.img" "$dir/q$i.img"; done
+parity="$dir/p0.img,$dir/p1.img,$dir/p2.img,$dir/p3.img"
+"$raidlab" create -t "raid5[stripe=64k]($parity)" > /dev/null
+warm() { cat "$@" > /dev/null; } # into the page cache
+# Read everything once first: below a virtual machine's disk the host may
+# cache what was read, and the first tool to read a file would warm it for
+# the second.
+warm "$dir"/*.img
 
-fio_iops() { # rw files...
-  local rw=$1; shift
+fio_iops() { # rw direct jobs files...
+  local rw=$1 direct=$2 jobs=$3; shift 3
   local files; files=$(IFS=:; echo "$*")
   local dirn=read; [ "$rw" = randwrite ] && dirn=write
-  warm
-  fio --output-format=json --name=bench --ioengine=io_uring --direct=0 --invalidate=0 --rw="$rw" \
-      --bs=4k --iodepth=32 --norandommap=1 --randrepeat=0 --time_based=1 --runtime="$secs" \
+  [ "$direct" = 1 ] || warm "$@"
+  fio --output-format=json --name=bench --ioengine=io_uring --direct="$direct" --invalidate=0 \
+      --rw="$rw" --bs=4k --iodepth=32 --numjobs="$jobs" --group_reporting=1 --norandommap=1 \
+      --randrepeat=0 --time_based=1 --runtime="$secs" \
       --filename="$files" --file_service_type=random 2>/dev/null |
     sed -n '/^{/,$p' | python3 -c "import json,sys; print(round(json.load(sys.stdin)['jobs'][0]['$dirn']['iops']))"
 }
-raidlab_iops() { # rw topology [options...]
-  local rw=$1 topo=$2; shift 2
-  # --create: the first run writes md superblocks over the members' random
-  # contents (a read run assembles only arrays a run created).
-  warm
-  "$raidlab" run -t "$topo" --engine io_uring --buffered --create --format json "$@" \
-      -w "rw=$rw bs=4k iodepth=32 norandommap=1 runtime=$secs" |
+raidlab_iops() { # rw direct jobs topology
+  local rw=$1 direct=$2 jobs=$3 topo=$4
+  local buffered=(); [ "$direct" = 1 ] || { buffered=(--buffered); warm "$dir/one.img"; }
+  "$raidlab" run -t "$topo" --engine io_uring "${buffered[@]}" --format json \
+      -w "rw=$rw bs=4k iodepth=32 numjobs=$jobs norandommap=1 runtime=$secs" |
     python3 -c 'import json,sys; print(round(json.load(sys.stdin)["summary"]["iops"]))'
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+summary=()
 
-run_case() { # name rw topology files...
-  local name=$1 rw=$2 topo=$3; shift 3
-  local ratios=()
+run_case() { # name scale rw direct jobs topology files...
+  local name=$1 scale=$2 rw=$3 direct=$4 jobs=$5 topo=$6; shift 6
+  local ratios=() a b r
   for r in $(seq "$rounds"); do
-    local a b
-    a=$(raidlab_iops "$rw" "$topo")
-    b=$(fio_iops "$rw" "$@")
-    ratios+=("$(python3 -c "print(f'{$a/$b:.3f}')")")
-    echo "$name $rw round $r: raidlab $a IOPS, fio $b IOPS, ratio ${ratios[-1]}"
+    # Each tool goes first in every other round.
+    if ((r % 2)); then
+      a=$(raidlab_iops "$rw" "$direct" "$jobs" "$topo")
+      b=$(fio_iops "$rw" "$direct" "$jobs" "$@")
+    else
+      b=$(fio_iops "$rw" "$direct" "$jobs" "$@")
+      a=$(raidlab_iops "$rw" "$direct" "$jobs" "$topo")
+    fi
+    ratios+=("$(python3 -c "print(f'{$a*$scale/$b:.3f}')")")
+    echo "$name round $r: raidlab $a IOPS, fio $b IOPS, ratio ${ratios[-1]}"
   done
-  echo "$name $rw: median ratio raidlab/fio = $(printf '%s\n' "${ratios[@]}" | median)"
+  summary+=("$name: median ratio raidlab/fio = $(printf '%s\n' "${ratios[@]}" | median)")
 }
 
-raid0="raid0[stripe=64k]($dir/m0.img,$dir/m1.img,$dir/m2.img,$dir/m3.img)"
-for rw in randread randwrite; do
-  run_case "single file" "$rw" "$dir/one.img" "$dir/one.img"
-  run_case "raid0 x 4 files" "$rw" "$raid0" "$dir/m0.img" "$dir/m1.img" "$dir/m2.img" "$dir/m3.img"
+one="$dir/one.img"
+for c in $cases; do
+  case $c in
+    direct-1) run_case "$c" 1 randread 1 1 "$one" "$one" ;;
+    direct-4) run_case "$c" 1 randread 1 4 "$one" "$one" ;;
+    raid0-4) run_case "$c" 1 randread 1 4 "raid0[stripe=64k]($members)" \
+      "$dir/m0.img" "$dir/m1.img" "$dir/m2.img" "$dir/m3.img" ;;
+    cached-1) run_case "$c" 1 randread 0 1 "$one" "$one" ;;
+    cached-N) run_case "cached-$jobs_n" 1 randread 0 "$jobs_n" "$one" "$one" ;;
+    raid5-write) run_case "$c (x4 member I/Os)" 4 randwrite 1 4 "raid5[stripe=64k]($parity)" \
+      "$dir/q0.img" "$dir/q1.img" "$dir/q2.img" "$dir/q3.img" ;;
+    *) echo "unknown case $c" >&2; exit 2 ;;
+  esac
 done
-
-raid5="raid5[stripe=64k]($dir/m0.img,$dir/m1.img,$dir/m2.img,$dir/m3.img)"
-ratios=()
-for r in $(seq "$rounds"); do
-  a=$(raidlab_iops randwrite "$raid5" --verify)
-  b=$(raidlab_iops randwrite "$raid5")
-  ratios+=("$(python3 -c "print(f'{$a/$b:.3f}')")")
-  echo "raid5 x 4 files randwrite round $r: with --verify $a IOPS, without $b IOPS, ratio ${ratios[-1]}"
-done
-echo "raid5 x 4 files randwrite: median ratio verify/plain = $(printf '%s\n' "${ratios[@]}" | median)"
+echo "machine: $(nproc) cores, $(uname -r), $(fio --version)"
+printf '%s\n' "${summary[@]}"

@@ -294,6 +294,9 @@ trait Engine {
     /// Submit what is queued and wait for at least one completion; the
     /// tasks that own completed operations become ready.
     fn wait(&self, sched: &Sched) -> io::Result<()>;
+    /// Hand what is queued to the kernel now, without waiting (nothing to
+    /// do for an engine whose operations run when started).
+    fn submit(&self) {}
     /// Operations queued or in flight in the kernel.
     fn inflight(&self) -> u32;
     /// Whether host buffers are registered with the kernel.
@@ -451,6 +454,16 @@ impl<'m> Backend<'m> {
         self.engine.inflight()
     }
 
+    /// Hand the member operations queued so far to the kernel, as fio
+    /// submits each I/O when it is queued (`iodepth_batch_submit=1`, its
+    /// default): on a virtual disk, operations held back to go in one batch
+    /// wait for it, and batches run slower there (measured with
+    /// `bench/real_vs_fio.sh`: 4 KiB O_DIRECT random reads at queue depth 32
+    /// rose from 63-66 k to 71-77 k IOPS, fio's 72-80 k).
+    pub fn submit(&self) {
+        self.engine.submit();
+    }
+
     /// Submit what is queued and wait for at least one completion; the
     /// tasks that own completed operations become ready.
     pub fn wait(&self) -> io::Result<()> {
@@ -573,6 +586,14 @@ impl Engine for Uring {
             ready.push(s.0);
         }
         Ok(())
+    }
+
+    fn submit(&self) {
+        let mut ring = self.ring.borrow_mut();
+        if !ring.submission().is_empty() {
+            // An error here is met again, and reported, by the next wait.
+            let _ = ring.submit();
+        }
     }
 
     fn inflight(&self) -> u32 {

@@ -393,14 +393,19 @@ pub fn run_worker(
             slots.spawn(&be, Box::pin(host_io(&ex, sh, io, buf)), io, false);
             issued = true;
         }
+        let mut freed = false;
         while let Some((t, done)) = slots.poll_ready(&be, &mut cx) {
             pace.completed(&t);
             finish(&mut out, sh, t, done, Instant::now(), &mut pool);
+            freed = true;
         }
-        if slots.active == 0 {
-            if exhausted {
-                break;
-            }
+        if slots.active == 0 && exhausted {
+            break;
+        }
+        if slots.active == 0 || (freed && !exhausted && slots.active < depth) {
+            // Refill the freed slots before waiting: waiting first would
+            // leave them empty until the next completion, and the job
+            // short of its queue depth.
             continue;
         }
         if let Err(e) = wait_for_progress(&be, slots.active) {
@@ -502,7 +507,11 @@ impl<'w> Slots<'w> {
                 continue;
             };
             be.sched.current.set(id);
-            if let Poll::Ready(done) = t.fut.as_mut().poll(cx) {
+            let polled = t.fut.as_mut().poll(cx);
+            // Each host I/O's member operations go to the kernel as soon as
+            // it has queued them.
+            be.submit();
+            if let Poll::Ready(done) = polled {
                 let t = self.tasks[id].take().expect("task present");
                 self.free.push(id);
                 self.active -= 1;
