@@ -79,3 +79,38 @@ fn other_source_measurements_all_simulate() {
         );
     }
 }
+
+/// The held-back numbers of the four documents' tables
+/// (`data/published/documents-rest.csv`): every row names a topology and
+/// workload the simulator takes, comes from one of the four documents and
+/// is none of the calibration's rows, and their error does not grow past
+/// where it stands (median 21.2 %, p90 122.8 % when they were taken in).
+/// The aim is median 10 % and p90 30 % over both files; this bound only
+/// keeps the model from drifting further from rows it was not built on.
+#[test]
+fn held_out_document_measurements_all_simulate_and_do_not_drift() {
+    let (rows, v) = validated("documents-rest.csv");
+    let path = format!(
+        "{}/../../data/published/calibration.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let calibration = parse_csv(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let documents = ["petrov2010", "jdev2009", "admin2015", "intel2013"];
+    for r in &rows {
+        assert!(documents.contains(&r.source.as_str()), "{}", r.id);
+        assert!(
+            calibration.iter().all(|c| c.id != r.id),
+            "{} is a calibration row",
+            r.id
+        );
+    }
+    assert_eq!(rows.len(), 344);
+    let s = v.stats();
+    assert!(
+        s.median <= 22.0 && s.p90 <= 125.0,
+        "median |error| {:.1} %, p90 {:.1} % over {} rows",
+        s.median,
+        s.p90,
+        s.rows
+    );
+}
