@@ -909,6 +909,12 @@ impl PresetDb {
     /// from only in case or by a typo or two, or where the list is.
     pub fn unknown(&self, name: &str) -> String {
         let lower = name.to_ascii_lowercase();
+        const LEVELS: [&str; 6] = ["raid0", "raid1", "raid5", "raid6", "raid10", "concat"];
+        if LEVELS.contains(&lower.as_str()) || lower == "raid4" {
+            return format!(
+                "'{name}' is a RAID level, not a preset: levels make arrays in a topology ({lower}(4*x25e)); 'raidlab presets' lists drives, controllers and hosts"
+            );
+        }
         if let Some(digits) = lower.strip_prefix("raid") {
             if digits.bytes().all(|b| b.is_ascii_digit()) {
                 return format!(
@@ -942,7 +948,7 @@ impl PresetDb {
 }
 
 /// Levenshtein distance between two short names (bytes), for suggestions.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, &ca) in a.iter().enumerate() {

@@ -25,6 +25,9 @@ pub const MAX_DEPTH: usize = 32;
 /// Longest expression accepted: far above what `MAX_DEVICES` devices with
 /// options need (~100 bytes each), so only nonsense is refused.
 pub const MAX_EXPR_BYTES: usize = 1 << 20;
+/// Largest controller cache an expression may give (`cache_mb`), in MiB:
+/// 1 TiB, far past any controller's, so the cache model stays bounded.
+pub const MAX_CACHE_MB: u32 = 1 << 20;
 
 /// One `key=value` option with the column of its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -548,7 +551,7 @@ impl Node {
 /// which a workload addresses as fio does a job with several filenames.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Topology {
-    /// Expression as given.
+    /// Expression as given, less its comments.
     pub expr: String,
     /// Host parameters.
     pub host: Arc<HostParams>,
@@ -1057,7 +1060,12 @@ impl Resolver<'_> {
                 )
             }
             Some(Preset::Host(_)) => {
-                return invalid(col, format!("'{name}' is a host preset, not a device"))
+                return invalid(
+                    col,
+                    format!(
+                        "'{name}' is a host profile, not a device: write host[profile={name}](...) around the arrays it runs"
+                    ),
+                )
             }
             None => return self.unknown_preset(name, col),
         };
@@ -1110,7 +1118,14 @@ impl Resolver<'_> {
                     ),
                 )
             }
-            Some(Preset::Host(_)) => return invalid(col, format!("'{name}' is a host preset")),
+            Some(Preset::Host(_)) => {
+                return invalid(
+                    col,
+                    format!(
+                        "'{name}' is a host profile, not a node: write host[profile={name}](...) to run the arrays inside on it"
+                    ),
+                )
+            }
             None => return self.unknown_preset(name, col),
         };
         if let Some((_, outer)) = in_ctrl {
@@ -1425,10 +1440,12 @@ fn controller_options(params: &mut ControllerParams, opts: &[Opt]) -> Result<Con
                 params.cache_mb = v
                     .parse()
                     .ok()
-                    .filter(|&mb: &u32| mb <= 1 << 20)
+                    .filter(|&mb: &u32| mb <= MAX_CACHE_MB)
                     .ok_or_else(|| Error::Invalid {
                         col: opt.col,
-                        msg: format!("cache_mb={v}: expected MiB, e.g. 512"),
+                        msg: format!(
+                            "cache_mb={v}: expected MiB from 0 to {MAX_CACHE_MB} (1 TiB), e.g. 512"
+                        ),
                     })?
             }
             "pcie" => (params.pcie_gen, params.pcie_lanes) = pcie(opt)?,
@@ -1636,6 +1653,16 @@ fn host_options(host: &mut HostParams, opts: &[Opt]) -> Result<()> {
     Ok(())
 }
 
+/// An expression as the user wrote it, less its `#` comments and with its
+/// lines joined: what results echo.
+pub fn without_comments(expr: &str) -> String {
+    expr.lines()
+        .map(|l| l.split_once('#').map_or(l, |(code, _)| code))
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Parse and resolve an expression against presets.
 pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
     let ast = parse(expr)?;
@@ -1664,7 +1691,7 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
     }
     let root = nodes.remove(0);
     Ok(Topology {
-        expr: expr.to_string(),
+        expr: without_comments(expr),
         host: Arc::new(host),
         host_profile: profile,
         root,

@@ -220,6 +220,31 @@ pub const MAX_NUMJOBS: u32 = 4096;
 /// engines' request tables small (tens of MiB).
 pub const MAX_OUTSTANDING: u64 = 1 << 20;
 
+/// fio's long names for the keys raidlab spells short: `readwrite` is
+/// `rw`, `blocksize` is `bs`, `randseed` is `seed` (fio's HOWTO gives both
+/// spellings); any other key is itself.
+fn fio_long_name(k: &str) -> &str {
+    match k {
+        "readwrite" => "rw",
+        "blocksize" => "bs",
+        "randseed" => "seed",
+        other => other,
+    }
+}
+
+/// The message for a key that is none: the nearest known key when it is a
+/// typo or two away, and the list.
+fn unknown_key(k: &str) -> String {
+    let near = KEYS
+        .iter()
+        .filter(|n| crate::preset::edit_distance(k, n) <= 2)
+        .min_by_key(|n| crate::preset::edit_distance(k, n));
+    match near {
+        Some(n) => format!("unknown key '{k}' (did you mean {n}?)"),
+        None => format!("unknown key '{k}' (known: {})", KEYS.join(", ")),
+    }
+}
+
 /// Keys of the `k=v` language.
 pub const KEYS: &[&str] = &[
     "rw",
@@ -285,6 +310,7 @@ impl Workload {
             if k.is_empty() || v.is_empty() {
                 return werr(format!("'{tok}' is not key=value"));
             }
+            let k = fio_long_name(k);
             if pairs.iter().any(|(pk, _): &(&str, &str)| *pk == k) {
                 return werr(format!("key '{k}' given twice"));
             }
@@ -374,7 +400,7 @@ impl Workload {
                 "rate" | "rate_iops" => w.rate.set(k, v)?,
                 "rate_process" => w.rate.set_process(v)?,
                 "io_submit_mode" => w.rate.set_submit_mode(v)?,
-                _ => return werr(format!("unknown key '{k}' (known: {})", KEYS.join(", "))),
+                _ => return werr(unknown_key(k)),
             }
         }
         if !w.bssplit.is_empty() {
@@ -696,10 +722,7 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
             Some((k, v)) => (k.trim(), v.trim()),
             None => (line, ""),
         };
-        let k = match k {
-            "readwrite" => "rw",
-            "blocksize" => "bs",
-            "randseed" => "seed",
+        let k = match fio_long_name(k) {
             "rwmixwrite" => {
                 let w = int(k, v, 0, 100)?;
                 pairs.retain(|(pk, _)| pk != "rwmixread");

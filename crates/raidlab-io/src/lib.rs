@@ -391,7 +391,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         resolved: None,
         raidlab: VERSION.into(),
         engine: "real".into(),
-        topology: expr.trim().to_string(),
+        topology: raidlab_core::topology::without_comments(expr),
         workload: w.to_json(seed),
         seed,
         summary: merged.metrics.summary(secs),

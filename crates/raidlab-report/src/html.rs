@@ -232,6 +232,9 @@ fn table_html(t: &DocTable<'_>) -> String {
         st.p90,
         st.within_25pct
     );
+    for c in &t.common {
+        o += &format!("<p class=\"note\">{}</p>\n", esc(c));
+    }
     o += "<div class=\"wrap\"><table class=\"doc\">\n<tr><th class=\"row\"></th>";
     for c in &t.cols {
         o += &format!("<th>{}</th>", esc(c));

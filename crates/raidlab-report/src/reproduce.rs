@@ -31,6 +31,26 @@ pub struct DocTable<'a> {
     pub cols: Vec<String>,
     /// Cells.
     pub cells: Vec<Cell<'a>>,
+    /// What every cell shares, said once above the table: the topology (when
+    /// it does not vary), the workload keys every row gives alike, and the
+    /// metric with its unit (when it does not vary).
+    pub common: Vec<String>,
+}
+
+/// A metric with its unit, for a table's heading.
+fn metric_unit(m: &str) -> String {
+    let unit = match m {
+        "iops" => "I/Os a second",
+        "mbps" => "MB/s",
+        "waf" => "write amplification",
+        _ if m.ends_with("_ms") => "ms",
+        _ => "",
+    };
+    if unit.is_empty() {
+        m.to_string()
+    } else {
+        format!("{m} ({unit})")
+    }
 }
 
 fn workload_map(w: &str) -> BTreeMap<String, String> {
@@ -85,8 +105,12 @@ fn layout<'a>(source: &str, reference: &str, rows: &[&'a RowResult]) -> DocTable
         if bs_rows {
             row_label = m.get("bs").cloned().unwrap_or_default();
         }
+        // A key a row does not give is left out of its label (fio's
+        // default holds), not shown as "k=-".
         for k in varying.iter().filter(|k| k.as_str() != "bs") {
-            let v = m.get(k).cloned().unwrap_or_else(|| "-".into());
+            let Some(v) = m.get(k) else {
+                continue;
+            };
             if bs_rows {
                 col.push(format!("{k}={v}"));
             } else {
@@ -124,12 +148,28 @@ fn layout<'a>(source: &str, reference: &str, rows: &[&'a RowResult]) -> DocTable
     if bs_rows {
         row_order.sort_by_key(|r| parse_size(r).unwrap_or(u64::MAX));
     }
+    let mut common = Vec::new();
+    if !topo_varies {
+        common.push(format!("topology {}", rows[0].row.topology));
+    }
+    let shared: Vec<String> = maps[0]
+        .iter()
+        .filter(|(k, v)| maps.iter().all(|m| m.get(*k) == Some(*v)))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !shared.is_empty() {
+        common.push(format!("workload {}", shared.join(" ")));
+    }
+    if !metric_varies {
+        common.push(format!("metric {}", metric_unit(&rows[0].row.metric)));
+    }
     DocTable {
         source: source.into(),
         reference: reference.into(),
         rows: row_order,
         cols: col_order,
         cells,
+        common,
     }
 }
 
@@ -156,6 +196,26 @@ fn resource(b: &Option<String>) -> String {
     }
 }
 
+/// What each cell of a text table says.
+const HEADING: &str = "published simulated err [model]";
+
+/// One cell as text: "published simulated error resource [analytic
+/// expectation]", and `!unsteady` where the run did not settle.
+fn cell_text(x: &Cell<'_>) -> String {
+    let model = x
+        .result
+        .analytic
+        .map_or(String::new(), |a| format!(" [{}]", num(a)));
+    format!(
+        "{} {} {:+.0}% {}{model}{}",
+        num(x.result.row.value),
+        num(x.result.simulated),
+        x.result.error_pct,
+        resource(&x.result.bottleneck),
+        if x.result.steady { "" } else { " !unsteady" }
+    )
+}
+
 /// The tables as text: per cell "published simulated error resource
 /// [analytic expectation]".
 pub fn render(tables: &[DocTable<'_>]) -> String {
@@ -166,6 +226,9 @@ pub fn render(tables: &[DocTable<'_>]) -> String {
             "\n{} {} — {} rows, median |error| {:.1}%, p90 {:.1}%\n",
             t.source, t.reference, stats.rows, stats.median, stats.p90
         );
+        for c in &t.common {
+            o += &format!("  {c}\n");
+        }
         let mut legend = Vec::new();
         let short: Vec<String> = t
             .cols
@@ -180,7 +243,14 @@ pub fn render(tables: &[DocTable<'_>]) -> String {
                 }
             })
             .collect();
-        let w = 34;
+        let cell_text: Vec<String> = t.cells.iter().map(cell_text).collect();
+        let w = cell_text
+            .iter()
+            .map(|c| c.chars().count())
+            .chain(short.iter().map(|c| c.chars().count()))
+            .max()
+            .unwrap_or(0)
+            .max(HEADING.len());
         let rw = t.rows.iter().map(|r| r.len()).max().unwrap_or(4).max(4);
         o += &format!("{:<rw$}", "");
         for c in &short {
@@ -189,28 +259,14 @@ pub fn render(tables: &[DocTable<'_>]) -> String {
         o += "\n";
         o += &format!("{:<rw$}", "");
         for _ in &short {
-            o += &format!(" | {:<w$}", "published simulated err [model]");
+            o += &format!(" | {HEADING:<w$}");
         }
         o += "\n";
         for r in &t.rows {
             o += &format!("{r:<rw$}");
             for c in &t.cols {
-                match t.cells.iter().find(|x| &x.row == r && &x.col == c) {
-                    Some(x) => {
-                        let model = x
-                            .result
-                            .analytic
-                            .map_or(String::new(), |a| format!(" [{}]", num(a)));
-                        let cell = format!(
-                            "{} {} {:+.0}% {}{model}{}",
-                            num(x.result.row.value),
-                            num(x.result.simulated),
-                            x.result.error_pct,
-                            resource(&x.result.bottleneck),
-                            if x.result.steady { "" } else { " !unsteady" }
-                        );
-                        o += &format!(" | {cell:<w$}");
-                    }
+                match t.cells.iter().position(|x| &x.row == r && &x.col == c) {
+                    Some(i) => o += &format!(" | {:<w$}", cell_text[i]),
                     None => o += &format!(" | {:<w$}", ""),
                 }
             }

@@ -94,6 +94,29 @@ pub fn emit(output: &Option<String>, text: &str) -> Result<(), Failure> {
     }
 }
 
+/// Check, before any work, that `-o PATH` can be written: its folder exists
+/// and it is no folder itself (a long command must not fail at its end on
+/// a misspelt path).
+pub fn check_output(path: &str) -> Result<(), Failure> {
+    let p = std::path::Path::new(path);
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(Failure::input(format!(
+            "cannot write '{path}': the folder '{}' does not exist",
+            dir.display()
+        )));
+    }
+    if p.is_dir() {
+        return Err(Failure::input(format!(
+            "cannot write '{path}': it is a folder"
+        )));
+    }
+    Ok(())
+}
+
 /// Pretty JSON text of a serialisable value, newline-terminated.
 pub fn json_text(v: &impl serde::Serialize) -> Result<String, Failure> {
     serde_json::to_string_pretty(v)

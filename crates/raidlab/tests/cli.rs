@@ -1160,3 +1160,115 @@ fn run_paces_jobs_by_their_rate_limits() {
     let iops = v["summary"]["iops"].as_f64().expect("iops");
     assert!((250.0..500.0).contains(&iops), "thinktime: {iops} IOPS");
 }
+
+/// Messages a new user meets: each says what is wrong and what to write.
+#[test]
+fn first_mistakes_get_a_useful_line() {
+    let w = "rw=randread runtime=0.01";
+    assert_input_error(
+        &["sim", "-t", "host2020(raid5(8*pm9a3))", "-w", w],
+        "host[profile=host2020](...)",
+    );
+    assert_input_error(
+        &["presets", "raid5"],
+        "'raid5' is a RAID level, not a preset",
+    );
+    assert_input_error(
+        &["sim", "-t", "x25e", "-w", "iodpeth=4 rw=randread"],
+        "did you mean iodepth?",
+    );
+    assert_input_error(
+        &[
+            "sim",
+            "-t",
+            "megaraid9361[cache_mb=99999999](2*x25e)",
+            "-w",
+            w,
+        ],
+        "from 0 to 1048576",
+    );
+    // fio's long names, as job files take them.
+    let v = json_of(&[
+        "sim",
+        "-t",
+        "x25e",
+        "-w",
+        "blocksize=8k readwrite=randread runtime=0.01",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["workload"]["bs"], 8192, "{}", v["workload"]);
+    let csv = tmp("plot.csv", "a,b\n1,2\n2,3\n");
+    for args in [
+        vec![
+            "plot",
+            csv.as_str(),
+            "--x",
+            "a",
+            "--y",
+            "b",
+            "-o",
+            "/nonexistent/dir/x.png",
+        ],
+        vec![
+            "calibrate",
+            "sim:x25e",
+            "-o",
+            "/nonexistent/c.toml",
+            "--quick",
+        ],
+    ] {
+        assert_input_error(&args, "the folder '/nonexistent");
+    }
+}
+
+/// A timed run long enough to take minutes says so on stderr before it
+/// starts; a short one says nothing.
+#[test]
+fn a_long_runtime_is_announced() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args([
+            "sim",
+            "-t",
+            "raid0(4*x25e)",
+            "-w",
+            "rw=randread iodepth=32 runtime=1000000",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stderr.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        line.contains("runtime=1000000 s") && line.contains("million host I/Os"),
+        "{line}"
+    );
+    let o = raidlab(&["sim", "-t", "x25e", "-w", "rw=randread runtime=0.01"]);
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+/// `reproduce` tables say what every cell shares (topology, workload,
+/// metric and unit) and leave keys a row does not give out of its label.
+#[test]
+fn reproduced_tables_say_their_topology_workload_and_metric() {
+    let o = raidlab(&["reproduce", "intel2013"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("  topology megaraid9265"), "{text}");
+    assert!(text.contains("  workload iodepth=8 numjobs=8"), "{text}");
+    assert!(!text.contains("=-"), "{text}");
+    let v = json_of(&["reproduce", "admin2015", "--format", "json"]);
+    assert_eq!(
+        v["by_file"].as_array().unwrap().len(),
+        2,
+        "{}",
+        v["by_file"]
+    );
+}

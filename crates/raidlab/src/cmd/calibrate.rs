@@ -71,6 +71,7 @@ pub struct Args {
 
 /// Run `calibrate`.
 pub fn run(args: Args) -> Result<(), Failure> {
+    crate::common::check_output(&args.output)?;
     let name = preset_name(&args)?;
     let (capacity_gb, obs, what) = match (&args.from, &args.target) {
         (Some(csv), _) => from_csv(csv, &args)?,

@@ -66,6 +66,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 .ok_or_else(|| Failure::input(format!("--where '{f}': expected COLUMN=VALUE")))
         })
         .collect::<Result<_, _>>()?;
+    crate::common::check_output(&args.output)?;
     let table = plot::Table::parse(&read_data(&args.results, "results file")?)?;
     let spec = plot::PlotSpec {
         x: args.x,

@@ -27,6 +27,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let w = args.job.workload()?;
     raidlab_sim::check_pace(&topo, &w)?;
     note_long_pass(&topo, &w);
+    note_long_runtime(&topo, &w, args.job.seed);
     let result = {
         let bar = RunProgress::new("sim");
         raidlab_sim::simulate_with_progress(&topo, &w, args.job.seed, &|f| bar.set(f))?
@@ -40,6 +41,56 @@ pub fn run(args: Args) -> Result<(), Failure> {
     args.job.emit_result(&result, 0, &extra)
 }
 
+/// Host I/Os past which a run is announced on stderr: tens of seconds of
+/// simulation even on the fastest arrays (a few million host I/Os a second).
+const LONG_RUN_IOS: f64 = 20e6;
+/// Simulated seconds past which a timed run is announced when no estimate
+/// of its I/O count is at hand: ten minutes of the array.
+const LONG_RUN_SECS: f64 = 600.0;
+
+/// Timed runs shorter than this are never long: under [`LONG_RUN_IOS`] at
+/// the few million host I/Os a second the fastest arrays reach.
+const QUICK_SECS: f64 = 3.0;
+/// Simulated time of the one-drive run behind the estimate: 50 ms.
+const ESTIMATE_NS: u64 = 50_000_000;
+
+/// A long timed run: say on stderr how long, and how many I/Os the
+/// analytic model expects of it where it has an estimate.
+fn note_long_runtime(topo: &Topology, w: &Workload, seed: u64) {
+    let Some(ns) = w.runtime else {
+        return;
+    };
+    let secs = ns as f64 / 1e9;
+    if secs < QUICK_SECS {
+        return;
+    }
+    // The estimate simulates one drive: briefly, at the workload's rate.
+    let brief = Workload {
+        runtime: Some(ns.min(ESTIMATE_NS)),
+        ramp_time: None,
+        ..w.clone()
+    };
+    let estimate = match raidlab_sim::analytic::expect(topo, &brief, seed) {
+        Some(Ok(e)) => e.metric("iops").map(|iops| iops * secs),
+        _ => None,
+    };
+    let long = match estimate {
+        Some(ios) => ios > LONG_RUN_IOS,
+        None => secs > LONG_RUN_SECS,
+    };
+    if long {
+        let about = estimate.map_or(String::new(), |ios| {
+            format!(
+                " (about {:.0} million host I/Os, by the analytic model)",
+                ios / 1e6
+            )
+        });
+        eprintln!(
+            "raidlab: note: runtime={secs} s simulates {secs} s of the array{about}, which can take long; state=steady with a shorter runtime measures the same steady state"
+        );
+    }
+}
+
 /// Without `runtime`, fio's rule is one pass over `size` per job: say so on
 /// stderr when that pass is long.
 fn note_long_pass(topo: &Topology, w: &Workload) {
@@ -51,7 +102,7 @@ fn note_long_pass(topo: &Topology, w: &Workload) {
     };
     let bytes = w.size.unwrap_or(cap);
     let ios = bytes / w.bs.max(1) * w.numjobs as u64;
-    if ios > 20_000_000 {
+    if ios as f64 > LONG_RUN_IOS {
         let span = if bytes as f64 >= 1e12 {
             format!("{:.1} TB", bytes as f64 / 1e12)
         } else {
