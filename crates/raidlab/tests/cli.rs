@@ -21,6 +21,11 @@ fn bad_input_gives_one_line_and_status_2() {
         ("s3500-800", "rw=read bs=512 rate_iops=1", "at most 1e9 s"),
         ("x25e", "rw=read bs=1m rate=1k", "at most 60 s"),
         ("x25e", "rw=read rate_process=bursty", "rate_process=bursty"),
+        (
+            "raid5[stripe=4k](3*x25e)",
+            "rw=randread bs=64m iodepth=65536 runtime=0.05",
+            "65536 I/Os in flight",
+        ),
     ] {
         assert_input_error(&["sim", "-t", t, "-w", wl], want);
     }
