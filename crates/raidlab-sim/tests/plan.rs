@@ -49,7 +49,8 @@ fn rows(q: &Question, keep: usize, exhaustive: bool) -> Vec<Row> {
 /// Pruning by the classic model and the screening runs only save time:
 /// the best rows are those of simulating every configuration in full.
 #[test]
-fn pruning_keeps_the_rows_an_exhaustive_plan_ranks_first() {
+#[ignore = "slow tier: an exhaustive plan beside a pruned one; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
+fn slow_pruning_keeps_the_rows_an_exhaustive_plan_ranks_first() {
     let mut q = question(
         "rw=randread bs=4k iodepth=32 numjobs=4",
         400_000_000_000,

@@ -821,7 +821,8 @@ fn calibrate_fits_a_datasheet_and_the_preset_loads() {
 }
 
 #[test]
-fn calibrate_measures_a_file_quickly_and_sim_reads_its_path() {
+#[ignore = "slow tier: calibrate probes a file for about 100 s; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
+fn slow_calibrate_measures_a_file_quickly_and_sim_reads_its_path() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("cal-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
