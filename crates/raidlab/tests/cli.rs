@@ -638,22 +638,13 @@ fn a_killed_write_run_loses_nothing_once_resynced() {
     };
     let o = run(&created, "rw=write bs=64k size=4m");
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args([
-            "run",
-            "-t",
-            &t,
-            "-w",
-            "rw=randwrite bs=4k iodepth=4 size=4m runtime=30",
-        ])
-        .args(["--verify", "--engine", "psync"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let randwrite = "rw=randwrite bs=4k iodepth=4 size=4m runtime=30";
+    killed_after(
+        &[
+            "run", "-t", &t, "-w", randwrite, "--verify", "--engine", "psync",
+        ],
+        1500,
+    );
     let read = "rw=read bs=16k size=4m";
     let o = run(&array(Some(0)), read);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

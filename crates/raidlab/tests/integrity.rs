@@ -36,6 +36,28 @@ fn json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
     (o.status.code(), v)
 }
 
+/// A `level` array over `n` fresh members of `mib` MiB in `dir`, written
+/// whole under `--verify` with `bs`: its members and expression.
+fn written_array(
+    dir: &std::path::Path,
+    level: &str,
+    n: usize,
+    mib: u64,
+    bs: &str,
+) -> (Vec<String>, String) {
+    let m = members(dir, n, mib);
+    let t = format!("{level}({})", m.join(","));
+    let w = format!("rw=write bs={bs}");
+    let o = raidlab(&["run", "-t", &t, "-w", &w, "--verify"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (m, t)
+}
+
+/// A verified read of `t` with workload `w`: exit status and JSON result.
+fn verified_read(t: &str, w: &str) -> (Option<i32>, serde_json::Value) {
+    json(&["run", "-t", t, "-w", w, "--verify", "--format", "json"])
+}
+
 /// XOR `x` into the byte at `at` of file `path`.
 fn flip(path: &str, at: usize, x: u8) {
     let mut b = std::fs::read(path).unwrap();
@@ -77,16 +99,7 @@ fn verify_on_a_mixed_run_reports_no_false_mismatches() {
         assert!(verify["unwritten_units"].as_u64().unwrap() > 0, "{verify}");
     }
     // Read-only with no verify state: every block must have been written.
-    let (code, v) = json(&[
-        "run",
-        "-t",
-        &raid5,
-        "-w",
-        "rw=read bs=64k size=16m",
-        "--verify",
-        "--format",
-        "json",
-    ]);
+    let (code, v) = verified_read(&raid5, "rw=read bs=64k size=16m");
     assert_eq!(code, Some(1), "{v}");
     assert!(v["real"]["verify"]["mismatches"].as_u64().unwrap() > 0);
     let _ = std::fs::remove_dir_all(&dir);
@@ -98,10 +111,7 @@ fn verify_on_a_mixed_run_reports_no_false_mismatches() {
 #[test]
 fn a_member_that_shrank_is_refused_not_taken_as_a_smaller_array() {
     let dir = scratch("shrink");
-    let m = members(&dir, 4, 32);
-    let t = format!("raid5({})", m.join(","));
-    let o = raidlab(&["run", "-t", &t, "-w", "rw=write bs=64k", "--verify"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (m, t) = written_array(&dir, "raid5", 4, 32, "64k");
     let before = String::from_utf8_lossy(&raidlab(&["examine", &m[0]]).stdout).into_owned();
     std::fs::OpenOptions::new()
         .write(true)
@@ -132,27 +142,9 @@ fn a_member_that_shrank_is_refused_not_taken_as_a_smaller_array() {
         .unwrap()
         .set_len(32 << 20)
         .unwrap();
-    let (code, v) = json(&[
-        "run",
-        "-t",
-        &degraded,
-        "-w",
-        "rw=read bs=64k",
-        "--verify",
-        "--format",
-        "json",
-    ]);
+    let (code, v) = verified_read(&degraded, "rw=read bs=64k");
     assert_eq!(code, Some(1), "the restored tail is zeros: {v}");
-    let (code, v) = json(&[
-        "run",
-        "-t",
-        &degraded,
-        "-w",
-        "rw=read bs=64k size=16m",
-        "--verify",
-        "--format",
-        "json",
-    ]);
+    let (code, v) = verified_read(&degraded, "rw=read bs=64k size=16m");
     assert_eq!(code, Some(0), "{v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -279,49 +271,29 @@ fn create_examine_and_check_say_what_is_so() {
 #[test]
 fn a_rebuild_killed_part_way_resumes_where_it_stopped() {
     let dir = scratch("resume");
-    let m = members(&dir, 4, 64);
-    let t = format!("raid5({})", m.join(","));
-    let o = raidlab(&["run", "-t", &t, "-w", "rw=write bs=1m", "--verify"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (m, t) = written_array(&dir, "raid5", 4, 64, "1m");
     std::fs::remove_file(&m[2]).unwrap();
     // 64 MiB at 40 MB/s: about 1.7 s; killed somewhere in 0.4-1.3 s.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos() as u64;
-    let at = std::time::Duration::from_millis(400 + nanos % 900);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args(["rebuild", "-t", &t, "--max-rate", "40"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(at);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let at = 400 + nanos % 900;
+    killed_after(&["rebuild", "-t", &t, "--max-rate", "40"], at);
     let text = String::from_utf8_lossy(&raidlab(&["examine", &m[2]]).stdout).into_owned();
-    assert!(text.contains("being rebuilt"), "killed at {at:?}: {text}");
+    assert!(text.contains("being rebuilt"), "killed at {at} ms: {text}");
     let o = raidlab(&["run", "-t", &t, "-w", "rw=read bs=1m"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("is being rebuilt"), "{}", stderr(&o));
     let (code, v) = json(&["rebuild", "-t", &t, "--max-rate", "0", "--format", "json"]);
     assert_eq!(code, Some(0), "{v}");
     let resumed = v["resumed_bytes"].as_u64().unwrap();
-    assert!(resumed > 0 && resumed < 62 << 20, "killed at {at:?}: {v}");
+    assert!(resumed > 0 && resumed < 62 << 20, "killed at {at} ms: {v}");
     assert_eq!(v["bytes"].as_u64().unwrap() + resumed, 62 << 20, "{v}");
     let o = raidlab(&["check", "-t", &t]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     let degraded = format!("raid5({},{},{},missing)", m[0], m[1], m[2]);
-    let (code, v) = json(&[
-        "run",
-        "-t",
-        &degraded,
-        "-w",
-        "rw=read bs=1m",
-        "--verify",
-        "--format",
-        "json",
-    ]);
+    let (code, v) = verified_read(&degraded, "rw=read bs=1m");
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["real"]["verify"]["mismatches"], 0, "{v}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -351,16 +323,19 @@ fn a_killed_verified_run_leaves_a_verify_state_that_catches_lost_writes() {
     let old: Vec<u8> = std::fs::read(&file).unwrap()[..4096].to_vec();
     // 16 MiB at 2 MB/s: about 8 s; killed after 2.2 s, past two
     // checkpoints, the first 4 KiB rewritten and acknowledged at the start.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args(["run", "-t", &file, "-w", "rw=write bs=4k size=16m rate=2m"])
-        .args(["--verify", "--verify-state", &state])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2200));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    killed_after(
+        &[
+            "run",
+            "-t",
+            &file,
+            "-w",
+            "rw=write bs=4k size=16m rate=2m",
+            "--verify",
+            "--verify-state",
+            &state,
+        ],
+        2200,
+    );
     let read = || {
         json(&[
             "run",
@@ -396,33 +371,18 @@ fn a_killed_verified_run_leaves_a_verify_state_that_catches_lost_writes() {
 #[test]
 fn a_member_failing_during_resync_fails_alone() {
     let dir = scratch("resync");
-    let m = members(&dir, 4, 64);
-    let t = format!("raid10({})", m.join(","));
-    let o = raidlab(&["run", "-t", &t, "-w", "rw=write bs=1m", "--verify"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args(["run", "-t", &t, "-w", "rw=randwrite bs=4k runtime=30"])
-        .args(["--verify", "--engine", "psync"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let (m, t) = written_array(&dir, "raid10", 4, 64, "1m");
+    let randwrite = "rw=randwrite bs=4k runtime=30";
+    killed_after(
+        &[
+            "run", "-t", &t, "-w", randwrite, "--verify", "--engine", "psync",
+        ],
+        1500,
+    );
     let text = String::from_utf8_lossy(&raidlab(&["examine", &m[0]]).stdout).into_owned();
     assert!(text.contains("not stopped cleanly"), "{text}");
     let failing = format!("raid10({},{}[fail_after=3],{},{})", m[0], m[1], m[2], m[3]);
-    let (code, v) = json(&[
-        "run",
-        "-t",
-        &failing,
-        "-w",
-        "rw=read bs=1m",
-        "--verify",
-        "--format",
-        "json",
-    ]);
+    let (code, v) = verified_read(&failing, "rw=read bs=1m");
     assert_eq!(code, Some(0), "{v}");
     assert!(
         v["real"]["array"]["resynced_bytes"].as_u64().unwrap() > 0,
@@ -438,16 +398,7 @@ fn a_member_failing_during_resync_fails_alone() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("stale"), "{}", stderr(&o));
     let degraded = format!("raid10({},missing,{},{})", m[0], m[2], m[3]);
-    let (code, v) = json(&[
-        "run",
-        "-t",
-        &degraded,
-        "-w",
-        "rw=read bs=1m",
-        "--verify",
-        "--format",
-        "json",
-    ]);
+    let (code, v) = verified_read(&degraded, "rw=read bs=1m");
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["real"]["verify"]["mismatches"], 0, "{v}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -44,3 +44,17 @@ pub fn json_of(args: &[&str]) -> serde_json::Value {
     assert!(o.status.success(), "{args:?}: {}", stderr(&o));
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: not JSON: {e}"))
 }
+
+/// Run raidlab with `args` and kill it (SIGKILL) after `ms` milliseconds, as
+/// a crash would stop it.
+pub fn killed_after(args: &[&str], ms: u64) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run raidlab");
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap it");
+}
