@@ -26,6 +26,10 @@ use std::collections::BTreeMap;
 pub struct SsdParams {
     /// One-line description.
     pub description: String,
+    /// The drive speaks NVMe over PCIe (else SATA or SAS): only the host's
+    /// own PCIe lanes and tri-mode controllers (`nvme = true`) take it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub nvme: bool,
     /// Year the product came out (catalogue information, `presets --format json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub year: Option<u32>,
@@ -288,6 +292,13 @@ pub struct HddParams {
 pub struct ControllerParams {
     /// One-line description.
     pub description: String,
+    /// It runs arrays (a RAID-on-chip's firmware); `false` for a host bus
+    /// adapter, which passes drives through.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub raid: bool,
+    /// Tri-mode: its lanes also take NVMe drives (else SAS/SATA only).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub nvme: bool,
     /// Year the product came out (catalogue information, `presets --format json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub year: Option<u32>,

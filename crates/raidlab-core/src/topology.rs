@@ -529,6 +529,16 @@ pub enum Node {
 }
 
 impl Node {
+    /// Push every device below this node (itself, if one) onto `out`, in
+    /// expression order.
+    pub fn collect_devices<'a>(&'a self, out: &mut Vec<&'a Device>) {
+        match self {
+            Node::Device(d) => out.push(d),
+            Node::Controller(c) => c.children.iter().for_each(|x| x.collect_devices(out)),
+            Node::Array(a) => a.members.iter().for_each(|x| x.collect_devices(out)),
+        }
+    }
+
     /// Volumes this node exposes to its parent.
     pub fn volumes(&self) -> usize {
         match self {
@@ -567,15 +577,8 @@ pub struct Topology {
 impl Topology {
     /// Every device, in expression order.
     pub fn devices(&self) -> Vec<&Device> {
-        fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Device>) {
-            match n {
-                Node::Device(d) => out.push(d),
-                Node::Controller(c) => c.children.iter().for_each(|x| walk(x, out)),
-                Node::Array(a) => a.members.iter().for_each(|x| walk(x, out)),
-            }
-        }
         let mut v = Vec::new();
-        self.roots().for_each(|r| walk(r, &mut v));
+        self.roots().for_each(|r| r.collect_devices(&mut v));
         v
     }
 
@@ -1154,6 +1157,7 @@ impl Resolver<'_> {
         for c in children {
             kids.extend(self.node(c, Some((port, name)))?);
         }
+        self.check_attachable(name, &params, &kids, col)?;
         let mode = controller_mode(name, o.mode, &kids, col)?;
         let ndev = count_devices(&kids);
         if ndev > params.ports as usize {
@@ -1176,6 +1180,51 @@ impl Resolver<'_> {
             children: kids,
             col,
         })
+    }
+
+    /// Refuse what controller `name` cannot hold: an array, where it is a
+    /// host bus adapter (it passes drives through and runs no RAID), and an
+    /// NVMe drive, where its lanes are SAS/SATA only.
+    fn check_attachable(
+        &self,
+        name: &str,
+        params: &ControllerParams,
+        kids: &[Node],
+        col: usize,
+    ) -> Result<()> {
+        if !params.raid && kids.iter().any(|k| matches!(k, Node::Array(_))) {
+            return invalid(
+                col,
+                format!(
+                    "{name} is a host bus adapter: it passes drives through and runs no RAID; put the array on the host around it, e.g. raid5({name}[mode=jbod](4*DRIVE))"
+                ),
+            );
+        }
+        if params.nvme {
+            return Ok(());
+        }
+        let mut devices = Vec::new();
+        kids.iter().for_each(|k| k.collect_devices(&mut devices));
+        if let Some(d) = devices
+            .iter()
+            .find(|d| matches!(&d.model, DeviceModel::Ssd(p) if p.nvme))
+        {
+            let tri: Vec<&str> = self
+                .db
+                .names()
+                .into_iter()
+                .filter(|n| matches!(self.db.get(n), Some(Preset::Controller(c)) if c.nvme))
+                .collect();
+            return invalid(
+                col,
+                format!(
+                    "{} is an NVMe drive and {name} takes SAS/SATA drives only; a tri-mode controller ({}) or the host's own lanes take NVMe",
+                    d.preset,
+                    tri.join(", ")
+                ),
+            );
+        }
+        Ok(())
     }
 
     fn array(

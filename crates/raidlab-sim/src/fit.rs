@@ -411,6 +411,7 @@ pub fn template(capacity_gb: f64) -> SsdParams {
     let dies = (capacity_gb * 1.074 / 8.0 / 8.0).ceil().clamp(1.0, 64.0) as u32;
     SsdParams {
         description: format!("calibrated SSD, {capacity_gb} GB"),
+        nvme: false, // a SATA drive
         year: None,
         interface: None,
         paths: Vec::new(),
@@ -480,6 +481,7 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
     // 512 Gbit = 64 GB dies; raw flash = logical + the GiB/GB difference.
     let dies = (capacity_gb * 1.074 / 64.0 / 16.0).ceil().clamp(1.0, 32.0) as u32;
     SsdParams {
+        nvme: true,
         // PCIe 4.0: 16 GT/s x 4 lanes, 128b/130b = 7.88 GB/s; ~90 % of it
         // carries payload after TLP and DLLP overhead at 256-byte payloads.
         link_mbps: 7000.0,

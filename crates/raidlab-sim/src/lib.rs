@@ -806,9 +806,9 @@ fn polled(topo: &Topology) -> Result<(), SimError> {
 fn pollable(n: &Node, md_polls: bool, host: &str) -> Result<(), String> {
     match n {
         Node::Device(d) => match &d.model {
-            DeviceModel::Ssd(p) if p.interface.as_deref().is_some_and(|i| i.contains("NVMe")) => Ok(()),
+            DeviceModel::Ssd(p) if p.nvme => Ok(()),
             _ => Err(format!(
-                "{} is not an NVMe drive (its preset's interface does not say NVMe): only NVMe namespaces are polled",
+                "{} is not an NVMe drive (its preset does not say nvme = true): only NVMe namespaces are polled",
                 d.label
             )),
         },

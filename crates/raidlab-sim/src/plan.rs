@@ -323,7 +323,11 @@ fn controller_layouts(
     let Some(Preset::Controller(p)) = db.get(c) else {
         return;
     };
-    let raid = p.cache_mb > 0;
+    // A controller takes NVMe drives only if it is tri-mode.
+    if matches!(db.get(drive), Some(Preset::Ssd(s)) if s.nvme && !p.nvme) {
+        return;
+    }
+    let raid = p.raid && p.cache_mb > 0;
     // RAID controllers' firmware (MegaRAID, Adaptec) offers RAID 0, 1, 5,
     // 6, 10, 50 and 60, not 4: RAID 4 is md's alone, over their volumes.
     let hw = raid && level != Level::Raid4;

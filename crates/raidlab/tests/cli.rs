@@ -1269,3 +1269,70 @@ fn reproduced_tables_say_their_topology_workload_and_metric() {
         v["by_file"]
     );
 }
+
+/// Hardware that cannot exist is refused with the rule it breaks: a host
+/// bus adapter runs no RAID, and NVMe drives sit only behind tri-mode
+/// controllers (or the host's own lanes); `plan` never proposes them.
+#[test]
+fn impossible_hardware_is_refused() {
+    let w = "rw=randread runtime=0.01";
+    for (t, want) in [
+        ("hba9500(raid5(8*pm9a3))", "hba9500 is a host bus adapter"),
+        ("hba(raid1(2*x25e))", "runs no RAID"),
+        (
+            "adaptec5085(4*pm9a3)",
+            "pm9a3 is an NVMe drive and adaptec5085 takes SAS/SATA",
+        ),
+        ("megaraid9265(raid5(4*pm9a3))", "tri-mode controller"),
+    ] {
+        assert_input_error(&["sim", "-t", t, "-w", w], want);
+    }
+    for t in [
+        "megaraid9560(raid5(4*pm9a3))",
+        "raid5(hba9500[mode=jbod](4*pm9a3))",
+        "megaraid9361(raid5(4*s3500-800))",
+    ] {
+        let o = raidlab(&["sim", "-t", t, "-w", w]);
+        assert!(o.status.success(), "{t}: {}", stderr(&o));
+    }
+    let v = json_of(&[
+        "plan",
+        "-w",
+        "rw=randread bs=4k iodepth=32",
+        "--capacity",
+        "10t",
+        "--survive",
+        "1",
+        "--drives",
+        "pm9a3",
+        "--controllers",
+        "none,megaraid9361,hba9500",
+        "--format",
+        "json",
+    ]);
+    let tops: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["topology"].as_str().unwrap())
+        .collect();
+    assert!(tops.iter().any(|t| t.contains("hba9500")), "{tops:?}");
+    assert!(!tops.iter().any(|t| t.contains("megaraid9361")), "{tops:?}");
+    // A SAS/SATA-only controller with NVMe drives alone: nothing to plan.
+    assert_input_error(
+        &[
+            "plan",
+            "-w",
+            "rw=randread bs=4k iodepth=32",
+            "--capacity",
+            "10t",
+            "--survive",
+            "1",
+            "--drives",
+            "pm9a3",
+            "--controllers",
+            "megaraid9361",
+        ],
+        "no configuration",
+    );
+}
