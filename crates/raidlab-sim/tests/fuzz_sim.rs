@@ -72,16 +72,19 @@ fn topology() -> impl Strategy<Value = String> {
                 if wt { "wt" } else { "wb" },
                 if ra { "on" } else { "adaptive" }
             );
+            // A host bus adapter runs no array: arrays go to a RAID
+            // controller in its place.
+            let raid_ctrl = if ctrl == "hba" { "megaraid9361" } else { ctrl };
             match shape {
                 0 => arr,
-                1 => format!("{ctrl}{opts}({arr})"),
+                1 => format!("{raid_ctrl}{opts}({arr})"),
                 2 => format!("raid0({ctrl}[mode=volume](2*x25e),{ctrl}[mode=volume](2*x25e))"),
                 3 => format!("raid1[impl=lvm]({ctrl}[mode=jbod](2*s3500-80))"),
                 4 => format!("host[cores=2]({arr})"),
                 // Degraded, and rebuilding onto a spare behind a controller.
                 5 => "raid6[stripe=16k](3*x25e, missing)".to_string(),
                 6 => format!(
-                    "{ctrl}(raid5[stripe=64k,spares=1,rebuild_max=100m](2*x25e, missing, x25e))"
+                    "{raid_ctrl}(raid5[stripe=64k,spares=1,rebuild_max=100m](2*x25e, missing, x25e))"
                 ),
                 _ => format!("raid0(raid1(2*x25e),{arr})"),
             }
