@@ -310,11 +310,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     topo.take_spares();
     let writes = !matches!(w.rw, Rw::Read | Rw::RandRead) || !topo.took_over.is_empty();
     let (arrays, kinds, mut gens) = open_run(&topo, w, writes, opts)?;
-    if !writes && gens.is_empty() {
-        // Nothing says which blocks were written: a read-only verify
-        // expects every block to be (fio's read-only verify).
-        gens.require_every_unit();
-    }
+    let nonce = start_generations(&mut gens, writes);
     let Arrays {
         mut members,
         sizes,
@@ -330,8 +326,6 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let engine = choose_engine(opts.engine)?;
     let t_start = Instant::now();
     let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time.unwrap_or(0));
-    let nonce = run_nonce(&gens);
-    gens.set_run(nonce);
     let shared = worker::Shared {
         vol: &vol,
         members: &members,
@@ -355,11 +349,8 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         fsync: w.fsync,
         intent: intent.as_ref(),
     };
-    let checkpoint = (writes && opts.verify)
-        .then_some(opts.verify_state.as_deref())
-        .flatten()
-        .map(|p| (p, asm.root_uuid));
-    let outs = with_checkpoints(&shared.gens, checkpoint, || {
+    let state = state_file(writes, opts).map(|p| (p, asm.root_uuid));
+    let outs = with_checkpoints(&shared.gens, state, || {
         run_workers(
             &shared,
             paced_streams(w, span, seed),
@@ -373,10 +364,10 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     if writes && asm.has_metadata() {
         mark_clean(&mut topo, &members, &asm, &sizes, &mut life)?;
     }
-    if let (true, true, Some(p)) = (writes, opts.verify, &opts.verify_state) {
+    if let Some((p, uuid)) = state {
         shared
             .gens
-            .save(p, &asm.root_uuid)
+            .save(p, &uuid)
             .map_err(|e| Error::new(ErrorKind::Io, format!("saving {}: {e}", p.display())))?;
     }
     // The window ends with the runtime, or else with the last completion.
@@ -399,31 +390,39 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         host: HostStats {
             cpu_util_pct: round3(cpu_pct(run_ns)),
         },
-        sim: SimStats {
-            simulated_s: secs,
-            wall_s: wall.elapsed().as_secs_f64(),
-            events: 0,
-            host_ios: totals[0].0 + totals[1].0,
-            steady: None,
-            rebuilds: Vec::new(),
-        },
+        sim: run_times(secs, wall, totals),
         latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
         real: Some(RealStats {
-            engine: engine.word().into(),
-            direct: all_direct,
-            registered_buffers: merged.registered,
-            parity_kernel: parity::kernel().into(),
-            read: io_totals(totals[0]),
-            write: io_totals(totals[1]),
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
             array: array_meta(&topo, &asm, &life),
+            ..engine_stats(engine, all_direct, merged.registered, totals)
         }),
     };
     Ok(RunOutput {
         result,
         trace: merged.trace,
     })
+}
+
+/// The verify state file a run keeps: one that writes under `--verify`
+/// with `--verify-state FILE`.
+fn state_file(writes: bool, opts: &RunOptions) -> Option<&std::path::Path> {
+    (writes && opts.verify)
+        .then_some(opts.verify_state.as_deref())
+        .flatten()
+}
+
+/// Ready the generations a run checks reads against, and return the nonce
+/// its own writes carry: a read-only run that knows of no written block
+/// expects every block to carry a header (fio's read-only verify).
+fn start_generations(gens: &mut verify::Generations, writes: bool) -> u64 {
+    if !writes && gens.is_empty() {
+        gens.require_every_unit();
+    }
+    let nonce = run_nonce(gens);
+    gens.set_run(nonce);
+    nonce
 }
 
 /// Shortest time between two checkpoints of a verify state.
@@ -467,6 +466,38 @@ fn with_checkpoints<T>(
         saver.thread().unpark();
         out
     })
+}
+
+/// A real run's times in the simulator's block: the measured window, the
+/// wall time since `wall`, and the host I/Os of `totals` (no events).
+fn run_times(secs: f64, wall: Instant, totals: [(u64, u64); 2]) -> SimStats {
+    SimStats {
+        simulated_s: secs,
+        wall_s: wall.elapsed().as_secs_f64(),
+        events: 0,
+        host_ios: totals[0].0 + totals[1].0,
+        steady: None,
+        rebuilds: Vec::new(),
+    }
+}
+
+/// What the engine itself did: its kind, direct I/O, registered buffers,
+/// the parity kernel and the read and write totals.
+fn engine_stats(
+    engine: EngineKind,
+    direct: bool,
+    registered: bool,
+    totals: [(u64, u64); 2],
+) -> RealStats {
+    RealStats {
+        engine: engine.word().into(),
+        direct,
+        registered_buffers: registered,
+        parity_kernel: parity::kernel().into(),
+        read: io_totals(totals[0]),
+        write: io_totals(totals[1]),
+        ..RealStats::default()
+    }
 }
 
 /// The root array's live write-intent bitmap, when it has one.

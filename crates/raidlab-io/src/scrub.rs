@@ -327,7 +327,7 @@ impl Scrubber<'_, '_> {
             .collect();
         let (damaged, all_intact) = judge_blocks(&data, bufs, at);
         if damaged.is_empty() {
-            return self.raid6_by_syndromes(geo, kids, at, bufs, (dp, dq), all_intact, a);
+            return self.raid6_by_syndromes(geo, kids, at, bufs, [p, q, dp, dq], all_intact, a);
         }
         // Damaged data blocks: RAID 6 rebuilds up to two from P and Q (P
         // alone first, so a bad Q does not spoil one rebuild).
@@ -359,7 +359,8 @@ impl Scrubber<'_, '_> {
     }
 
     /// A RAID 6 block whose data blocks pass their verify checksums (or
-    /// carry none): P alone or Q alone wrong is rewritten; both wrong, the
+    /// carry none), with P and Q computed from its data and their
+    /// differences from the stored ones: P alone or Q alone wrong is rewritten; both wrong, the
     /// syndromes locate a single bad data member; otherwise, with every
     /// data block intact, P and Q are what is wrong, and with no verify data
     /// the member is unknown (md's repair rewrites P and Q).
@@ -370,7 +371,7 @@ impl Scrubber<'_, '_> {
         kids: &[usize],
         at: At,
         bufs: &mut [ABuf],
-        (dp, dq): (Vec<u8>, Vec<u8>),
+        [p, q, dp, dq]: [Vec<u8>; 4],
         all_intact: bool,
         a: &mut ArrayScrub,
     ) -> io::Result<()> {
@@ -398,7 +399,6 @@ impl Scrubber<'_, '_> {
             );
             return Ok(());
         }
-        let (p, q) = syndromes(geo, s, bufs, at);
         let (who, what) = match (p_bad, q_bad, all_intact) {
             (true, false, _) => (Some(kids[pd]), "P"),
             (false, true, _) => (Some(kids[qd]), "Q"),

@@ -374,13 +374,11 @@ impl Generations {
             let addr = off + (i * UNIT) as u64;
             let known = self.last(addr / UNIT as u64);
             match check_unit(u, addr) {
-                Err(Mismatch::NoHeader)
-                    if known.is_none() && !self.every_unit && !damaged_header(u, addr) =>
-                {
+                Err(Mismatch::NoHeader) if damaged_header(u, addr) => bad(addr, Mismatch::Checksum),
+                Err(Mismatch::NoHeader) if known.is_none() && !self.every_unit => {
                     n.unwritten += 1;
                     continue;
                 }
-                Err(Mismatch::NoHeader) if damaged_header(u, addr) => bad(addr, Mismatch::Checksum),
                 Err(m) => bad(addr, m),
                 Ok(found) => {
                     if let Some(expected) = known {

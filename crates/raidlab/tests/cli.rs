@@ -1295,32 +1295,9 @@ fn impossible_hardware_is_refused() {
         let o = raidlab(&["sim", "-t", t, "-w", w]);
         assert!(o.status.success(), "{t}: {}", stderr(&o));
     }
-    let v = json_of(&[
-        "plan",
-        "-w",
-        "rw=randread bs=4k iodepth=32",
-        "--capacity",
-        "10t",
-        "--survive",
-        "1",
-        "--drives",
-        "pm9a3",
-        "--controllers",
-        "none,megaraid9361,hba9500",
-        "--format",
-        "json",
-    ]);
-    let tops: Vec<&str> = v["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["topology"].as_str().unwrap())
-        .collect();
-    assert!(tops.iter().any(|t| t.contains("hba9500")), "{tops:?}");
-    assert!(!tops.iter().any(|t| t.contains("megaraid9361")), "{tops:?}");
-    // A SAS/SATA-only controller with NVMe drives alone: nothing to plan.
-    assert_input_error(
-        &[
+    // pm9a3s with the controllers given: one plan question.
+    let plan = |controllers: &'static str, json: bool| {
+        let mut a = vec![
             "plan",
             "-w",
             "rw=randread bs=4k iodepth=32",
@@ -1331,8 +1308,22 @@ fn impossible_hardware_is_refused() {
             "--drives",
             "pm9a3",
             "--controllers",
-            "megaraid9361",
-        ],
-        "no configuration",
-    );
+            controllers,
+        ];
+        if json {
+            a.extend(["--format", "json"]);
+        }
+        a
+    };
+    let v = json_of(&plan("none,megaraid9361,hba9500", true));
+    let tops: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["topology"].as_str().unwrap())
+        .collect();
+    assert!(tops.iter().any(|t| t.contains("hba9500")), "{tops:?}");
+    assert!(!tops.iter().any(|t| t.contains("megaraid9361")), "{tops:?}");
+    // A SAS/SATA-only controller with NVMe drives alone: nothing to plan.
+    assert_input_error(&plan("megaraid9361", false), "no configuration");
 }
