@@ -35,6 +35,9 @@ pub enum Error {
     /// Bad argument of the analytic model or of a sweep.
     #[error("{0}")]
     Input(String),
+    /// A malformed or unreadable trace (`FILE:LINE: FIELD: what`).
+    #[error("trace: {0}")]
+    Trace(String),
 }
 
 /// What part of the input an [`Error`] is about, for callers that act on
@@ -53,6 +56,8 @@ pub enum ErrorKind {
     Csv,
     /// An argument of the analytic model or of a sweep.
     Input,
+    /// A trace file.
+    Trace,
 }
 
 impl Error {
@@ -65,6 +70,7 @@ impl Error {
             Error::Preset(_) => ErrorKind::Preset,
             Error::Csv(_) => ErrorKind::Csv,
             Error::Input(_) => ErrorKind::Input,
+            Error::Trace(_) => ErrorKind::Trace,
         }
     }
 

@@ -20,6 +20,7 @@ pub mod result;
 pub mod rng;
 pub mod steady;
 pub mod topology;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

@@ -159,3 +159,157 @@ impl Metrics {
         }
     }
 }
+
+/// How far a timed trace replay issued its I/Os behind their recorded
+/// times (fio's replay "lag").
+#[derive(Debug, Clone)]
+pub struct Lag {
+    /// I/Os issued at or after their time.
+    pub count: u64,
+    /// Those issued late (more than 1 µs after their time).
+    pub late: u64,
+    /// Sum of lags, ns.
+    pub sum: u128,
+    /// Lag histogram, ns (0 recorded as 1).
+    pub hist: Histogram<u64>,
+}
+
+impl Default for Lag {
+    fn default() -> Self {
+        Lag {
+            count: 0,
+            late: 0,
+            sum: 0,
+            // 1 ns .. 1 hour, 3 significant digits, as latencies.
+            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .expect("valid histogram bounds"),
+        }
+    }
+}
+
+impl Lag {
+    /// One I/O issued `lag` ns after its time.
+    pub fn record(&mut self, lag: Ns) {
+        self.count += 1;
+        // Late: more than 1 µs behind, the resolution of fio's iolog v3 times.
+        self.late += u64::from(lag > 1_000);
+        self.sum += lag as u128;
+        self.hist.saturating_record(lag.max(1));
+    }
+
+    /// Another job's lags added.
+    pub fn merge(&mut self, o: &Lag) {
+        self.count += o.count;
+        self.late += o.late;
+        self.sum += o.sum;
+        self.hist.add(&o.hist).expect("same histogram bounds");
+    }
+
+    /// `(mean, p50, p99, max)` in µs (zeros when nothing was issued).
+    pub fn micros(&self) -> (f64, f64, f64, f64) {
+        if self.count == 0 {
+            return (0.0, 0.0, 0.0, 0.0);
+        }
+        let us = |ns: u64| if ns <= 1 { 0.0 } else { ns as f64 / 1e3 };
+        (
+            self.sum as f64 / self.count as f64 / 1e3,
+            us(self.hist.value_at_quantile(0.5)),
+            us(self.hist.value_at_quantile(0.99)),
+            us(self.hist.max()),
+        )
+    }
+}
+
+/// Most intervals a timeline keeps: 2^20 rows of 32 bytes (32 MiB), a
+/// day at `log_avg_msec=100`; completions past the last are not logged
+/// and the timeline says so.
+pub const MAX_INTERVALS: usize = 1 << 20;
+
+/// One interval's sums.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Row {
+    ios: u64,
+    bytes: u64,
+    lat_sum: u64,
+    lat_max: u64,
+}
+
+/// Figures per interval of the measurement window (fio's `log_avg_msec`):
+/// completions are counted in the interval they fall in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timeline {
+    step: Ns,
+    rows: Vec<Row>,
+    /// Completions after the last interval kept.
+    pub overflow: u64,
+}
+
+impl Timeline {
+    /// A timeline of intervals `step` ns long.
+    pub fn new(step: Ns) -> Timeline {
+        assert!(step > 0, "an interval has a length");
+        Timeline {
+            step,
+            rows: Vec::new(),
+            overflow: 0,
+        }
+    }
+
+    /// One I/O of `bytes` completed `at` ns into the window after `lat` ns.
+    #[inline]
+    pub fn record(&mut self, at: Ns, bytes: u32, lat: Ns) {
+        let i = (at / self.step) as usize;
+        if i >= MAX_INTERVALS {
+            self.overflow += 1;
+            return;
+        }
+        if i >= self.rows.len() {
+            self.rows.resize(i + 1, Row::default());
+        }
+        let r = &mut self.rows[i];
+        r.ios += 1;
+        r.bytes += bytes as u64;
+        r.lat_sum = r.lat_sum.saturating_add(lat);
+        r.lat_max = r.lat_max.max(lat);
+    }
+
+    /// Another thread's timeline (same step) added.
+    pub fn merge(&mut self, o: &Timeline) {
+        debug_assert_eq!(self.step, o.step);
+        if o.rows.len() > self.rows.len() {
+            self.rows.resize(o.rows.len(), Row::default());
+        }
+        for (a, b) in self.rows.iter_mut().zip(&o.rows) {
+            a.ios += b.ios;
+            a.bytes += b.bytes;
+            a.lat_sum = a.lat_sum.saturating_add(b.lat_sum);
+            a.lat_max = a.lat_max.max(b.lat_max);
+        }
+        self.overflow += o.overflow;
+    }
+
+    /// The intervals whole within the window of `len` ns from `t0` (the
+    /// timeline's clock): those that start at or after `t0` and end by its
+    /// end, timed from `t0` (a partial one at either end would read low).
+    pub fn intervals(&self, t0: Ns, len: Ns) -> Vec<crate::result::Interval> {
+        let first = t0.div_ceil(self.step);
+        let last = ((t0 + len) / self.step).min(MAX_INTERVALS as u64);
+        let secs = self.step as f64 / 1e9;
+        (first..last.max(first))
+            .map(|i| {
+                let r = self.rows.get(i as usize).copied().unwrap_or_default();
+                crate::result::Interval {
+                    t_s: ((i + 1) * self.step - t0) as f64 / 1e9,
+                    iops: r.ios as f64 / secs,
+                    mbps: r.bytes as f64 / secs / 1e6,
+                    lat_mean_us: if r.ios > 0 {
+                        r.lat_sum as f64 / r.ios as f64 / 1e3
+                    } else {
+                        0.0
+                    },
+                    lat_max_us: r.lat_max as f64 / 1e3,
+                }
+            })
+            .collect()
+    }
+}

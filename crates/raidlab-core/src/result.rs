@@ -254,7 +254,66 @@ pub struct SimStats {
     /// Rebuilds onto hot spares that ran during the simulation.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rebuilds: Vec<RebuildStats>,
+    /// What a trace replay did (workloads with `read_iolog`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayStats>,
 }
+
+/// One interval of a run's timeline (`log_avg_msec`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    /// The interval's end, seconds into the measurement window.
+    pub t_s: f64,
+    /// I/Os completed in it, per second.
+    pub iops: f64,
+    /// Bytes moved in it, 10^6 B/s.
+    pub mbps: f64,
+    /// Mean latency of the I/Os completed in it, µs.
+    pub lat_mean_us: f64,
+    /// Their largest latency, µs.
+    pub lat_max_us: f64,
+}
+
+/// A trace replay's account: what was replayed and how far issue fell
+/// behind the trace's times.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayStats {
+    /// The trace's format.
+    pub format: String,
+    /// Whether I/Os went at their recorded times (false: as fast as
+    /// `iodepth` allows, `replay_no_stall`).
+    pub timed: bool,
+    /// Reads and writes replayed (all jobs).
+    pub ios: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Offsets moved into the span by `replay_fit`.
+    pub fitted: u64,
+    /// How offsets past the span were moved (`wrap` or `scale`).
+    pub fit: String,
+    /// Trims and flushes passed over.
+    pub skipped: u64,
+    /// Timed replays: I/Os issued after their time, %.
+    pub late_pct: f64,
+    /// Timed replays: mean, median, 99th percentile and largest lag, µs.
+    pub lag_mean_us: f64,
+    /// See `lag_mean_us`.
+    pub lag_p50_us: f64,
+    /// See `lag_mean_us`.
+    pub lag_p99_us: f64,
+    /// See `lag_mean_us`.
+    pub lag_max_us: f64,
+    /// Whether the array kept up: 99 % of I/Os issued within
+    /// [`KEPT_UP_LAG_US`] of their time.
+    pub kept_up: bool,
+    /// The trace stopped early: the error that stopped it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The lag under which a timed replay counts as kept up, µs: 1 ms, the
+/// resolution of fio's own v2 `wait` and of its `mtime` replay clock.
+pub const KEPT_UP_LAG_US: f64 = 1000.0;
 
 /// A simulated rebuild onto a hot spare in a missing member's place.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -301,6 +360,10 @@ pub struct RunResult {
     /// The configuration with its defaults applied (simulations).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved: Option<Resolved>,
+    /// Per-interval figures over the window, when the workload asks for
+    /// them (`log_avg_msec`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Interval>,
     /// Latency distribution per direction, for fio-compatible output
     /// (not part of the JSON result document).
     #[serde(skip)]

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::pace::Rate;
 use crate::rng::{mix, Rng};
 use crate::topology::SsdState;
+use crate::trace::replay::{Feed, Replay, Tally};
 use crate::units::{format_size, parse_duration, parse_size, Ns};
 use serde::Serialize;
 
@@ -157,6 +158,14 @@ pub struct Workload {
     /// issue, per direction ([`crate::pace`]).
     #[serde(skip_serializing_if = "no_limit")]
     pub rate: Rate,
+    /// fio's `log_avg_msec`: the result's timeline has intervals this
+    /// long (`None`: no timeline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_avg_msec: Option<u32>,
+    /// fio's `read_iolog`: the jobs replay this trace instead of drawing
+    /// offsets ([`crate::trace::replay`]).
+    #[serde(skip)]
+    pub replay: Option<Box<Replay>>,
 }
 
 fn no_limit(r: &Rate) -> bool {
@@ -203,6 +212,8 @@ impl Default for Workload {
             sync: false,
             fsync: 0,
             rate: Rate::default(),
+            log_avg_msec: None,
+            replay: None,
         }
     }
 }
@@ -274,6 +285,29 @@ pub const KEYS: &[&str] = &[
     "rate_iops",
     "rate_process",
     "io_submit_mode",
+    "log_avg_msec",
+    "read_iolog",
+    "trace_format",
+    "trace_device",
+    "trace_event",
+    "replay_no_stall",
+    "replay_time_scale",
+    "replay_scale",
+    "replay_align",
+    "replay_fit",
+];
+
+/// The keys that describe a trace replay (all but `read_iolog` need it).
+const REPLAY_KEYS: &[&str] = &[
+    "read_iolog",
+    "trace_format",
+    "trace_device",
+    "trace_event",
+    "replay_no_stall",
+    "replay_time_scale",
+    "replay_scale",
+    "replay_align",
+    "replay_fit",
 ];
 
 fn werr<T>(msg: impl Into<String>) -> Result<T> {
@@ -334,9 +368,15 @@ impl Workload {
             w.iodepth = depth;
         }
         let mut explicit_random = None;
+        let replay_pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .copied()
+            .filter(|(k, _)| REPLAY_KEYS.contains(k))
+            .collect();
         for &(k, v) in pairs {
             match k {
                 "preset" => {}
+                k if REPLAY_KEYS.contains(&k) => {}
                 "rw" => {
                     w.rw = Rw::from_word(v).ok_or_else(|| {
                         Error::Workload(format!(
@@ -400,11 +440,15 @@ impl Workload {
                 "rate" | "rate_iops" => w.rate.set(k, v)?,
                 "rate_process" => w.rate.set_process(v)?,
                 "io_submit_mode" => w.rate.set_submit_mode(v)?,
+                "log_avg_msec" => w.log_avg_msec = Some(int(k, v, 1, 3_600_000)? as u32),
                 _ => return werr(unknown_key(k)),
             }
         }
         if !w.bssplit.is_empty() {
             w.bs = w.bssplit[0].0;
+        }
+        if !replay_pairs.is_empty() {
+            w.set_replay(&replay_pairs)?;
         }
         // `norandommap` means something only where a random map would be
         // kept; elsewhere it is dropped, so equal behaviour echoes equally.
@@ -419,6 +463,74 @@ impl Workload {
         w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
         w.check_rate_gap()?;
         Ok(w)
+    }
+
+    /// Read the trace `read_iolog` names, check every line, and take the
+    /// workload's direction mix and largest block from it.
+    fn set_replay(&mut self, pairs: &[(&str, &str)]) -> Result<()> {
+        let get = |k: &str| pairs.iter().find(|(pk, _)| *pk == k).map(|x| x.1);
+        let Some(path) = get("read_iolog") else {
+            return werr(format!(
+                "{}= needs read_iolog=FILE (the trace to replay)",
+                pairs[0].0
+            ));
+        };
+        let mut opts = crate::trace::Options::default();
+        if let Some(f) = get("trace_format") {
+            opts.format = Some(crate::trace::Format::from_word(f).ok_or_else(|| {
+                let all: Vec<&str> = crate::trace::Format::ALL.iter().map(|f| f.word()).collect();
+                Error::Workload(format!(
+                    "trace_format={f}: expected one of {}",
+                    all.join(", ")
+                ))
+            })?);
+        }
+        opts.device = get("trace_device").map(str::to_string);
+        opts.event = match get("trace_event") {
+            None | Some("Q") | Some("q") => crate::trace::BlkEvent::Queue,
+            Some("D") | Some("d") => crate::trace::BlkEvent::Dispatch,
+            Some(v) => {
+                return werr(format!(
+                    "trace_event={v}: expected Q (queued) or D (dispatched)"
+                ))
+            }
+        };
+        let mut r = crate::trace::replay::prepare(path.into(), opts)?;
+        if let Some(v) = get("replay_no_stall") {
+            r.no_stall = int("replay_no_stall", v, 0, 1)? == 1;
+        }
+        if let Some(v) = get("replay_time_scale") {
+            r.time_scale = int("replay_time_scale", v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("replay_scale") {
+            r.scale = int("replay_scale", v, 1, 1 << 40)?;
+        }
+        if let Some(v) = get("replay_align") {
+            r.align = block("replay_align", v)?;
+        }
+        r.fit = match get("replay_fit") {
+            None | Some("wrap") => crate::trace::replay::Fit::Wrap,
+            Some("scale") => crate::trace::replay::Fit::Scale,
+            Some(v) => return werr(format!("replay_fit={v}: expected wrap or scale")),
+        };
+        let x = &r.extent;
+        self.rw = match (x.reads > 0, x.writes > 0) {
+            (true, false) => Rw::RandRead,
+            (false, true) => Rw::RandWrite,
+            _ => Rw::RandRw,
+        };
+        self.rwmixread = (100 * x.reads / (x.reads + x.writes).max(1)) as u32;
+        self.bs = x.max_len.div_ceil(512).max(1) * 512;
+        self.bssplit.clear();
+        self.bssplit_write.clear();
+        self.replay = Some(Box::new(r));
+        Ok(())
+    }
+
+    /// Bytes one job moves over one volume of `span` bytes in a one-pass
+    /// run: `span`, or a replayed trace's reads and writes.
+    pub fn pass_bytes(&self, span: u64) -> u64 {
+        self.replay.as_ref().map_or(span, |r| r.extent.bytes)
     }
 
     /// The state SSDs start in when neither the workload nor the expression
@@ -568,6 +680,14 @@ impl Workload {
         for (k, v) in self.rate.pairs() {
             m.insert(k, v.into());
         }
+        if let Some(ms) = self.log_avg_msec {
+            m.insert("log_avg_msec".into(), ms.into());
+        }
+        if let Some(r) = &self.replay {
+            for (k, v) in r.pairs() {
+                m.insert(k, v.into());
+            }
+        }
         serde_json::Value::Object(m)
     }
 
@@ -624,7 +744,19 @@ impl Workload {
             v.push(("fsync".into(), self.fsync.to_string()));
         }
         v.extend(self.rate.pairs());
+        if let Some(ms) = self.log_avg_msec {
+            v.push(("log_avg_msec".into(), ms.to_string()));
+        }
+        if let Some(r) = &self.replay {
+            v.extend(r.pairs());
+        }
         v
+    }
+
+    /// The run's timeline, when `log_avg_msec` asks for one.
+    pub fn timeline(&self) -> Option<crate::metrics::Timeline> {
+        self.log_avg_msec
+            .map(|ms| crate::metrics::Timeline::new(ms as Ns * 1_000_000))
     }
 }
 
@@ -776,7 +908,7 @@ pub fn volume_streams(w: &Workload, span: u64, seed: u64, volumes: u32) -> Vec<J
             // Job numbers are below MAX_NUMJOBS, so every (job, volume)
             // has a stream number of its own.
             let mut s = JobStream::new(w, span, seed, v * MAX_NUMJOBS + j, None);
-            if w.runtime.is_none() {
+            if w.runtime.is_none() && w.replay.is_none() {
                 s.budget = Some(span);
             }
             if w.uses_random_map() {
@@ -824,6 +956,8 @@ pub struct JobStream {
     zipf_norm: f64,
     remaining: Option<u64>,
     budget: Option<u64>,
+    /// A replayed trace, which then gives every I/O.
+    feed: Option<Box<Feed>>,
 }
 
 impl JobStream {
@@ -853,7 +987,19 @@ impl JobStream {
             zipf_norm,
             remaining: limit_ios,
             budget: None,
+            feed: w.replay.as_ref().map(|r| Box::new(Feed::open(r, span))),
         }
+    }
+
+    /// For a timed trace replay, when the I/O last drawn is due, ns after
+    /// the job's start (`None`: at once).
+    pub fn due(&self) -> Option<Ns> {
+        self.feed.as_ref().and_then(|f| f.due())
+    }
+
+    /// A trace replay's tally so far, and the error that cut it short.
+    pub fn replay_tally(&self) -> Option<(Tally, Option<&crate::trace::TraceError>)> {
+        self.feed.as_ref().map(|f| (f.tally, f.error.as_ref()))
     }
 
     fn pick_block(&mut self, nblocks: u64) -> u64 {
@@ -937,6 +1083,9 @@ impl JobStream {
                 return None;
             }
             *r -= 1;
+        }
+        if let Some(f) = &mut self.feed {
+            return f.next_io();
         }
         let read = match self.rw {
             Rw::Read | Rw::RandRead => true,

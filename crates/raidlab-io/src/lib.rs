@@ -143,6 +143,8 @@ pub struct RunOutput {
     pub result: RunResult,
     /// Each job's I/Os in issue order (with [`RunOptions::trace`]).
     pub trace: Vec<Vec<Io>>,
+    /// When each of them was to go out, ns from the run's start.
+    pub trace_ns: Vec<Vec<u64>>,
 }
 
 /// Member size each leaf needs for the volume to hold `span` bytes: its
@@ -337,7 +339,11 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         seq: AtomicU64::new(0),
         start: t_start,
         ramp_end,
-        offload: w.rate.offload,
+        // A timed replay keeps its I/Os in flight while it waits for the
+        // next one's time (fio's iolog_delay reaps completions meanwhile).
+        offload: w.rate.offload || replay_timed(w),
+        replay_timed: replay_timed(w),
+        timeline: w.timeline(),
         think_ns: w.thinktime,
         end: w
             .runtime
@@ -390,7 +396,17 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         host: HostStats {
             cpu_util_pct: round3(cpu_pct(run_ns)),
         },
-        sim: run_times(secs, wall, totals),
+        sim: SimStats {
+            replay: w.replay.as_ref().map(|r| {
+                let (tally, err) = merged.replay.clone();
+                raidlab_core::trace::replay::stats(r, tally, &merged.lag, err)
+            }),
+            ..run_times(secs, wall, totals)
+        },
+        intervals: merged
+            .timeline
+            .as_ref()
+            .map_or_else(Vec::new, |t| t.intervals(0, (secs * 1e9) as u64)),
         latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
         real: Some(RealStats {
             members: mstats,
@@ -402,6 +418,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     Ok(RunOutput {
         result,
         trace: merged.trace,
+        trace_ns: merged.trace_ns,
     })
 }
 
@@ -468,6 +485,11 @@ fn with_checkpoints<T>(
     })
 }
 
+/// Whether `w` replays a trace at its recorded times.
+fn replay_timed(w: &Workload) -> bool {
+    w.replay.as_ref().is_some_and(|r| r.timed())
+}
+
 /// A real run's times in the simulator's block: the measured window, the
 /// wall time since `wall`, and the host I/Os of `totals` (no events).
 fn run_times(secs: f64, wall: Instant, totals: [(u64, u64); 2]) -> SimStats {
@@ -478,6 +500,7 @@ fn run_times(secs: f64, wall: Instant, totals: [(u64, u64); 2]) -> SimStats {
         host_ios: totals[0].0 + totals[1].0,
         steady: None,
         rebuilds: Vec::new(),
+        replay: None,
     }
 }
 
@@ -1354,9 +1377,10 @@ fn run_workers(
                     .collect::<Vec<_>>()
             });
             for (j, m) in shared_streams.into_iter().enumerate() {
-                let t = m.into_inner().unwrap_or_else(|e| e.into_inner()).1;
+                let (st, t, _) = m.into_inner().unwrap_or_else(|e| e.into_inner());
                 if let Some(o) = outs.iter_mut().find(|(k, _)| *k == j) {
                     o.1.trace = t;
+                    o.1.replay = worker::replay_of(&st);
                 }
             }
             outs
@@ -1373,7 +1397,12 @@ struct Merged {
     /// The last completion of any worker.
     last: Option<Instant>,
     trace: Vec<Vec<Io>>,
+    /// When each traced I/O was to go out, ns from the run's start.
+    trace_ns: Vec<Vec<u64>>,
     registered: bool,
+    lag: raidlab_core::metrics::Lag,
+    replay: (raidlab_core::trace::replay::Tally, Option<String>),
+    timeline: Option<raidlab_core::metrics::Timeline>,
 }
 
 /// Join the workers' outputs; the first worker error fails the run.
@@ -1384,7 +1413,11 @@ fn merge(outs: Vec<(usize, worker::WorkerOut)>, jobs: usize, uring: bool) -> Res
         verify: VerifyStats::default(),
         last: None,
         trace: vec![Vec::new(); jobs],
+        trace_ns: vec![Vec::new(); jobs],
         registered: uring,
+        lag: Default::default(),
+        replay: Default::default(),
+        timeline: None,
     };
     for (j, o) in outs {
         if let Some(e) = o.error {
@@ -1405,8 +1438,22 @@ fn merge(outs: Vec<(usize, worker::WorkerOut)>, jobs: usize, uring: bool) -> Res
             }
         }
         m.last = m.last.max(o.last_done);
+        m.lag.merge(&o.lag);
+        if let Some(t) = &o.timeline {
+            match &mut m.timeline {
+                Some(mt) => mt.merge(t),
+                None => m.timeline = Some(t.clone()),
+            }
+        }
+        if let Some((t, e)) = o.replay {
+            m.replay.0.add(&t);
+            if m.replay.1.is_none() {
+                m.replay.1 = e;
+            }
+        }
         if let Some(t) = o.trace {
-            m.trace[j] = t;
+            m.trace_ns[j] = t.iter().map(|x| x.1).collect();
+            m.trace[j] = t.into_iter().map(|x| x.0).collect();
         }
         m.registered &= o.registered;
     }

@@ -41,6 +41,10 @@ pub struct Shared<'a> {
     /// next I/O's time with I/Os in flight; otherwise (`inline`) it first
     /// lets them all complete, then sleeps the time it was ahead.
     pub offload: bool,
+    /// A timed trace replay: each I/O's lag behind its time is counted.
+    pub replay_timed: bool,
+    /// An empty timeline each worker fills, when the workload asks for one.
+    pub timeline: Option<raidlab_core::metrics::Timeline>,
     /// fio's `thinktime`, ns: a worker stalls this long after each I/O has
     /// completed (a job with think time keeps one I/O in flight).
     pub think_ns: u64,
@@ -62,13 +66,17 @@ pub struct Shared<'a> {
 }
 
 /// A job's stream, its trace (when asked for) and its rate clock.
-pub type JobSource = (JobStream, Option<Vec<Io>>, Option<Pacer>);
+pub type JobSource = (JobStream, Option<IssueLog>, Option<Pacer>);
+
+/// A job's I/Os in issue order, each with the time it was to go out (ns
+/// from the run's start: when drawn, or later when its clock held it).
+pub type IssueLog = Vec<(Io, u64)>;
 
 /// Where a worker gets its I/Os.
 pub enum Source<'s> {
     /// A job's own stream (io_uring: one worker per job), with its trace
     /// and rate clock.
-    Own(Box<JobStream>, Option<Vec<Io>>, Option<Pacer>),
+    Own(Box<JobStream>, Option<IssueLog>, Option<Pacer>),
     /// A stream shared by the `iodepth` workers of one job (psync).
     Shared(&'s Mutex<JobSource>),
 }
@@ -77,15 +85,20 @@ pub enum Source<'s> {
 /// its rate clock lets it go (0: at once), noted in the trace `t`.
 fn next_paced(
     s: &mut JobStream,
-    t: &mut Option<Vec<Io>>,
+    t: &mut Option<IssueLog>,
     pacer: &mut Option<Pacer>,
     now: u64,
 ) -> Option<(Io, u64)> {
     let io = s.next_choosing(|read| pacer.as_ref().map_or(read, |p| p.pick(read, now)))?;
+    // Without a rate clock, a timed trace replay's I/O waits for its time.
+    let due = match pacer.as_mut() {
+        Some(p) => p.admit(&io),
+        None => s.due().unwrap_or(0),
+    };
     if let Some(t) = t {
-        t.push(io);
+        t.push((io, due.max(now)));
     }
-    Some((io, pacer.as_mut().map_or(0, |p| p.admit(&io))))
+    Some((io, due))
 }
 
 impl Source<'_> {
@@ -123,9 +136,16 @@ pub struct WorkerOut {
     /// Last completion.
     pub last_done: Option<Instant>,
     /// The job's issue order (own streams only).
-    pub trace: Option<Vec<Io>>,
+    pub trace: Option<IssueLog>,
     /// Host buffers were registered with the ring.
     pub registered: bool,
+    /// A timed trace replay's issue lag.
+    pub lag: raidlab_core::metrics::Lag,
+    /// Per-interval figures from the window's start (`log_avg_msec`).
+    pub timeline: Option<raidlab_core::metrics::Timeline>,
+    /// A trace replay's tally and the error that cut it short (own
+    /// streams; shared ones are read by their owner).
+    pub replay: Option<(raidlab_core::trace::replay::Tally, Option<String>)>,
 }
 
 struct Done {
@@ -319,7 +339,10 @@ pub fn run_worker(
     depth: usize,
     mut src: Source<'_>,
 ) -> WorkerOut {
-    let mut out = WorkerOut::default();
+    let mut out = WorkerOut {
+        timeline: sh.timeline.clone(),
+        ..WorkerOut::default()
+    };
     let mut pool = buffers(sh, depth);
     let be = match backend(sh, engine, depth, &pool) {
         Ok(b) => b,
@@ -389,6 +412,9 @@ pub fn run_worker(
                     break;
                 }
             }
+            if sh.replay_timed {
+                out.lag.record(since(sh.start).saturating_sub(due));
+            }
             let buf = pool.pop().expect("a free buffer");
             slots.spawn(&be, Box::pin(host_io(&ex, sh, io, buf)), io, false);
             issued = true;
@@ -416,10 +442,16 @@ pub fn run_worker(
         }
     }
     drop(slots);
-    if let Source::Own(_, t, _) = src {
+    if let Source::Own(s, t, _) = src {
         out.trace = t;
+        out.replay = replay_of(&s);
     }
     out
+}
+
+/// A stream's replay tally, its error as text.
+pub fn replay_of(s: &JobStream) -> Option<(raidlab_core::trace::replay::Tally, Option<String>)> {
+    s.replay_tally().map(|(t, e)| (t, e.map(|e| e.to_string())))
 }
 
 /// Nanoseconds since `t`.
@@ -658,5 +690,9 @@ fn finish(
     if in_window {
         let lat = now.duration_since(t.t0).as_nanos() as u64;
         out.metrics.record(t.io.read, t.io.len, lat);
+        if let Some(tl) = &mut out.timeline {
+            let at = now.duration_since(sh.ramp_end).as_nanos() as u64;
+            tl.record(at, t.io.len, lat);
+        }
     }
 }

@@ -202,6 +202,7 @@ mod tests {
             sim: Default::default(),
             real: None,
             resolved: None,
+            intervals: Vec::new(),
             latency: Some(detail),
         };
         let j = fio_json(&r, 0);

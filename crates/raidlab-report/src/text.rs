@@ -34,6 +34,15 @@ fn wl_line(r: &RunResult) -> String {
         "io_submit_mode",
         "direct",
         "state",
+        "read_iolog",
+        "trace_format",
+        "trace_device",
+        "trace_event",
+        "replay_no_stall",
+        "replay_time_scale",
+        "replay_scale",
+        "replay_align",
+        "replay_fit",
     ] {
         let Some(v) = m.get(k) else { continue };
         let shown = match k {
@@ -71,6 +80,57 @@ pub fn sim_table(r: &RunResult) -> String {
         None => o += &components(r),
     }
     o += &rebuilds(r);
+    o += &replay(r);
+    o += &timeline(r);
+    o
+}
+
+/// The timeline's spread: IOPS per interval, least, median and most.
+fn timeline(r: &RunResult) -> String {
+    if r.intervals.is_empty() {
+        return String::new();
+    }
+    let mut iops: Vec<f64> = r.intervals.iter().map(|i| i.iops).collect();
+    iops.sort_by(f64::total_cmp);
+    format!(
+        "timeline   {} intervals: IOPS min {:.0}, median {:.0}, max {:.0} (--format timeline-csv or json for each)\n",
+        iops.len(),
+        iops[0],
+        iops[iops.len() / 2],
+        iops[iops.len() - 1]
+    )
+}
+
+/// A trace replay: what was replayed, and whether issue kept up.
+fn replay(r: &RunResult) -> String {
+    let Some(p) = &r.sim.replay else {
+        return String::new();
+    };
+    let mut o = format!(
+        "replay     {} {} I/Os, {:.1} MB",
+        p.format,
+        p.ios,
+        p.bytes as f64 / 1e6
+    );
+    if p.fitted > 0 {
+        o += &format!(", {} offsets past the end moved in ({})", p.fitted, p.fit);
+    }
+    if p.skipped > 0 {
+        o += &format!(", {} trims/flushes passed over", p.skipped);
+    }
+    o.push('\n');
+    if p.timed {
+        o += &format!(
+            "lag        {}: {:.1} % of I/Os late; lag mean {:.1} µs, p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs\n",
+            if p.kept_up { "kept up" } else { "FELL BEHIND the trace" },
+            p.late_pct, p.lag_mean_us, p.lag_p50_us, p.lag_p99_us, p.lag_max_us
+        );
+    } else {
+        o += "lag        none: replayed as fast as iodepth allows (replay_no_stall or an untimed trace)\n";
+    }
+    if let Some(e) = &p.error {
+        o += &format!("replay stopped early: {e}\n");
+    }
     o
 }
 

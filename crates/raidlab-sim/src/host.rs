@@ -82,6 +82,13 @@ pub struct Host {
     quiescing: Vec<Option<(ReqId, Ns)>>,
     /// When the jobs started: their rate clocks count from here.
     started: Ns,
+    /// A timed trace replay: each I/O waits for its time, with the job's
+    /// others in flight (fio's `iolog_delay` reaps while it waits).
+    replay_timed: bool,
+    /// How far a timed replay's I/Os went behind their times.
+    pub lag: raidlab_core::metrics::Lag,
+    /// Per-interval figures of the window (`log_avg_msec`).
+    pub timeline: Option<raidlab_core::metrics::Timeline>,
 }
 
 /// The creator's word of a write's flush under `sync=1` (over the job).
@@ -157,6 +164,9 @@ impl Host {
             offload: false,
             quiescing: vec![None; n],
             started: 0,
+            replay_timed: false,
+            lag: Default::default(),
+            timeline: None,
         }
     }
 
@@ -167,6 +177,27 @@ impl Host {
             *p = Pacer::new(rate, seed, j as u32);
         }
         self.offload = rate.offload;
+    }
+
+    /// Issue a replayed trace's I/Os at their recorded times.
+    pub fn set_replay_timed(&mut self, timed: bool) {
+        self.replay_timed = timed;
+    }
+
+    /// The trace replay's tallies summed over the streams, and the first
+    /// error that cut one short.
+    pub fn replay_tally(&self) -> (raidlab_core::trace::replay::Tally, Option<String>) {
+        let mut t = raidlab_core::trace::replay::Tally::default();
+        let mut err = None;
+        for s in &self.streams {
+            if let Some((x, e)) = s.replay_tally() {
+                t.add(&x);
+                if err.is_none() {
+                    err = e.map(|e| e.to_string());
+                }
+            }
+        }
+        (t, err)
     }
 
     /// Make writes durable as fio's `sync=1` and `fsync=N` do.
@@ -287,7 +318,7 @@ impl Host {
         }
         let due = match &mut self.pacers[job] {
             Some(p) => self.started + p.admit(&io),
-            None => 0,
+            None => self.replay_due(ctx.now, job, vol),
         };
         let id = self.host_req(ctx, job, vol, io);
         if due > ctx.now {
@@ -296,7 +327,7 @@ impl Host {
             // fio first waits for its I/Os in flight, then sleeps the time
             // it was ahead when it decided.
             self.sleeping[job] = true;
-            if self.offload || self.inflight[job] == 0 {
+            if self.offload || self.replay_timed || self.inflight[job] == 0 {
                 self.wake_at(ctx, id, due);
             } else {
                 self.quiescing[job] = Some((id, due - ctx.now));
@@ -305,6 +336,22 @@ impl Host {
         }
         self.send(ctx, job, id);
         true
+    }
+
+    /// A timed replay's I/O just drawn from job `job`'s stream of volume
+    /// `vol`: when it is due (0: now, or not a timed replay), its lag
+    /// counted when it goes late.
+    fn replay_due(&mut self, now: Ns, job: usize, vol: usize) -> Ns {
+        if !self.replay_timed {
+            return 0;
+        }
+        let Some(at) = self.streams[job * self.roots.len() + vol].due() else {
+            return 0;
+        };
+        let due = self.started + at;
+        // Sent at its time when that is ahead, else now, this late.
+        self.lag.record(now.saturating_sub(due));
+        due
     }
 
     /// Send the waiting request `id` at `t`.
@@ -442,6 +489,9 @@ impl Host {
         }
         if now >= self.window_start && self.window_end.is_none_or(|e| now <= e) {
             self.metrics.record(read, len, now - r.t0);
+            if let Some(t) = &mut self.timeline {
+                t.record(now, len, now - r.t0);
+            }
             self.last_completion = now;
             if self.fifth > 0 {
                 self.mark(now);

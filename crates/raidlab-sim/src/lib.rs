@@ -1089,6 +1089,8 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
     host.window_start = ramp;
     host.set_durability(w.sync, w.fsync);
     host.set_rate(&w.rate, seed);
+    host.set_replay_timed(w.replay.as_ref().is_some_and(|r| r.timed()));
+    host.timeline = w.timeline();
     if trace {
         host.trace = Some(vec![Vec::new(); w.numjobs as usize]);
     }
@@ -1096,7 +1098,7 @@ fn install_host(sim: &mut Sim, topo: &Topology, w: &Workload, span: u64, seed: u
     // run stops when the window is found steady.
     host.window_end = w.runtime.zip(w.ramp_time).map(|(r, ramp)| ramp + r);
     if w.runtime.is_none() {
-        host.fifth = (span * w.numjobs as u64 * vols as u64 / 5).max(1);
+        host.fifth = (w.pass_bytes(span) * w.numjobs as u64 * vols as u64 / 5).max(1);
     }
     sim.comps[HOST.index()] = Comp::Host(Box::new(host));
 }
@@ -1124,7 +1126,7 @@ fn run_events(
     const PROGRESS_EVERY: u64 = 1 << 20;
     let mut rounds = window::Rounds::of(w);
     let ramp = w.ramp_time.unwrap_or(0);
-    let pass_bytes = (span as f64 * w.numjobs as f64).max(1.0);
+    let pass_bytes = (w.pass_bytes(span) as f64 * w.numjobs as f64).max(1.0);
     let mut start = Snapshot::take(sim);
     let mut snapped = ramp == 0;
     if let Some(r) = rounds.as_mut() {
@@ -1407,6 +1409,10 @@ fn report(sim: &Sim, topo: &Topology, w: &Workload, seed: u64, m: Measured) -> R
             host_ios: host.completed,
             steady: Some(m.steady),
             rebuilds: rebuild_stats(sim),
+            replay: w.replay.as_ref().map(|r| {
+                let (tally, err) = host.replay_tally();
+                raidlab_core::trace::replay::stats(r, tally, &host.lag, err)
+            }),
         },
         real: None,
         resolved: Some(Resolved {
@@ -1414,6 +1420,10 @@ fn report(sim: &Sim, topo: &Topology, w: &Workload, seed: u64, m: Measured) -> R
             capacity_bytes: sim.cap,
             volumes: sim.roots.len() as u32,
         }),
+        intervals: host
+            .timeline
+            .as_ref()
+            .map_or_else(Vec::new, |t| t.intervals(m.t0, m.len)),
         latency: Some(m.metrics.detail(m.len)),
     }
 }

@@ -496,7 +496,8 @@ pub const PRUNE_MARGIN: f64 = 2.0;
 /// workload text says so, and `raidlab sim` with it reproduces the row).
 pub fn planned_workload(text: &str) -> Result<String, PlanError> {
     let w = Workload::parse(text).map_err(|e| PlanError::Input(format!("-w '{text}': {e}")))?;
-    Ok(if w.runtime.is_some() {
+    // A trace replays to its end (or its own runtime): its length is the run.
+    Ok(if w.runtime.is_some() || w.replay.is_some() {
         text.trim().to_string()
     } else {
         format!("{} runtime=2", text.trim())
@@ -516,6 +517,10 @@ pub fn set_bounds(cands: &mut [Candidate], q: &Question, db: &PresetDb) -> Resul
         return Ok(());
     };
     let w = Workload::parse(text).map_err(|e| PlanError::Input(e.to_string()))?;
+    if w.replay.is_some() {
+        // A trace's mix and sizes are its own: no classic-model bound.
+        return Ok(());
+    }
     let Some(pattern) = crate::analytic::pattern_of(&w) else {
         return Ok(());
     };

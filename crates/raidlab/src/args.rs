@@ -25,6 +25,9 @@ pub enum RunFormat {
     /// fio's `--output-format=json` layout.
     #[value(name = "fio-json")]
     FioJson,
+    /// The timeline (`log_avg_msec`) as CSV: one row per interval.
+    #[value(name = "timeline-csv")]
+    TimelineCsv,
 }
 
 /// The real engine's I/O back end.
@@ -128,9 +131,27 @@ impl JobArgs {
             RunFormat::Json => json_text(r)?,
             RunFormat::FioJson => json_text(&raidlab_report::fio::fio_json(r, timestamp))?,
             RunFormat::Table => raidlab_report::text::sim_table(r) + extra,
+            RunFormat::TimelineCsv => timeline_csv(r)?,
         };
         emit(&self.output, &text)
     }
+}
+
+/// A run's timeline as CSV, in seconds, I/Os per second, 10^6 B/s and µs.
+fn timeline_csv(r: &RunResult) -> Result<String, Failure> {
+    if r.intervals.is_empty() {
+        return Err(Failure::input(
+            "--format timeline-csv needs a timeline: add log_avg_msec=MS to the workload (and a window longer than one interval)",
+        ));
+    }
+    let mut o = String::from("t_s,iops,mb_s,lat_mean_us,lat_max_us\n");
+    for i in &r.intervals {
+        o += &format!(
+            "{},{:.1},{:.3},{:.3},{:.3}\n",
+            i.t_s, i.iops, i.mbps, i.lat_mean_us, i.lat_max_us
+        );
+    }
+    Ok(o)
 }
 
 /// Options shared by the commands that simulate published rows.

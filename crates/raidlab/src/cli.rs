@@ -37,6 +37,7 @@ pub enum Cmd {
     Presets(cmd::presets::Args),
     Calibrate(cmd::calibrate::Args),
     Plan(cmd::plan::Args),
+    TraceStats(cmd::trace_stats::Args),
 }
 
 /// Report an argument error of clap's: help and version go to stdout with

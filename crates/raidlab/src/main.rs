@@ -35,6 +35,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Cmd::Presets(a) => cmd::presets::run(a),
         Cmd::Calibrate(a) => cmd::calibrate::run(a),
         Cmd::Plan(a) => cmd::plan::run(a),
+        Cmd::TraceStats(a) => cmd::trace_stats::run(a),
     }
 }
 

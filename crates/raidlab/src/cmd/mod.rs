@@ -13,4 +13,5 @@ pub mod run;
 pub mod scrub;
 pub mod sim;
 pub mod sweep;
+pub mod trace_stats;
 pub mod validate;

@@ -35,8 +35,14 @@ pub enum Format {
 pub struct Args {
     /// Workload (fio keys), optionally `@WEIGHT` (its share of the time);
     /// repeat for a weighted set.
-    #[arg(long, short = 'w', required = true)]
+    #[arg(long, short = 'w', required_unless_present = "trace")]
     workload: Vec<String>,
+    /// A block trace to plan for (any format `read_iolog=` reads): arrays
+    /// ranked by how fast they run its I/Os, 32 in flight (a closed loop,
+    /// `replay_no_stall=1`). For its recorded timing give `-w
+    /// "read_iolog=FILE iodepth=N"` with `--objective p99`.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<String>,
     /// Usable capacity the array must hold (`2t`, `800g`: decimal units).
     #[arg(long)]
     capacity: String,
@@ -315,7 +321,13 @@ fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
         workloads: a
             .workload
             .iter()
-            .map(|w| weighted(w))
+            .cloned()
+            .chain(
+                a.trace
+                    .iter()
+                    .map(|t| format!("read_iolog={t} replay_no_stall=1 iodepth=32")),
+            )
+            .map(|w| weighted(&w))
             .collect::<Result<_, _>>()?,
         capacity,
         survive: a.survive,

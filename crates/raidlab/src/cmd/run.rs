@@ -22,6 +22,11 @@ pub struct Args {
     engine: Option<EngineArg>,
     #[command(flatten)]
     real: RealArgs,
+    /// Write the I/Os issued, with the times they went out, as a fio
+    /// version 3 iolog (fio and `read_iolog=` replay it). Holds 24 bytes
+    /// per I/O until the run ends.
+    #[arg(long, value_name = "FILE")]
+    write_iolog: Option<String>,
 }
 
 /// Run `run`.
@@ -38,18 +43,50 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "hipri=1 is simulator-only: raidlab run's engines wait for interrupts (fio's own hipri needs io_uring or pvsync2 on an NVMe device with poll queues)",
         ));
     }
-    let opts = args.real.options(args.engine, &w);
+    let mut opts = args.real.options(args.engine, &w);
+    opts.trace |= args.write_iolog.is_some();
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let out = with_progress(w.runtime.map(|r| r + w.ramp_time.unwrap_or(0)), || {
         raidlab_io::run(&expr, &w, args.job.seed, &opts)
     })?;
+    if let Some(path) = &args.write_iolog {
+        write_iolog(path, &expr, &out)?;
+    }
     args.job.emit_result(&out.result, started, "")?;
     match verify_failure(&out.result) {
         Some(f) => Err(f),
         None => Ok(()),
     }
+}
+
+/// Write the run's I/Os as a fio version 3 iolog of the volume `expr`:
+/// every job's, merged in the order of the times they went out (µs from
+/// the run's start, as fio's `write_iolog` stamps them).
+fn write_iolog(path: &str, expr: &str, out: &raidlab_io::RunOutput) -> Result<(), Failure> {
+    use std::io::Write;
+    let fail = |e: std::io::Error| Failure::input(format!("--write-iolog {path}: {e}"));
+    let f = std::fs::File::create(path).map_err(fail)?;
+    let mut w = std::io::BufWriter::new(f);
+    // fio's iolog names a file per line; the volume's expression without
+    // blanks stands for it.
+    let name: String = expr.split_whitespace().collect();
+    let mut all: Vec<(u64, usize, usize)> = Vec::new();
+    for (j, ns) in out.trace_ns.iter().enumerate() {
+        all.extend(ns.iter().enumerate().map(|(i, &t)| (t, j, i)));
+    }
+    all.sort_unstable();
+    writeln!(w, "fio version 3 iolog\n0 {name} add\n0 {name} open").map_err(fail)?;
+    let mut last = 0;
+    for (t, j, i) in all {
+        let io = out.trace[j][i];
+        let dir = if io.read { "read" } else { "write" };
+        last = t / 1000;
+        writeln!(w, "{last} {name} {dir} {} {}", io.offset, io.len).map_err(fail)?;
+    }
+    writeln!(w, "{last} {name} close").map_err(fail)?;
+    w.flush().map_err(fail)
 }
 
 /// Run `f` with a progress bar of wall-clock time against `total_ns` (the
