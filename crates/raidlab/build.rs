@@ -1,7 +1,8 @@
 //! Tells the interop tests which outside tools this machine lacks, so that a
 //! test that cannot run is ignored with its reason, which cargo's test
 //! summary counts and shows, instead of passing without having run. Where
-//! RAIDLAB_REQUIRE_FIO or RAIDLAB_REQUIRE_CHROMIUM is set (CI sets both),
+//! RAIDLAB_REQUIRE_FIO, RAIDLAB_REQUIRE_CHROMIUM or RAIDLAB_REQUIRE_NBD
+//! (qemu-io and libnbd's nbdcopy) is set (CI sets them all),
 //! nothing is excused: the test runs, and fails if its tool is missing.
 
 use std::process::Command;
@@ -33,6 +34,8 @@ fn main() {
         }
     }
     lacks("raidlab_no_fio", &["fio"], "RAIDLAB_REQUIRE_FIO");
+    lacks("raidlab_no_qemu", &["qemu-io"], "RAIDLAB_REQUIRE_NBD");
+    lacks("raidlab_no_libnbd", &["nbdcopy"], "RAIDLAB_REQUIRE_NBD");
     lacks(
         "raidlab_no_chromium",
         &["chromium", "chromium-browser", "google-chrome"],

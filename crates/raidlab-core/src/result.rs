@@ -280,6 +280,9 @@ pub struct Interval {
 pub struct ReplayStats {
     /// The trace's format.
     pub format: String,
+    /// blkparse: the event replayed (`Q` queued or `D` dispatched).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
     /// Whether I/Os went at their recorded times (false: as fast as
     /// `iodepth` allows, `replay_no_stall`).
     pub timed: bool,

@@ -106,8 +106,13 @@ fn replay(r: &RunResult) -> String {
     let Some(p) = &r.sim.replay else {
         return String::new();
     };
+    let event = match p.event.as_deref() {
+        Some("D") => " (dispatch events)",
+        Some(_) => " (queue events)",
+        None => "",
+    };
     let mut o = format!(
-        "replay     {} {} I/Os, {:.1} MB",
+        "replay     {}{event} {} I/Os, {:.1} MB",
         p.format,
         p.ios,
         p.bytes as f64 / 1e6

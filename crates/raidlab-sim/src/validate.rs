@@ -93,10 +93,11 @@ impl Validation {
     }
 }
 
-/// The workload a row is simulated with: its own, or with validate's window.
+/// The workload a row is simulated with: its own, or with validate's
+/// window (a trace replays to its end instead).
 pub fn row_workload(row: &Row) -> Result<Workload, raidlab_core::Error> {
     let mut w = Workload::parse(&row.workload)?;
-    if w.runtime.is_none() {
+    if w.runtime.is_none() && w.replay.is_none() {
         w.runtime = Some(WINDOW);
     }
     Ok(w)

@@ -38,6 +38,7 @@ pub enum Cmd {
     Calibrate(cmd::calibrate::Args),
     Plan(cmd::plan::Args),
     TraceStats(cmd::trace_stats::Args),
+    Serve(cmd::serve::Args),
 }
 
 /// Report an argument error of clap's: help and version go to stdout with

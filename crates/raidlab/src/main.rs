@@ -36,6 +36,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Cmd::Calibrate(a) => cmd::calibrate::run(a),
         Cmd::Plan(a) => cmd::plan::run(a),
         Cmd::TraceStats(a) => cmd::trace_stats::run(a),
+        Cmd::Serve(a) => cmd::serve::run(a),
     }
 }
 

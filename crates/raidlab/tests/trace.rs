@@ -421,3 +421,34 @@ fn plan_ranks_arrays_for_a_trace_and_sweep_varies_traces() {
         "{text}"
     );
 }
+
+#[test]
+fn validate_rows_may_name_a_trace_beside_the_csv() {
+    // 2,000 reads a second for 1 s: a row measured at that rate.
+    let recs: Vec<Rec> = (0..2000)
+        .map(|i| Rec {
+            us: i * 500,
+            read: true,
+            offset: (splitmix(i) % 50_000) * 4096,
+            len: 4096,
+        })
+        .collect();
+    tmp("row.alibaba", &write_as("alibaba", &recs));
+    let csv = tmp(
+        "trace-rows.csv",
+        "id,source,ref,topology,workload,metric,value,note\n\
+         t1,test,here,x25e,read_iolog=row.alibaba iodepth=4,iops,2000,\n",
+    );
+    let v = json_of(&["validate", &csv, "--format", "json"]);
+    let text = v.to_string();
+    assert!(
+        v["failed"].as_array().is_none_or(|f| f.is_empty()),
+        "{text}"
+    );
+    let rows = v["rows"].as_array().expect("rows");
+    let sim = rows[0]["simulated"]
+        .as_f64()
+        .or_else(|| rows[0]["sim"].as_f64())
+        .expect("a simulated value");
+    assert!((sim / 2000.0 - 1.0).abs() < 0.02, "{sim}");
+}

@@ -259,6 +259,10 @@ pub fn stats(
     let timed = replay.timed();
     crate::result::ReplayStats {
         format: replay.extent.format.word().into(),
+        event: (replay.extent.format == super::Format::Blkparse).then(|| match replay.opts.event {
+            super::BlkEvent::Queue => "Q".to_string(),
+            super::BlkEvent::Dispatch => "D".to_string(),
+        }),
         timed,
         ios: tally.ios,
         bytes: tally.bytes,

@@ -11,6 +11,7 @@ pub mod presets;
 pub mod reproduce;
 pub mod run;
 pub mod scrub;
+pub mod serve;
 pub mod sim;
 pub mod sweep;
 pub mod trace_stats;

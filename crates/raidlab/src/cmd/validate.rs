@@ -47,6 +47,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if rows.is_empty() {
         return Err(Failure::input(format!("{file}: no rows to validate")));
     }
+    let dir = std::path::Path::new(file)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    for r in &mut rows {
+        r.workload = anchor_traces(&r.workload, dir);
+    }
     let v = simulate_rows(&rows, &db, &args.run, false, "validate")?;
     let text = match args.run.format {
         ReportFormat::Json => json_text(&table::validation_json(&v))?,
@@ -54,6 +60,21 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     emit(&args.run.output, &text)?;
     failed_rows(file, &v)
+}
+
+/// A row's workload with a relative `read_iolog=` path taken from the
+/// CSV file's folder, so a data set and its traces move together.
+fn anchor_traces(workload: &str, dir: &std::path::Path) -> String {
+    workload
+        .split_whitespace()
+        .map(|tok| match tok.strip_prefix("read_iolog=") {
+            Some(p) if std::path::Path::new(p).is_relative() => {
+                format!("read_iolog={}", dir.join(p).display())
+            }
+            _ => tok.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A file some of whose rows could not be simulated is bad input: the

@@ -1,0 +1,587 @@
+//! The NBD protocol, server side: the fixed newstyle handshake
+//! (`NBD_OPT_EXPORT_NAME`, `NBD_OPT_GO`, `NBD_OPT_INFO`, `NBD_OPT_LIST`,
+//! `NBD_OPT_ABORT`) and the transmission phase with simple replies (READ,
+//! WRITE with FUA, FLUSH, TRIM, WRITE_ZEROES, CACHE, DISCONNECT), as the
+//! NBD protocol document (`doc/proto.md` of the NBD project) states them.
+//!
+//! The server is generic over a [`Store`]. Every length a client sends is
+//! bounded before anything is allocated or read for it; a request the
+//! store cannot take gets an NBD error and the connection carries on; a
+//! client that breaks the protocol (bad magic, an oversized payload it
+//! would have to be read past) is disconnected.
+
+use std::io::{self, Read, Write};
+
+/// `NBDMAGIC`, the handshake's first word.
+const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
+/// `IHAVEOPT`: newstyle negotiation, and the prefix of every option.
+const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
+/// The magic of an option reply.
+const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
+/// The magic of a request and of a simple reply.
+const REQUEST_MAGIC: u32 = 0x2560_9513;
+const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+
+/// Handshake flags: fixed newstyle, no zero padding.
+const FLAG_FIXED_NEWSTYLE: u16 = 1;
+const FLAG_NO_ZEROES: u16 = 2;
+
+/// Options.
+const OPT_EXPORT_NAME: u32 = 1;
+const OPT_ABORT: u32 = 2;
+const OPT_LIST: u32 = 3;
+const OPT_INFO: u32 = 6;
+const OPT_GO: u32 = 7;
+
+/// Option replies.
+const REP_ACK: u32 = 1;
+const REP_SERVER: u32 = 2;
+const REP_INFO: u32 = 3;
+const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
+const REP_ERR_INVALID: u32 = (1 << 31) + 3;
+const REP_ERR_TOO_BIG: u32 = (1 << 31) + 9;
+
+/// `NBD_INFO_*` items.
+const INFO_EXPORT: u16 = 0;
+const INFO_BLOCK_SIZE: u16 = 3;
+
+/// Transmission flags.
+const TF_HAS_FLAGS: u16 = 1 << 0;
+const TF_SEND_FLUSH: u16 = 1 << 2;
+const TF_SEND_FUA: u16 = 1 << 3;
+const TF_SEND_TRIM: u16 = 1 << 5;
+const TF_SEND_WRITE_ZEROES: u16 = 1 << 6;
+const TF_CAN_MULTI_CONN: u16 = 1 << 8;
+const TF_SEND_CACHE: u16 = 1 << 10;
+
+/// Commands.
+const CMD_READ: u16 = 0;
+const CMD_WRITE: u16 = 1;
+const CMD_DISC: u16 = 2;
+const CMD_FLUSH: u16 = 3;
+const CMD_TRIM: u16 = 4;
+const CMD_CACHE: u16 = 5;
+const CMD_WRITE_ZEROES: u16 = 6;
+/// Command flag: force unit access.
+const CMD_FLAG_FUA: u16 = 1;
+
+/// Error values of a reply (errno numbers, as the protocol fixes them).
+const EIO: u32 = 5;
+const EINVAL: u32 = 22;
+const ENOSPC: u32 = 28;
+const EOVERFLOW: u32 = 75;
+
+/// Longest option payload read, bytes: an export name of up to 4,096
+/// bytes (the protocol's limit) and its framing.
+pub const MAX_OPTION: u32 = 4096 + 64;
+/// Largest read or write one request may ask for: 32 MiB, the largest
+/// the NBD document says a server should accept (`NBD_INFO_BLOCK_SIZE`'s
+/// customary maximum).
+pub const MAX_REQUEST: u32 = 32 << 20;
+/// Smallest block the server asks clients to align to: a 512-byte sector.
+pub const MIN_BLOCK: u32 = 512;
+/// The block size it prefers: a 4 KiB page.
+const PREFERRED_BLOCK: u32 = 4096;
+
+/// What a served device can do.
+pub trait Store: Sync {
+    /// Size in bytes.
+    fn size(&self) -> u64;
+    /// Read `buf.len()` bytes at `off`.
+    fn read(&self, off: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// Write `data` at `off`.
+    fn write(&self, off: u64, data: &[u8]) -> io::Result<()>;
+    /// Make every write completed so far durable.
+    fn flush(&self) -> io::Result<()>;
+    /// `len` bytes at `off` may be discarded (their content is then
+    /// unspecified); the default keeps them.
+    fn trim(&self, _off: u64, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug)]
+pub enum End {
+    /// The client disconnected (`NBD_CMD_DISC`, `NBD_OPT_ABORT` or EOF).
+    Disconnected,
+    /// The client broke the protocol: what it did.
+    Protocol(String),
+    /// The socket failed.
+    Io(io::Error),
+}
+
+impl From<io::Error> for End {
+    fn from(e: io::Error) -> End {
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            End::Disconnected
+        } else {
+            End::Io(e)
+        }
+    }
+}
+
+/// What a connection did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Requests answered.
+    pub requests: u64,
+    /// Of them, answered with an error.
+    pub errors: u64,
+    /// Bytes read and written for the client.
+    pub read_bytes: u64,
+    /// See `read_bytes`.
+    pub written_bytes: u64,
+}
+
+/// Serve one connection on `conn` from `store` until the client leaves.
+pub fn serve<S: Store + ?Sized, C: Read + Write>(
+    conn: &mut C,
+    store: &S,
+    counts: &mut Counts,
+) -> End {
+    match handshake(conn, store) {
+        Ok(true) => {}
+        Ok(false) => return End::Disconnected,
+        Err(e) => return e,
+    }
+    match transmission(conn, store, counts) {
+        Ok(()) => End::Disconnected,
+        Err(e) => e,
+    }
+}
+
+fn read_u32(c: &mut impl Read) -> io::Result<u32> {
+    let mut b = [0; 4];
+    c.read_exact(&mut b)?;
+    Ok(u32::from_be_bytes(b))
+}
+
+fn read_u64(c: &mut impl Read) -> io::Result<u64> {
+    let mut b = [0; 8];
+    c.read_exact(&mut b)?;
+    Ok(u64::from_be_bytes(b))
+}
+
+fn transmission_flags() -> u16 {
+    TF_HAS_FLAGS
+        | TF_SEND_FLUSH
+        | TF_SEND_FUA
+        | TF_SEND_TRIM
+        | TF_SEND_WRITE_ZEROES
+        | TF_SEND_CACHE
+        // A flush makes every connection's completed writes durable (it
+        // syncs the members, not a connection's own buffers).
+        | TF_CAN_MULTI_CONN
+}
+
+/// The fixed newstyle handshake: true when the client goes on to the
+/// transmission phase, false when it aborted.
+fn handshake<S: Store + ?Sized, C: Read + Write>(c: &mut C, store: &S) -> Result<bool, End> {
+    let mut hello = Vec::with_capacity(18);
+    hello.extend_from_slice(&NBDMAGIC.to_be_bytes());
+    hello.extend_from_slice(&IHAVEOPT.to_be_bytes());
+    hello.extend_from_slice(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes());
+    c.write_all(&hello)?;
+    c.flush()?;
+    let client = read_u32(c)?;
+    if client & !u32::from(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES) != 0 {
+        return Err(End::Protocol(format!("unknown client flags {client:#x}")));
+    }
+    let no_zeroes = client & u32::from(FLAG_NO_ZEROES) != 0;
+    loop {
+        if read_u64(c)? != IHAVEOPT {
+            return Err(End::Protocol("an option without IHAVEOPT".into()));
+        }
+        let opt = read_u32(c)?;
+        let len = read_u32(c)?;
+        if len > MAX_OPTION {
+            // The payload cannot be skipped safely: too big to hold.
+            reply(c, opt, REP_ERR_TOO_BIG, b"option too long")?;
+            return Err(End::Protocol(format!("an option of {len} bytes")));
+        }
+        let mut data = vec![0u8; len as usize];
+        c.read_exact(&mut data)?;
+        match opt {
+            OPT_EXPORT_NAME => {
+                let mut out = store.size().to_be_bytes().to_vec();
+                out.extend_from_slice(&transmission_flags().to_be_bytes());
+                if !no_zeroes {
+                    out.extend_from_slice(&[0u8; 124]);
+                }
+                c.write_all(&out)?;
+                c.flush()?;
+                return Ok(true);
+            }
+            OPT_ABORT => {
+                reply(c, opt, REP_ACK, &[])?;
+                return Ok(false);
+            }
+            OPT_LIST => {
+                if len != 0 {
+                    reply(c, opt, REP_ERR_INVALID, b"LIST takes no data")?;
+                    continue;
+                }
+                // One export, the default (empty) name.
+                reply(c, opt, REP_SERVER, &0u32.to_be_bytes())?;
+                reply(c, opt, REP_ACK, &[])?;
+            }
+            OPT_INFO | OPT_GO => {
+                if let Err(msg) = parse_go(&data) {
+                    reply(c, opt, REP_ERR_INVALID, msg.as_bytes())?;
+                    continue;
+                }
+                let mut info = INFO_EXPORT.to_be_bytes().to_vec();
+                info.extend_from_slice(&store.size().to_be_bytes());
+                info.extend_from_slice(&transmission_flags().to_be_bytes());
+                reply(c, opt, REP_INFO, &info)?;
+                let mut bs = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+                for v in [MIN_BLOCK, PREFERRED_BLOCK, MAX_REQUEST] {
+                    bs.extend_from_slice(&v.to_be_bytes());
+                }
+                reply(c, opt, REP_INFO, &bs)?;
+                reply(c, opt, REP_ACK, &[])?;
+                if opt == OPT_GO {
+                    return Ok(true);
+                }
+            }
+            _ => reply(c, opt, REP_ERR_UNSUP, b"not supported")?,
+        }
+    }
+}
+
+/// Check `NBD_OPT_GO`/`INFO` data: a name (any: the one export is served
+/// under every name, as qemu-nbd does without `-x`) and a list of info
+/// requests, lengths consistent.
+fn parse_go(d: &[u8]) -> Result<(), &'static str> {
+    let name_len = d
+        .get(..4)
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or("GO data too short")?;
+    let rest = d
+        .get(4 + name_len..)
+        .ok_or("export name longer than the data")?;
+    let n = rest
+        .get(..2)
+        .map(|b| u16::from_be_bytes([b[0], b[1]]) as usize)
+        .ok_or("no info request count")?;
+    if rest.len() != 2 + 2 * n {
+        return Err("info request count does not match the data");
+    }
+    Ok(())
+}
+
+/// An option reply.
+fn reply(c: &mut impl Write, opt: u32, ty: u32, data: &[u8]) -> io::Result<()> {
+    let mut out = Vec::with_capacity(20 + data.len());
+    out.extend_from_slice(&REPLY_MAGIC.to_be_bytes());
+    out.extend_from_slice(&opt.to_be_bytes());
+    out.extend_from_slice(&ty.to_be_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    out.extend_from_slice(data);
+    c.write_all(&out)?;
+    c.flush()
+}
+
+/// One request's header.
+struct Request {
+    flags: u16,
+    ty: u16,
+    cookie: u64,
+    offset: u64,
+    len: u32,
+}
+
+fn read_request(c: &mut impl Read) -> Result<Request, End> {
+    let mut h = [0u8; 28];
+    c.read_exact(&mut h)?;
+    let magic = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+    if magic != REQUEST_MAGIC {
+        return Err(End::Protocol(format!("request magic {magic:#x}")));
+    }
+    let word = |i: usize| u64::from_be_bytes(h[i..i + 8].try_into().expect("8 bytes"));
+    Ok(Request {
+        flags: u16::from_be_bytes([h[4], h[5]]),
+        ty: u16::from_be_bytes([h[6], h[7]]),
+        cookie: word(8),
+        offset: word(16),
+        len: u32::from_be_bytes([h[24], h[25], h[26], h[27]]),
+    })
+}
+
+/// A simple reply, with `data` after it when the request succeeded.
+fn simple_reply(c: &mut impl Write, cookie: u64, err: u32, data: &[u8]) -> io::Result<()> {
+    let mut head = [0u8; 16];
+    head[..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+    head[4..8].copy_from_slice(&err.to_be_bytes());
+    head[8..].copy_from_slice(&cookie.to_be_bytes());
+    c.write_all(&head)?;
+    if err == 0 {
+        c.write_all(data)?;
+    }
+    c.flush()
+}
+
+/// The error a request's range earns: past the end, unaligned or too big.
+fn range_error(r: &Request, size: u64, limit: bool) -> Option<u32> {
+    if limit && r.len > MAX_REQUEST {
+        return Some(EOVERFLOW);
+    }
+    let end = r.offset.checked_add(r.len as u64)?;
+    if end > size {
+        return Some(if r.ty == CMD_WRITE { ENOSPC } else { EINVAL });
+    }
+    let align = u64::from(MIN_BLOCK);
+    if !r.offset.is_multiple_of(align) || !(r.len as u64).is_multiple_of(align) {
+        return Some(EINVAL);
+    }
+    None
+}
+
+fn errno(e: &io::Error) -> u32 {
+    match e.raw_os_error() {
+        Some(n) if n == libc::ENOSPC => ENOSPC,
+        Some(n) if n == libc::EINVAL => EINVAL,
+        _ => EIO,
+    }
+}
+
+/// The transmission phase: requests answered one at a time, in order.
+fn transmission<S: Store + ?Sized, C: Read + Write>(
+    c: &mut C,
+    store: &S,
+    counts: &mut Counts,
+) -> Result<(), End> {
+    let size = store.size();
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let r = read_request(c)?;
+        let fua = r.flags & CMD_FLAG_FUA != 0;
+        let overflow = r.offset.checked_add(r.len as u64).is_none();
+        let (err, data_len) = match r.ty {
+            CMD_DISC => return Ok(()),
+            CMD_READ => match range_error(&r, size, true).or(overflow.then_some(EINVAL)) {
+                Some(e) => (e, 0),
+                None => {
+                    buf.resize(r.len as usize, 0);
+                    match store.read(r.offset, &mut buf) {
+                        Ok(()) => {
+                            counts.read_bytes += r.len as u64;
+                            (0, r.len as usize)
+                        }
+                        Err(e) => (errno(&e), 0),
+                    }
+                }
+            },
+            CMD_WRITE => {
+                if r.len > MAX_REQUEST {
+                    // Its payload would have to be read past: the stream
+                    // cannot be trusted after it.
+                    simple_reply(c, r.cookie, EOVERFLOW, &[])?;
+                    return Err(End::Protocol(format!("a write of {} bytes", r.len)));
+                }
+                buf.resize(r.len as usize, 0);
+                c.read_exact(&mut buf)?;
+                let e = range_error(&r, size, true).or(overflow.then_some(EINVAL));
+                let res = match e {
+                    Some(e) => Err(e),
+                    None => store
+                        .write(r.offset, &buf)
+                        .and_then(|()| if fua { store.flush() } else { Ok(()) })
+                        .map_err(|e| errno(&e)),
+                };
+                if res.is_ok() {
+                    counts.written_bytes += r.len as u64;
+                }
+                (res.err().unwrap_or(0), 0)
+            }
+            CMD_FLUSH => (store.flush().err().map_or(0, |e| errno(&e)), 0),
+            CMD_TRIM => match range_error(&r, size, false).or(overflow.then_some(EINVAL)) {
+                Some(e) => (e, 0),
+                None => {
+                    let res = store.trim(r.offset, r.len as u64).and_then(|()| {
+                        if fua {
+                            store.flush()
+                        } else {
+                            Ok(())
+                        }
+                    });
+                    (res.err().map_or(0, |e| errno(&e)), 0)
+                }
+            },
+            CMD_WRITE_ZEROES => match range_error(&r, size, false).or(overflow.then_some(EINVAL)) {
+                Some(e) => (e, 0),
+                None => (write_zeroes(store, r.offset, r.len as u64, fua), 0),
+            },
+            CMD_CACHE => (range_error(&r, size, false).unwrap_or(0), 0),
+            // An unknown command: the protocol's answer is EINVAL.
+            _ => (EINVAL, 0),
+        };
+        counts.requests += 1;
+        counts.errors += u64::from(err != 0);
+        simple_reply(c, r.cookie, err, &buf[..data_len])?;
+    }
+}
+
+/// Zeroes over `len` bytes at `off`, written a bounded piece at a time.
+fn write_zeroes<S: Store + ?Sized>(store: &S, off: u64, len: u64, fua: bool) -> u32 {
+    /// Zeroes written per store call: 1 MiB.
+    const PIECE: u64 = 1 << 20;
+    let zeros = vec![0u8; PIECE.min(len) as usize];
+    let mut at = 0;
+    while at < len {
+        let n = PIECE.min(len - at);
+        if let Err(e) = store.write(off + at, &zeros[..n as usize]) {
+            return errno(&e);
+        }
+        at += n;
+    }
+    match fua.then(|| store.flush()) {
+        Some(Err(e)) => errno(&e),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A store in memory.
+    struct Mem(Mutex<Vec<u8>>);
+
+    impl Store for Mem {
+        fn size(&self) -> u64 {
+            self.0.lock().unwrap().len() as u64
+        }
+        fn read(&self, off: u64, buf: &mut [u8]) -> io::Result<()> {
+            let d = self.0.lock().unwrap();
+            buf.copy_from_slice(&d[off as usize..off as usize + buf.len()]);
+            Ok(())
+        }
+        fn write(&self, off: u64, data: &[u8]) -> io::Result<()> {
+            let mut d = self.0.lock().unwrap();
+            d[off as usize..off as usize + data.len()].copy_from_slice(data);
+            Ok(())
+        }
+        fn flush(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A connection: what the client sent, and what the server wrote.
+    struct Conn {
+        input: io::Cursor<Vec<u8>>,
+        output: Vec<u8>,
+    }
+
+    impl Read for Conn {
+        fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+            self.input.read(b)
+        }
+    }
+
+    impl Write for Conn {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.output.write(b)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn request(ty: u16, flags: u16, cookie: u64, off: u64, len: u32) -> Vec<u8> {
+        let mut v = REQUEST_MAGIC.to_be_bytes().to_vec();
+        v.extend_from_slice(&flags.to_be_bytes());
+        v.extend_from_slice(&ty.to_be_bytes());
+        v.extend_from_slice(&cookie.to_be_bytes());
+        v.extend_from_slice(&off.to_be_bytes());
+        v.extend_from_slice(&len.to_be_bytes());
+        v
+    }
+
+    fn go() -> Vec<u8> {
+        let mut v = 3u32.to_be_bytes().to_vec(); // client flags
+        v.extend_from_slice(&IHAVEOPT.to_be_bytes());
+        v.extend_from_slice(&OPT_GO.to_be_bytes());
+        v.extend_from_slice(&6u32.to_be_bytes());
+        v.extend_from_slice(&0u32.to_be_bytes()); // name ""
+        v.extend_from_slice(&0u16.to_be_bytes()); // no info requests
+        v
+    }
+
+    fn run(input: Vec<u8>, store: &Mem) -> (End, Vec<u8>, Counts) {
+        let mut c = Conn {
+            input: io::Cursor::new(input),
+            output: Vec::new(),
+        };
+        let mut n = Counts::default();
+        let end = serve(&mut c, store, &mut n);
+        (end, c.output, n)
+    }
+
+    #[test]
+    fn go_write_read_back_and_errors() {
+        let store = Mem(Mutex::new(vec![0; 1 << 20]));
+        let mut input = go();
+        input.extend(request(CMD_WRITE, CMD_FLAG_FUA, 7, 4096, 512));
+        input.extend(std::iter::repeat_n(0xAB, 512));
+        input.extend(request(CMD_READ, 0, 8, 4096, 512));
+        input.extend(request(CMD_READ, 0, 9, 1 << 20, 512)); // past the end
+        input.extend(request(CMD_READ, 0, 10, 100, 512)); // unaligned
+        input.extend(request(CMD_FLUSH, 0, 11, 0, 0));
+        input.extend(request(CMD_DISC, 0, 12, 0, 0));
+        let (end, out, n) = run(input, &store);
+        assert!(matches!(end, End::Disconnected), "{end:?}");
+        assert_eq!((n.requests, n.errors, n.written_bytes), (5, 2, 512));
+        // The read's reply carries the written bytes.
+        let at = out
+            .windows(16)
+            .position(|w| {
+                w[..4] == SIMPLE_REPLY_MAGIC.to_be_bytes()
+                    && w[4..8] == [0; 4]
+                    && w[8..] == 8u64.to_be_bytes()
+            })
+            .expect("read reply");
+        assert_eq!(&out[at + 16..at + 16 + 512], &[0xAB; 512][..]);
+    }
+
+    #[test]
+    fn oversized_and_broken_clients_are_cut_off() {
+        let store = Mem(Mutex::new(vec![0; 1 << 20]));
+        let mut input = go();
+        input.extend(request(CMD_WRITE, 0, 1, 0, MAX_REQUEST + 1));
+        let (end, _, _) = run(input, &store);
+        assert!(matches!(end, End::Protocol(_)), "{end:?}");
+        let mut input = 3u32.to_be_bytes().to_vec();
+        input.extend_from_slice(&IHAVEOPT.to_be_bytes());
+        input.extend_from_slice(&OPT_GO.to_be_bytes());
+        input.extend_from_slice(&u32::MAX.to_be_bytes());
+        let (end, _, _) = run(input, &store);
+        assert!(matches!(end, End::Protocol(_)), "{end:?}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        /// Any bytes after a valid GO: the server answers or cuts the
+        /// client off, never panics, never reads past what it bounds.
+        #[test]
+        fn fuzzed_requests_never_crash(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000), magic in proptest::prelude::any::<bool>()) {
+            let store = Mem(Mutex::new(vec![0; 64 << 10]));
+            let mut input = go();
+            if magic {
+                // Keep the request magic so the fuzz reaches the commands.
+                input.extend(REQUEST_MAGIC.to_be_bytes());
+            }
+            input.extend(bytes);
+            let _ = run(input, &store);
+        }
+
+        /// Any bytes as a handshake.
+        #[test]
+        fn fuzzed_handshakes_never_crash(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+            let store = Mem(Mutex::new(vec![0; 4096]));
+            let _ = run(bytes, &store);
+        }
+    }
+}
