@@ -15,9 +15,9 @@ raidlab=target/release/raidlab
 dir=$(mktemp -d /var/tmp/raidlab-trace.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 awk -v n=$((m * 1000000)) 'BEGIN { srand(1); for (i = 0; i < n; i++)
-  printf "%d,%s,%d,%d,%d\n", i % 4, (rand() < 0.7 ? "R" : "W"), int(rand() * 2^28) * 512, 4096 * (1 + int(rand() * 4)), 1577808000000000 + i * 37 }' > "$dir/a.csv"
+  printf "%d,%s,%.0f,%d,%.0f\n", i % 4, (rand() < 0.7 ? "R" : "W"), int(rand() * 2^28) * 512, 4096 * (1 + int(rand() * 4)), 1577808000000000 + i * 37 }' > "$dir/a.csv"
 awk -v n=$((m * 1000000)) 'BEGIN { srand(2); for (i = 0; i < n; i++)
-  printf "%d,hm,%d,%s,%d,%d,%d\n", 128166372000000000 + i * 370, i % 2, (rand() < 0.7 ? "Read" : "Write"), int(rand() * 2^28) * 512, 4096 * (1 + int(rand() * 4)), 1200 }' > "$dir/m.csv"
+  printf "%.0f,hm,%d,%s,%.0f,%d,%d\n", 128166372000000000 + i * 370, i % 2, (rand() < 0.7 ? "Read" : "Write"), int(rand() * 2^28) * 512, 4096 * (1 + int(rand() * 4)), 1200 }' > "$dir/m.csv"
 ls -l "$dir"
 for f in a.csv m.csv; do
   echo "== $f: $m million records"
