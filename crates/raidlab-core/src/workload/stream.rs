@@ -1,0 +1,288 @@
+//! The one I/O stream generator both engines use: a job's offsets,
+//! sizes and directions from a workload and a seed (or a replayed trace).
+
+use super::*;
+
+/// The streams of every job of `w` over a span of `span` bytes: the one
+/// workload generator both engines use. Without `runtime`, each job moves
+/// `span` bytes and stops (fio's one pass over `size`).
+pub fn job_streams(w: &Workload, span: u64, seed: u64) -> Vec<JobStream> {
+    volume_streams(w, span, seed, 1)
+}
+
+/// The streams of `w`'s jobs over `volumes` volumes of `span` bytes each,
+/// job-major: a fio job with several filenames keeps each file's offsets
+/// apart. The first volume's streams are [`job_streams`]'s.
+pub fn volume_streams(w: &Workload, span: u64, seed: u64, volumes: u32) -> Vec<JobStream> {
+    let mut out = Vec::with_capacity(w.numjobs as usize * volumes as usize);
+    for j in 0..w.numjobs {
+        for v in 0..volumes {
+            // Job numbers are below MAX_NUMJOBS, so every (job, volume)
+            // has a stream number of its own.
+            let mut s = JobStream::new(w, span, seed, v * MAX_NUMJOBS + j, None);
+            if w.runtime.is_none() && w.replay.is_none() {
+                s.budget = Some(span);
+            }
+            if w.uses_random_map() {
+                s.map = Some(0);
+            }
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// One I/O as the application issues it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Io {
+    /// Byte offset in the volume.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Read (true) or write.
+    pub read: bool,
+}
+
+/// The deterministic I/O stream of one job. The same workload, span, seed
+/// and job index give the same sequence, in the simulator and the real engine.
+#[derive(Debug, Clone)]
+pub struct JobStream {
+    rng: Rng,
+    rw: Rw,
+    bs: u64,
+    split: Vec<(u64, u32)>,
+    /// Writes' sizes when they have their own list.
+    split_write: Vec<(u64, u32)>,
+    /// `blockalign`, if given.
+    align: Option<u64>,
+    /// fio's random map for one pass: the blocks are visited in the order
+    /// of a permutation; this counts the blocks handed out so far.
+    map: Option<u64>,
+    /// The job's key for that permutation.
+    seed_key: u64,
+    mix: u32,
+    pct_random: u32,
+    span: u64,
+    cursor: u64,
+    dist: Dist,
+    zipf_norm: f64,
+    remaining: Option<u64>,
+    budget: Option<u64>,
+    /// A replayed trace, which then gives every I/O.
+    feed: Option<Box<Feed>>,
+}
+
+impl JobStream {
+    /// Stream for job `job` of `w` over a span of `span` bytes starting at 0.
+    /// `span` must be at least the largest block size.
+    pub fn new(w: &Workload, span: u64, seed: u64, job: u32, limit_ios: Option<u64>) -> JobStream {
+        let dist = w.random_distribution;
+        let blocks = (span / w.blockalign.unwrap_or(w.bs).max(1)).max(1) as f64;
+        let zipf_norm = match dist {
+            Dist::Zipf(t) => (blocks.powf(1.0 - t) - 1.0) / (1.0 - t),
+            _ => 0.0,
+        };
+        JobStream {
+            rng: Rng::new(mix(seed, job as u64 + 1)),
+            rw: w.rw,
+            bs: w.bs,
+            split: w.bssplit.clone(),
+            split_write: w.bssplit_write.clone(),
+            align: w.blockalign,
+            map: None,
+            seed_key: mix(seed, 0x4D41_5000 + job as u64),
+            mix: w.rwmixread,
+            pct_random: w.percentage_random,
+            span,
+            cursor: 0,
+            dist,
+            zipf_norm,
+            remaining: limit_ios,
+            budget: None,
+            feed: w.replay.as_ref().map(|r| Box::new(Feed::open(r, span))),
+        }
+    }
+
+    /// For a timed trace replay, when the I/O last drawn is due, ns after
+    /// the job's start (`None`: at once).
+    pub fn due(&self) -> Option<Ns> {
+        self.feed.as_ref().and_then(|f| f.due())
+    }
+
+    /// A trace replay's tally so far, and the error that cut it short.
+    pub fn replay_tally(&self) -> Option<(Tally, Option<&crate::trace::TraceError>)> {
+        self.feed.as_ref().map(|f| (f.tally, f.error.as_ref()))
+    }
+
+    pub(crate) fn pick_block(&mut self, nblocks: u64) -> u64 {
+        match self.dist {
+            Dist::Random => self.rng.below(nblocks),
+            Dist::Zipf(t) => {
+                // Inverse of the continuous Zipf CDF H(x) = (x^(1-θ) - 1)/(1-θ) over [1, n].
+                let u = self.rng.unit() * self.zipf_norm;
+                let x = (u * (1.0 - t) + 1.0).powf(1.0 / (1.0 - t));
+                let rank = (x as u64).saturating_sub(1).min(nblocks - 1);
+                scatter(rank, nblocks)
+            }
+            Dist::Pareto(h) => {
+                // fio's pareto:h puts a share h of the accesses ... on 1-h of the blocks:
+                // rank = n * u^(1/a) with a = log(1-h)/log(h) the 80/20-style exponent.
+                let a = ((1.0 - h).ln() / h.ln()).max(1e-3);
+                let rank = ((nblocks as f64) * self.rng.unit().powf(1.0 / a)) as u64;
+                scatter(rank.min(nblocks - 1), nblocks)
+            }
+        }
+    }
+}
+
+/// A keyed bijection on `0..n` (the random map's visiting order): on the
+/// power of two above `n`, rounds of an odd multiplier and an added key
+/// (both bijective modulo a power of two) and a xor-shift (bijective), walked
+/// until the value lands in `0..n` (cycle-walking keeps it a bijection).
+pub(crate) fn permute(i: u64, n: u64, key: u64) -> u64 {
+    debug_assert!(i < n);
+    let m = n.next_power_of_two();
+    let mask = m - 1;
+    let shift = (m.trailing_zeros() / 2).max(1);
+    let mut x = i;
+    loop {
+        for r in 0..3u64 {
+            let k = mix(key, r);
+            x = (x.wrapping_mul(k | 1).wrapping_add(k >> 17)) & mask;
+            x ^= x >> shift;
+        }
+        if x < n {
+            return x;
+        }
+    }
+}
+
+/// Spread ranks over the span so hot blocks are not all at the start
+/// (a bijection on `0..n`: multiplication by an odd constant modulo a power
+/// of two, cycle-walking back into range).
+pub(crate) fn scatter(rank: u64, n: u64) -> u64 {
+    let m = n.next_power_of_two();
+    let mut x = rank;
+    loop {
+        x = x.wrapping_mul(crate::rng::GOLDEN_GAMMA | 1) & (m - 1);
+        x ^= x >> (m.trailing_zeros() / 2).max(1);
+        x &= m - 1;
+        if x < n {
+            return x;
+        }
+    }
+}
+
+impl Iterator for JobStream {
+    type Item = Io;
+
+    fn next(&mut self) -> Option<Io> {
+        self.next_choosing(|read| read)
+    }
+}
+
+impl JobStream {
+    /// The next I/O, its direction first drawn from the mix and then
+    /// handed to `choose` (true: read), which may turn it round: fio's rate
+    /// limits send the direction behind its clock first (`rate_ddir`).
+    /// `choose` is asked only when both directions have a share of the mix.
+    pub fn next_choosing(&mut self, choose: impl FnOnce(bool) -> bool) -> Option<Io> {
+        if self.budget == Some(0) {
+            return None;
+        }
+        if let Some(r) = &mut self.remaining {
+            if *r == 0 {
+                return None;
+            }
+            *r -= 1;
+        }
+        if let Some(f) = &mut self.feed {
+            return f.next_io();
+        }
+        let read = match self.rw {
+            Rw::Read | Rw::RandRead => true,
+            Rw::Write | Rw::RandWrite => false,
+            Rw::Rw | Rw::RandRw => {
+                let read = self.rng.below(100) < self.mix as u64;
+                if (1..100).contains(&self.mix) {
+                    choose(read)
+                } else {
+                    read
+                }
+            }
+        };
+        let split = if read || self.split_write.is_empty() {
+            &self.split
+        } else {
+            &self.split_write
+        };
+        let len = if split.is_empty() {
+            self.bs
+        } else {
+            let mut p = self.rng.below(100) as u32;
+            let mut chosen = split[split.len() - 1].0;
+            for &(b, w) in split {
+                if p < w {
+                    chosen = b;
+                    break;
+                }
+                p -= w;
+            }
+            chosen
+        };
+        let len = match self.budget {
+            // One pass: the last I/O takes the largest size that still fits,
+            // as fio's buffer-length choice does near the end of `size`.
+            Some(b) if len > b => {
+                let fits = (if read || self.split_write.is_empty() {
+                    &self.split
+                } else {
+                    &self.split_write
+                })
+                .iter()
+                .map(|&(s, _)| s)
+                .filter(|&s| s <= b)
+                .max();
+                match fits {
+                    Some(s) => s,
+                    None => {
+                        self.budget = Some(0);
+                        return None;
+                    }
+                }
+            }
+            _ => len,
+        };
+        if let Some(b) = &mut self.budget {
+            *b -= len;
+        }
+        let random = self.pct_random >= 100
+            || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64);
+        let offset = if random {
+            // Slots of the alignment that leave room for the whole I/O.
+            let a = self.align.unwrap_or(len);
+            let slots = (self.span.saturating_sub(len) / a + 1).max(1);
+            match &mut self.map {
+                Some(i) => {
+                    let k = permute(*i % slots, slots, self.seed_key);
+                    *i += 1;
+                    k * a
+                }
+                None => self.pick_block(slots) * a,
+            }
+        } else {
+            if self.cursor + len > self.span {
+                self.cursor = 0;
+            }
+            let o = self.cursor;
+            self.cursor += len;
+            o
+        };
+        self.cursor = if random { offset + len } else { self.cursor };
+        Some(Io {
+            offset,
+            len: len as u32,
+            read,
+        })
+    }
+}

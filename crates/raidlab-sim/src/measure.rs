@@ -1,0 +1,385 @@
+//! Running a simulation and measuring it: the event loop, the steady-state
+//! rounds, and the counters snapshotted at the window's ends.
+
+use super::*;
+
+/// Busy time of every reported resource: (report index, resource, busy ns, servers).
+pub(crate) fn busy(
+    comps: &[Comp],
+    reports: &[Report],
+    ctx: &Ctx,
+) -> Vec<(usize, &'static str, Ns, u64)> {
+    let mut v = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
+        match r {
+            Report::Ssd(id) => {
+                if let Comp::Ssd(s) = &comps[id.index()] {
+                    let c = s.counters();
+                    v.push((i, "link", c.link_busy, 1));
+                    v.push((i, "firmware", c.fw_busy, 1));
+                    v.push((i, "nand", c.die_busy, 1));
+                    v.push((i, "write path", c.write_path_busy, 1));
+                }
+            }
+            Report::Hdd(id) => {
+                if let Comp::Hdd(h) = &comps[id.index()] {
+                    v.push((i, "actuator", h.busy_ns, 1));
+                }
+            }
+            Report::Controller { pools, vols, .. } => {
+                let pool = |p: PoolId| &ctx.pools[p.index()];
+                v.push((
+                    i,
+                    "pcie",
+                    pool(pools.pcie_in).busy.max(pool(pools.pcie_out).busy),
+                    1,
+                ));
+                v.push((
+                    i,
+                    "roc",
+                    pool(pools.roc).busy,
+                    pool(pools.roc).servers() as u64,
+                ));
+                v.push((i, "dma", pool(pools.dma).busy, 1));
+                v.push((i, "xor", pool(pools.xor).busy, 1));
+                v.push((i, "flush", pool(pools.flush).busy, 1));
+                let (mut at, mut m) = (0, 0);
+                for vid in vols {
+                    if let Comp::Ctrl(c) = &comps[vid.index()] {
+                        let d = c.destage_stats();
+                        at += d.at_limit_ns;
+                        m += d.members as u64;
+                    }
+                }
+                v.push((i, "destage", at, m.max(1)));
+            }
+            Report::Stripes { pool, resource, .. } => {
+                let p = &ctx.pools[pool.index()];
+                v.push((i, resource, p.busy, p.servers() as u64));
+            }
+        }
+    }
+    v
+}
+
+pub(crate) fn wa_counters(comps: &[Comp], reports: &[Report]) -> Vec<(u64, u64)> {
+    reports
+        .iter()
+        .map(|r| match r {
+            Report::Ssd(id) => match &comps[id.index()] {
+                Comp::Ssd(s) => {
+                    let c = s.counters();
+                    (c.host_units, c.gc_units)
+                }
+                _ => (0, 0),
+            },
+            _ => (0, 0),
+        })
+        .collect()
+}
+
+/// Counters of every reported component at one moment: the start of the
+/// measurement window, or the end of the run.
+pub(crate) struct Snapshot {
+    pub(crate) busy: Vec<(usize, &'static str, Ns, u64)>,
+    /// (host units, GC units) written per SSD.
+    pub(crate) wa: Vec<(u64, u64)>,
+    /// Commands completed per device (`None`: a controller).
+    pub(crate) io: Vec<Option<IoCounts>>,
+    /// Busy time of the host CPU and its parity threads.
+    pub(crate) cpu: Ns,
+    /// Busy time of each job's submitting thread.
+    pub(crate) threads: Vec<Ns>,
+    /// Time each job has had I/O outstanding.
+    pub(crate) waited: Vec<Ns>,
+}
+
+impl Snapshot {
+    pub(crate) fn take(s: &Sim) -> Self {
+        Self::of(&s.comps, &s.reports, &s.ctx, &s.parity_threads)
+    }
+
+    pub(crate) fn of(comps: &[Comp], reports: &[Report], ctx: &Ctx, parity: &[PoolId]) -> Self {
+        Snapshot {
+            busy: busy(comps, reports, ctx),
+            wa: wa_counters(comps, reports),
+            io: io_counters(comps, reports),
+            cpu: ctx.pools[HOST_CPU.index()].busy
+                + parity.iter().map(|p| ctx.pools[p.index()].busy).sum::<Ns>(),
+            threads: ctx.thread_busy.clone(),
+            waited: match &comps[HOST.index()] {
+                Comp::Host(h) => h.waited(ctx.now),
+                _ => unreachable!("the host is at HOST"),
+            },
+        }
+    }
+}
+
+/// Commands each reported device has completed (`None` for controllers).
+pub(crate) fn io_counters(comps: &[Comp], reports: &[Report]) -> Vec<Option<IoCounts>> {
+    reports
+        .iter()
+        .map(|r| match r {
+            Report::Ssd(id) | Report::Hdd(id) => match &comps[id.index()] {
+                Comp::Ssd(s) => Some(s.io()),
+                Comp::Hdd(h) => Some(h.io()),
+                _ => unreachable!("a device report names a device"),
+            },
+            Report::Controller { .. } | Report::Stripes { .. } => None,
+        })
+        .collect()
+}
+
+/// What was measured: the host's figures over the window, the counters at
+/// its start, its start and length, and whether it was steady.
+pub(crate) struct Measured {
+    pub(crate) metrics: Metrics,
+    pub(crate) start: Snapshot,
+    pub(crate) t0: Ns,
+    pub(crate) len: Ns,
+    pub(crate) steady: Steady,
+}
+
+/// Run events until the window is measured (time-based runs, see
+/// [`window`]) or the host's jobs finish (one pass).
+pub(crate) fn run_events(
+    sim: &mut Sim,
+    w: &Workload,
+    span: u64,
+    seed: u64,
+    progress: Option<&dyn Fn(f64)>,
+) -> Measured {
+    /// Events between two progress reports.
+    const PROGRESS_EVERY: u64 = 1 << 20;
+    let mut rounds = window::Rounds::of(w);
+    let ramp = w.ramp_time.unwrap_or(0);
+    let pass_bytes = (w.pass_bytes(span) as f64 * w.numjobs as f64).max(1.0);
+    let mut start = Snapshot::take(sim);
+    let mut snapped = ramp == 0;
+    if let Some(r) = rounds.as_mut() {
+        r.set_noise(cache_noise(&sim.comps));
+        if r.first_start() == 0 {
+            r.begin(Snapshot::take(sim), cache_levels(&sim.comps));
+        }
+    }
+    let fill = Fill::of(sim, w, span, seed);
+    let Sim {
+        ctx,
+        comps,
+        reports,
+        parity_threads,
+        ..
+    } = sim;
+    let snap = |comps: &[Comp], ctx: &Ctx| Snapshot::of(comps, reports, ctx, parity_threads);
+    if let Comp::Host(h) = &mut comps[HOST.index()] {
+        h.start(ctx);
+    }
+    while let Some(next) = ctx.next_step() {
+        match next {
+            Next::Call(call) => {
+                if call_component(comps, ctx, call) {
+                    break;
+                }
+            }
+            Next::Event(c, r, k) => {
+                if let Some(rs) = rounds.as_mut() {
+                    if !rs.begun() && ctx.now >= rs.first_start() {
+                        rs.begin(snap(comps, ctx), cache_levels(comps));
+                    }
+                    if rs.begun() && ctx.now >= rs.next {
+                        if close_rounds(rs, comps, ctx, &snap) {
+                            break;
+                        }
+                        if let Some(f) = &fill {
+                            f.fast_forward(rs, comps, ctx);
+                        }
+                    }
+                } else if !snapped && ctx.now >= ramp {
+                    start = snap(comps, ctx);
+                    snapped = true;
+                }
+                if let Some(report) = progress.filter(|_| ctx.events % PROGRESS_EVERY == 0) {
+                    report(match (&rounds, &comps[HOST.index()]) {
+                        (Some(rs), _) => ctx.now as f64 / rs.horizon().max(1) as f64,
+                        (None, Comp::Host(h)) => h.completed as f64 * w.bs as f64 / pass_bytes,
+                        (None, _) => 0.0,
+                    });
+                }
+                match &mut comps[c.index()] {
+                    Comp::Ssd(s) => s.event(ctx, r, k),
+                    Comp::Hdd(h) => h.event(ctx, r, k),
+                    Comp::Array(a) => a.event(ctx, r, k),
+                    Comp::Ctrl(v) => v.event(ctx, r, k),
+                    Comp::Host(h) => h.event(ctx, r, k),
+                    Comp::Empty => {}
+                }
+            }
+        }
+    }
+    let Comp::Host(host) = &mut comps[HOST.index()] else {
+        unreachable!("the host is at HOST")
+    };
+    match rounds.and_then(|r| r.window()) {
+        Some((metrics, start, t0, len, steady)) => Measured {
+            metrics,
+            start,
+            t0,
+            len,
+            steady,
+        },
+        None => {
+            let end = host.last_completion.max(ramp);
+            let steady = window::one_pass(ramp, &host.marks, host.fifth);
+            Measured {
+                metrics: std::mem::take(&mut host.metrics),
+                start: if snapped { start } else { snap(comps, ctx) },
+                t0: ramp,
+                len: if snapped { end - ramp } else { 0 },
+                steady,
+            }
+        }
+    }
+}
+
+/// Hand a component call to its component; whether the host's jobs have
+/// all finished.
+#[inline]
+pub(crate) fn call_component(comps: &mut [Comp], ctx: &mut Ctx, call: Call) -> bool {
+    match call {
+        Call::Submit(c, r) => match &mut comps[c.index()] {
+            Comp::Ssd(s) => s.submit(ctx, r),
+            Comp::Hdd(h) => h.submit(ctx, r),
+            Comp::Array(a) => a.submit(ctx, r),
+            Comp::Ctrl(v) => v.submit(ctx, r),
+            Comp::Host(_) | Comp::Empty => unreachable!("nothing submits to the host"),
+        },
+        Call::ChildDone(c, parent, child) => match &mut comps[c.index()] {
+            Comp::Host(h) => {
+                h.done(ctx, child);
+                return h.finished();
+            }
+            Comp::Array(a) => a.child_done(ctx, parent, child),
+            Comp::Ctrl(v) => v.child_done(ctx, parent, child),
+            Comp::Ssd(_) | Comp::Hdd(_) | Comp::Empty => {
+                unreachable!("devices have no children")
+            }
+        },
+        Call::Advise(c, offset) => {
+            if let Comp::Ssd(s) = &comps[c.index()] {
+                s.advise(offset);
+            }
+        }
+    }
+    false
+}
+
+/// Every controller volume with a write-back cache, with its component
+/// index: the caches the steady-state test watches, in one order.
+pub(crate) fn write_back_caches(comps: &[Comp]) -> impl Iterator<Item = (usize, &CtrlVol)> {
+    comps.iter().enumerate().filter_map(|(i, c)| match c {
+        Comp::Ctrl(v) if v.dirty_level().1 > 0 => Some((i, &**v)),
+        _ => None,
+    })
+}
+
+/// Every write-back cache's dirty level, a fraction of its size.
+pub(crate) fn cache_levels(comps: &[Comp]) -> Vec<f64> {
+    write_back_caches(comps)
+        .map(|(_, v)| {
+            let (d, wb) = v.dirty_level();
+            d as f64 / wb as f64
+        })
+        .collect()
+}
+
+/// Every write-back cache's level noise (`CtrlVol::level_noise`), a
+/// fraction of its size.
+pub(crate) fn cache_noise(comps: &[Comp]) -> Vec<f64> {
+    write_back_caches(comps)
+        .map(|(_, v)| v.level_noise() as f64 / v.dirty_level().1 as f64)
+        .collect()
+}
+
+/// How a random-write workload's write-back caches are filled ahead when
+/// they are seen filling (docs/workloads.md, "Steady state").
+pub(crate) struct Fill {
+    /// Each write-back cache's component and the span of it the workload
+    /// addresses, in [`write_back_caches`]' order.
+    pub(crate) caches: Vec<(CompId, u64)>,
+    pub(crate) bs: u64,
+    pub(crate) seed: u64,
+}
+
+impl Fill {
+    /// For a run that looks for steady state under random writes.
+    pub(crate) fn of(sim: &Sim, w: &Workload, span: u64, seed: u64) -> Option<Fill> {
+        let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
+        if w.ramp_time.is_some() || w.runtime.is_none() || !writes || w.percentage_random == 0 {
+            return None;
+        }
+        let caches = write_back_caches(&sim.comps)
+            .map(|(i, v)| (CompId(i as u32), ctrl_span(sim, i, v, span)))
+            .collect();
+        Some(Fill {
+            caches,
+            bs: w.max_bs(),
+            seed,
+        })
+    }
+
+    /// Fill every cache that is not yet full and rose over each of the
+    /// last two rounds by more than its noise allows over a window (a fifth
+    /// of [`LEVEL_NOISE_TIMES`] × its noise per round), the later rise not
+    /// slowing (at least [`KEEPS_PACE`] of the earlier): it is filling at a
+    /// steady pace toward full, the state a destage path that cannot keep
+    /// up ends in. A level settling toward a plateau slows down and is left
+    /// to settle.
+    pub(crate) fn fast_forward(
+        &self,
+        rs: &mut window::Rounds<Snapshot>,
+        comps: &mut [Comp],
+        ctx: &mut Ctx,
+    ) {
+        /// Share of the earlier round's rise the later must keep (a fill at
+        /// a constant pace keeps all of it, up to counting noise).
+        const KEEPS_PACE: f64 = 0.8;
+        let rises = rs.last_rises();
+        let level = rs.level().to_vec();
+        let mut filled = false;
+        let noise = rs.noise().to_vec();
+        for (k, &(id, span)) in self.caches.iter().enumerate() {
+            let pace = LEVEL_NOISE_TIMES * noise[k] / WINDOW_ROUNDS as f64;
+            let rising = rises
+                .get(k)
+                .is_some_and(|&(a, b)| a >= pace && b >= pace && b >= KEEPS_PACE * a);
+            if rising && level[k] < 1.0 - LEVEL_EXCURSION {
+                if let Comp::Ctrl(v) = &mut comps[id.index()] {
+                    v.fill_to_full(ctx, span, self.bs, mix(self.seed, 0xF111 + k as u64));
+                    filled = true;
+                }
+            }
+        }
+        if filled {
+            rs.relevel(cache_levels(comps));
+        }
+    }
+}
+
+/// Close every round that ended by `ctx.now`; whether the run is over.
+pub(crate) fn close_rounds(
+    rs: &mut window::Rounds<Snapshot>,
+    comps: &mut [Comp],
+    ctx: &Ctx,
+    snap: &dyn Fn(&[Comp], &Ctx) -> Snapshot,
+) -> bool {
+    while ctx.now >= rs.next {
+        let Comp::Host(h) = &mut comps[HOST.index()] else {
+            unreachable!("the host is at HOST")
+        };
+        let m = std::mem::take(&mut h.metrics);
+        if rs.close(m, snap(comps, ctx), cache_levels(comps)) {
+            return true;
+        }
+    }
+    false
+}
