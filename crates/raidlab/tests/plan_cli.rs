@@ -1,0 +1,179 @@
+//! `raidlab plan` from the command line: rows reproduced by `sim`, bad
+//! questions refused in one line, shards merging to the unsharded plan.
+
+mod common;
+use common::*;
+
+/// `plan` ranks configurations, and every row it prints is reproduced by
+/// `sim` with the row's expression and workload.
+#[test]
+fn plan_rows_are_reproduced_by_sim() {
+    let prices = tmp(
+        "prices.toml",
+        "[s3500-480]\nbase = \"s3500-480\"\nprice = 300\n[megaraid9361]\nbase = \"megaraid9361\"\nprice = 600\n",
+    );
+    let v = json_of(&[
+        "plan",
+        "-w",
+        "rw=randrw rwmixread=70 bs=8k iodepth=16 numjobs=4 runtime=1",
+        "--capacity",
+        "900g",
+        "--survive",
+        "1",
+        "--drives",
+        "s3500-480",
+        "--controllers",
+        "none,megaraid9361",
+        "--max-drives",
+        "4",
+        "--levels",
+        "raid5,raid10",
+        "--op",
+        "0,20",
+        "--top",
+        "3",
+        "--format",
+        "json",
+        "--presets",
+        &prices,
+    ]);
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 3);
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["rank"], i + 1);
+        assert!(r["usable_bytes"].as_u64().unwrap() >= 900_000_000_000);
+        assert_eq!(r["survives"], 1);
+        assert!(r["cost"].as_f64().unwrap() >= 4.0 * 300.0, "{r}");
+        assert!(r["why"].as_str().is_some_and(|w| !w.is_empty()));
+        let op = r["op_pct"].as_u64().unwrap();
+        assert!(op == 0 || op == 20);
+        assert_eq!(
+            r["topology"].as_str().unwrap().contains("[op=20%]"),
+            op == 20
+        );
+        let s = json_of(&[
+            "sim",
+            "-t",
+            r["topology"].as_str().unwrap(),
+            "-w",
+            r["workload"].as_str().unwrap(),
+            "--format",
+            "json",
+            "--presets",
+            &prices,
+        ]);
+        assert_eq!(s["summary"]["iops"], r["iops"], "{}", r["topology"]);
+    }
+    let best = rows[0]["iops"].as_f64().unwrap();
+    assert!(rows
+        .iter()
+        .all(|r| r["iops"].as_f64().unwrap() <= best * 1.005));
+    let csv = raidlab(&[
+        "plan",
+        "-w",
+        "rw=randread bs=4k iodepth=8 runtime=0.5",
+        "--capacity",
+        "400g",
+        "--drives",
+        "s3500-480",
+        "--max-drives",
+        "3",
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        csv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&csv.stderr)
+    );
+    assert!(String::from_utf8_lossy(&csv.stdout).starts_with("rank,topology,workload,usable_bytes"));
+}
+
+#[test]
+fn plan_refuses_bad_questions_in_one_line() {
+    let w = "rw=randread bs=4k runtime=0.1";
+    let weighted = format!("{w}@zero");
+    // (workload, capacity, drives, other arguments, what the message names)
+    let cases: [(&str, &str, &str, &[&str], &str); 8] = [
+        (w, "1t", "megaraid9361", &[], "not a drive preset"),
+        (
+            w,
+            "1t",
+            "x25e",
+            &["--controllers", "x25e"],
+            "not a controller preset",
+        ),
+        (&weighted, "1t", "x25e", &[], "weight"),
+        (w, "lots", "x25e", &[], "--capacity"),
+        (w, "1t", "x25e", &["--max-drives", "100000"], "--max-drives"),
+        (w, "1t", "x25e", &["--levels", "raid7"], "--levels"),
+        (
+            w,
+            "900t",
+            "x25e",
+            &["--max-drives", "4"],
+            "no configuration",
+        ),
+        ("rw=sideways", "1t", "x25e", &[], "sideways"),
+    ];
+    for (wl, cap, drives, more, want) in cases {
+        let mut args = vec!["plan", "-w", wl, "--capacity", cap, "--drives", drives];
+        args.extend_from_slice(more);
+        assert_input_error(&args, want);
+    }
+}
+
+/// `plan --shard i/n` on each of n machines and `merge` of the shard files
+/// print byte for byte what the unsharded plan prints; a merge of shards
+/// that are not every shard of one plan is refused in one line.
+#[test]
+fn sharded_plans_merge_to_the_unsharded_output() {
+    let base = [
+        "plan",
+        "-w",
+        "rw=randwrite bs=8k iodepth=16 numjobs=2 runtime=0.2",
+        "--capacity",
+        "300g",
+        "--drives",
+        "s3500-480",
+        "--controllers",
+        "none,megaraid9361",
+        "--max-drives",
+        "4",
+        "--max-controllers",
+        "1",
+        "--top",
+        "2",
+    ];
+    let whole = raidlab(&base);
+    assert!(whole.status.success(), "{}", stderr(&whole));
+    let dir = std::env::temp_dir().join(format!("raidlab-shards-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = |i: usize| dir.join(format!("s{i}.json")).display().to_string();
+    for i in 1..=2 {
+        let (shard, out) = (format!("{i}/2"), file(i));
+        let mut args = base.to_vec();
+        args.extend_from_slice(&["--shard", &shard, "-o", &out]);
+        let o = raidlab(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let merged = raidlab(&["merge", &file(2), &file(1)]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&whole.stdout)
+    );
+    assert_input_error(&["merge", &file(1)], "2/2 missing");
+    assert_input_error(&["merge", &file(1), &file(1)], "given twice");
+    let other = tmp(
+        "other-shard.json",
+        &std::fs::read_to_string(file(2))
+            .expect("read")
+            .replace("\"top\": 2", "\"top\": 3"),
+    );
+    assert_input_error(&["merge", &file(1), &other], "another plan");
+    let sweep = tmp("slice.csv", "a,b\n1,2\n");
+    assert_input_error(&["merge", &file(1), &sweep], "mix");
+    assert_input_error(&[&base[..], &["--shard", "3/2"]].concat(), "--shard");
+    let _ = std::fs::remove_dir_all(&dir);
+}
