@@ -539,13 +539,33 @@ impl Workload {
         self.replay.as_ref().map_or(span, |r| r.extent.bytes)
     }
 
+    /// Whether the workload writes: a write pattern, or a mix with a write
+    /// share (`rwmixread` below 100).
+    pub fn writes(&self) -> bool {
+        match self.rw {
+            Rw::Read | Rw::RandRead => false,
+            Rw::Write | Rw::RandWrite => true,
+            Rw::Rw | Rw::RandRw => self.rwmixread < 100,
+        }
+    }
+
+    /// Whether the workload reads: a read pattern, or a mix with a read
+    /// share (`rwmixread` above 0).
+    pub fn reads(&self) -> bool {
+        match self.rw {
+            Rw::Read | Rw::RandRead => true,
+            Rw::Write | Rw::RandWrite => false,
+            Rw::Rw | Rw::RandRw => self.rwmixread > 0,
+        }
+    }
+
     /// The state SSDs start in when neither the workload nor the expression
     /// names one (docs/workloads.md, "How SSDs start"): a workload that
     /// writes at random offsets starts on drives in random-write steady
     /// state, as SNIA PTS preconditions them for random-write tests; any
     /// other on drives written once sequentially.
     pub fn default_ssd_state(&self) -> SsdState {
-        if self.percentage_random > 0 && !matches!(self.rw, Rw::Read | Rw::RandRead) {
+        if self.percentage_random > 0 && self.writes() {
             SsdState::Steady
         } else {
             SsdState::Fill
@@ -900,6 +920,20 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mix_that_never_writes_is_a_read_workload() {
+        let w = |t: &str| Workload::parse(t).unwrap();
+        assert!(!w("rw=randrw rwmixread=100").writes());
+        assert!(w("rw=randrw rwmixread=100").reads());
+        assert!(!w("rw=rw rwmixread=0").reads());
+        assert!(w("rw=randrw").writes() && w("rw=randrw").reads());
+        // SSDs start as for a read workload: written once, not steady.
+        assert_eq!(
+            w("rw=randrw rwmixread=100").default_ssd_state(),
+            w("rw=randread").default_ssd_state()
+        );
+    }
 
     #[test]
     fn one_random_pass_visits_every_block_once_unless_norandommap() {

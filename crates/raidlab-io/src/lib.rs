@@ -8,7 +8,14 @@
 //! * [`parity`]: XOR and P+Q kernels (AVX2 with a portable fallback);
 //! * [`backend`]: io_uring and psync member I/O;
 //! * `worker`: the per-thread executor;
-//! * `verify`: self-describing blocks for `--verify`.
+//! * `verify`: self-describing blocks for `--verify`;
+//! * [`meta`] and [`md`]: md's v1.2 superblocks and write-intent bitmap;
+//! * `intent`: the bitmap marked before writes; `resync`, `rebuild`,
+//!   `scrub`: resynchronisation, rebuilds onto spares, check and repair;
+//! * `lifecycle`, `outcome`, `commands`: a run's members and arrays
+//!   around it, its workers and result, and the other commands;
+//! * [`nbd`] and [`serve`]: the NBD server side and the served volume;
+//! * `buf`: aligned buffers.
 //!
 //! The member I/O futures (`backend::Leaf`) borrow the caller's buffer
 //! while the kernel may write into it, which is sound only if no future is
@@ -165,7 +172,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let mut topo: RealTopology = topo::parse_real(expr)?;
     // Hot spares take missing members' places at once, as md's do.
     topo.take_spares();
-    let writes = !matches!(w.rw, Rw::Read | Rw::RandRead) || !topo.took_over.is_empty();
+    let writes = w.writes() || !topo.took_over.is_empty();
     let (arrays, kinds, mut gens) = open_run(&topo, w, writes, opts)?;
     let nonce = start_generations(&mut gens, writes);
     let Arrays {

@@ -563,8 +563,7 @@ pub(crate) fn warm_controllers(
     heap: u64,
     full: bool,
 ) -> Result<(), SimError> {
-    let reads = !matches!(w.rw, Rw::Write | Rw::RandWrite);
-    let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
+    let (reads, writes) = (w.reads(), w.writes());
     let random = w.percentage_random > 0;
     let mut warm_bytes = 0;
     for (i, c) in sim.comps.iter().enumerate() {

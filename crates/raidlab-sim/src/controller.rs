@@ -44,7 +44,15 @@ events! {
 
 /// Phase of a destage root request.
 const DESTAGE: u8 = 9;
+/// Read-ahead buffers a controller volume keeps at once. No vendor
+/// publishes the figure: it is a modelling bound on the table, twice
+/// [`STREAMS`] so every tracked stream can have a buffer ready and one
+/// being filled.
 const RA_ENTRIES: usize = 32;
+/// Sequential streams the adaptive read-ahead detector tracks per volume.
+/// Not published either: a modelling bound, above the 10 jobs of
+/// petrov2010's heavy preset; jdev2009's 40-thread sequential reads
+/// exceed it, and their later streams are then read without read-ahead.
 const STREAMS: usize = 16;
 
 /// Shared resources of one physical controller.

@@ -967,7 +967,7 @@ const POLISHED: &[&str] = &["program_us", "spare_pct"];
 /// The Nelder–Mead search's first simplex (each field moved by a factor of
 /// 1.25 from the candidate) and its steps (each one to four whole-probe-
 /// suite runs; 25 steps of a two-field simplex narrow it far below the
-/// solves' 1 % tolerance).
+/// solves' 0.3 % tolerance).
 const POLISH_STEP: f64 = 1.25;
 const POLISH_ITERATIONS: usize = 25;
 
@@ -986,7 +986,7 @@ const FLAT_WALK: usize = 2;
 
 /// Secant steps per solve.
 const SOLVE_STEPS: usize = 8;
-/// A solve stops within 1 % (|ln| < 0.01) of its observation: below the
+/// A solve stops within 0.3 % (|ln| < 0.003) of its observation: below the
 /// run-to-run spread of any measurement.
 const SOLVE_TOLERANCE: f64 = 0.003;
 /// Gauss–Seidel sweeps: parameters couple (the steady write rate depends on

@@ -46,7 +46,7 @@ use raidlab_core::topology::{
     Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
 };
 use raidlab_core::units::Ns;
-use raidlab_core::workload::{Rw, Workload};
+use raidlab_core::workload::Workload;
 use raidlab_layout::{Geometry, LayoutError, Level};
 use ssd::Ssd;
 use thiserror::Error;

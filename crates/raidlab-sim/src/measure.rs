@@ -313,7 +313,7 @@ pub(crate) struct Fill {
 impl Fill {
     /// For a run that looks for steady state under random writes.
     pub(crate) fn of(sim: &Sim, w: &Workload, span: u64, seed: u64) -> Option<Fill> {
-        let writes = !matches!(w.rw, Rw::Read | Rw::RandRead);
+        let writes = w.writes();
         if w.ramp_time.is_some() || w.runtime.is_none() || !writes || w.percentage_random == 0 {
             return None;
         }

@@ -14,7 +14,7 @@ use raidlab_core::analytic::{cost, Pattern};
 use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::result::RunResult;
 use raidlab_core::topology::{resolve, Level, Node};
-use raidlab_core::workload::{Rw, Workload};
+use raidlab_core::workload::Workload;
 use std::collections::BTreeMap;
 
 /// What the ranking optimises.
@@ -1051,13 +1051,9 @@ pub fn replay(
 
 /// Whether no workload writes (endurance is then no constraint).
 fn no_writes(q: &Question) -> bool {
-    q.workloads.iter().all(|(t, _)| {
-        Workload::parse(t).is_ok_and(|w| match w.rw {
-            Rw::Read | Rw::RandRead => true,
-            Rw::Write | Rw::RandWrite => false,
-            Rw::Rw | Rw::RandRw => w.rwmixread == 100,
-        })
-    })
+    q.workloads
+        .iter()
+        .all(|(t, _)| Workload::parse(t).is_ok_and(|w| !w.writes()))
 }
 
 /// One line on why the best row wins over the next.

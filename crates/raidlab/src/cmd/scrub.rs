@@ -1,5 +1,5 @@
-//! `raidlab check` and `raidlab repair`: md's scrub sync actions on a real
-//! array.
+//! The real-array maintenance commands: `check` and `repair` (md's scrub
+//! sync actions), `create`, `examine` and `rebuild`.
 
 use crate::args::ReportFormat;
 use crate::common::{emit, expression, json_text};
