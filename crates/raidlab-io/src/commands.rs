@@ -124,11 +124,11 @@ pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport
         .map(|m| m.path.display().to_string())
         .collect();
     let report = scrub::scrub(&vol, &members, &vol.names(&paths), repair)
-        .map_err(|e| Error::new(ErrorKind::Io, format!("scrubbing: {e}")))?;
+        .map_err(|e| Error::io("scrubbing", e))?;
     if repair {
         for f in &members.files {
             f.sync_data()
-                .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
+                .map_err(|e| Error::io("flushing members", e))?;
         }
     }
     Ok(report)
@@ -222,10 +222,10 @@ pub fn rebuild(
         record: &record,
     };
     let bytes = rebuild::rebuild(&vol, &members, &asm.rebuild, &pace, &resume)
-        .map_err(|e| Error::new(ErrorKind::Io, format!("rebuilding: {e}")))?;
+        .map_err(|e| Error::io("rebuilding", e))?;
     let events = asm.events + 1;
     asm.write(&members.files, &sizes, &used, events, true, &[])
-        .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+        .map_err(|e| Error::io("writing metadata", e))?;
     Ok(RebuildReport {
         uuid: md::uuid_text(&asm.root_uuid),
         rebuilt: asm

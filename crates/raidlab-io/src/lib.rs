@@ -86,13 +86,28 @@ pub enum ErrorKind {
     Io,
 }
 
-/// An error of a real run: its kind and a message naming what and where.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// An error of a real run: its kind, a message naming what and where,
+/// and the operating system's error beneath it, when there is one.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{msg}")]
 pub struct Error {
     kind: ErrorKind,
     msg: String,
+    /// The I/O error the message reports (kept for callers that act on
+    /// it: its `kind()`, its errno).
+    #[source]
+    source: Option<std::sync::Arc<std::io::Error>>,
 }
+
+impl PartialEq for Error {
+    /// Errors are equal when they say the same thing: the source's text is
+    /// already in the message.
+    fn eq(&self, o: &Error) -> bool {
+        self.kind == o.kind && self.msg == o.msg
+    }
+}
+
+impl Eq for Error {}
 
 impl Error {
     /// An error of `kind`.
@@ -100,7 +115,32 @@ impl Error {
         Error {
             kind,
             msg: msg.into(),
+            source: None,
         }
+    }
+
+    /// An I/O error `e` while doing `what` ("writing metadata"): the
+    /// message says both, and `e` stays the error's source.
+    pub fn io(what: impl std::fmt::Display, e: std::io::Error) -> Self {
+        Error {
+            kind: ErrorKind::Io,
+            msg: format!("{what}: {e}"),
+            source: Some(std::sync::Arc::new(e)),
+        }
+    }
+
+    /// An I/O error as it is, its text the message.
+    fn from_io(e: std::io::Error) -> Self {
+        Error {
+            kind: ErrorKind::Io,
+            msg: e.to_string(),
+            source: Some(std::sync::Arc::new(e)),
+        }
+    }
+
+    /// The operating system's error beneath this one, if any.
+    pub fn io_source(&self) -> Option<&std::io::Error> {
+        self.source.as_deref()
     }
 
     /// What kind of error this is.
@@ -236,7 +276,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         shared
             .gens
             .save(p, &uuid)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("saving {}: {e}", p.display())))?;
+            .map_err(|e| Error::io(format!("saving {}", p.display()), e))?;
     }
     // The window ends with the runtime, or else with the last completion.
     let window_end = shared
@@ -282,4 +322,26 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         trace: merged.trace,
         trace_ns: merged.trace_ns,
     })
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+
+    #[test]
+    fn an_io_error_keeps_its_source() {
+        let e = Error::io(
+            "writing metadata",
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(e.to_string().starts_with("writing metadata: "));
+        assert_eq!(
+            e.io_source().and_then(|s| s.raw_os_error()),
+            Some(libc::ENOSPC)
+        );
+        assert!(std::error::Error::source(&e).is_some());
+        assert!(!e.is_input());
+        let plain = Error::new(ErrorKind::Size, "too small");
+        assert!(plain.io_source().is_none());
+    }
 }

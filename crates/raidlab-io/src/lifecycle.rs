@@ -154,7 +154,7 @@ pub(crate) fn mark_active(
     if asm.has_metadata() && (writes || asm.created) {
         events += 1;
         asm.write(&members.files, sizes, &used, events, !writes, &[])
-            .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+            .map_err(|e| Error::io("writing metadata", e))?;
     }
     Ok(Life {
         events,
@@ -178,7 +178,7 @@ pub(crate) fn mark_clean(
     let failed = failed_members(members);
     for (f, _) in members.files.iter().zip(&failed).filter(|(_, &d)| !d) {
         f.sync_data()
-            .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
+            .map_err(|e| Error::io("flushing members", e))?;
     }
     asm.write(
         &members.files,
@@ -188,7 +188,7 @@ pub(crate) fn mark_clean(
         true,
         &failed,
     )
-    .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    .map_err(|e| Error::io("writing metadata", e))?;
     if let Some((after, bytes, ev)) = spares_for_failed(topo, members, sizes, &failed, life.events)?
     {
         *topo = after;
@@ -329,7 +329,7 @@ pub(crate) fn create_made<'t>(
             clean,
             &failed_members(&members),
         )
-        .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))
+        .map_err(|e| Error::io("writing metadata", e))
     };
     let mut resynced = 0;
     if assume_clean {
@@ -340,8 +340,8 @@ pub(crate) fn create_made<'t>(
         let mut pending = asm.clone();
         pending.bitmap = None;
         write(&pending, 1, false)?;
-        resynced = resync::resync(&vol, &members, None)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("initial resync: {e}")))?;
+        resynced =
+            resync::resync(&vol, &members, None).map_err(|e| Error::io("initial resync", e))?;
         write(&asm, 2, true)?;
     }
     Ok(CreateReport {
@@ -399,7 +399,7 @@ pub(crate) fn rebuild_spares(
         progress: &|_, _| {},
     };
     rebuild::rebuild(vol, members, &asm.rebuild, &pace, &rebuild::Resume::none())
-        .map_err(|e| Error::new(ErrorKind::Io, format!("rebuilding onto a spare: {e}")))
+        .map_err(|e| Error::io("rebuilding onto a spare", e))
 }
 
 /// After a run in which members failed: hot spares of their arrays take
@@ -438,7 +438,7 @@ pub(crate) fn spares_for_failed(
         true,
         failed,
     )
-    .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    .map_err(|e| Error::io("writing metadata", e))?;
     Ok(Some((after, bytes, events + 1)))
 }
 
@@ -466,8 +466,8 @@ pub(crate) fn load_verify_state(
 /// Create a member file of `size` bytes (sparse), refusing to touch one
 /// that appeared meanwhile.
 pub(crate) fn create_file(path: &std::path::Path, size: u64) -> Result<(), Error> {
-    let f = File::create_new(path)
-        .map_err(|e| Error::new(ErrorKind::Io, format!("creating {}: {e}", path.display())))?;
+    let f =
+        File::create_new(path).map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
     f.set_len(size).map_err(|e| {
         // It was made here: a file that cannot have its size goes again.
         let _ = std::fs::remove_file(path);
@@ -588,13 +588,13 @@ pub(crate) fn resync_if_dirty(
         ));
     }
     let bytes = resync::resync(vol, members, asm.bitmap.as_ref())
-        .map_err(|e| Error::new(ErrorKind::Io, format!("resynchronising: {e}")))?;
+        .map_err(|e| Error::io("resynchronising", e))?;
     let sizes: Vec<u64> = members
         .files
         .iter()
         .map(device_size)
         .collect::<std::io::Result<_>>()
-        .map_err(|e| Error::new(ErrorKind::Io, format!("member size: {e}")))?;
+        .map_err(|e| Error::io("member size", e))?;
     // A member that failed during the resync keeps its old superblock and
     // its slot is marked faulty, as after a run.
     asm.write(
@@ -605,7 +605,7 @@ pub(crate) fn resync_if_dirty(
         true,
         &failed_members(members),
     )
-    .map_err(|e| Error::new(ErrorKind::Io, format!("writing metadata: {e}")))?;
+    .map_err(|e| Error::io("writing metadata", e))?;
     // The run's own figures start after the resync.
     members.counters = members
         .counters
@@ -621,8 +621,7 @@ pub(crate) fn resync_if_dirty(
 pub(crate) fn check_aliases(topo: &RealTopology) -> Result<(), Error> {
     let mut seen: Vec<((u64, u64), usize)> = Vec::new();
     for (i, m) in topo.members.iter().enumerate() {
-        let ids = safety::identity(&m.path)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", m.path.display())))?;
+        let ids = safety::identity(&m.path).map_err(|e| Error::io(m.path.display(), e))?;
         for id in ids {
             if let Some(&(_, j)) = seen.iter().find(|(s, _)| *s == id) {
                 return Err(Error::new(
@@ -656,11 +655,11 @@ pub(crate) fn open_members(
     let mut all_direct = true;
     for m in &topo.members {
         let (f, d) = open_member(&m.path, writes, direct, exclusive)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("opening {}: {e}", m.path.display())))?;
+            .map_err(|e| Error::io(format!("opening {}", m.path.display()), e))?;
         all_direct &= d;
-        sizes.push(device_size(&f).map_err(|e| {
-            Error::new(ErrorKind::Io, format!("size of {}: {e}", m.path.display()))
-        })?);
+        sizes.push(
+            device_size(&f).map_err(|e| Error::io(format!("size of {}", m.path.display()), e))?,
+        );
         files.push(f);
     }
     let members = Members {

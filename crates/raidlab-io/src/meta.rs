@@ -551,8 +551,7 @@ pub fn assemble(
     let path_of = |m: usize| topo.members[m].path.display().to_string();
     let mut found = Vec::new();
     for l in &leaves {
-        let b = read_block(&files[l.member])
-            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", path_of(l.member))))?;
+        let b = read_block(&files[l.member]).map_err(|e| Error::io(path_of(l.member), e))?;
         found.push(classify(&b));
     }
     if create || found.iter().all(|f| matches!(f, Found::Blank)) {
@@ -634,7 +633,7 @@ fn found_bitmap(
         let data = sizes[m] - offsets[m];
         let room = offsets[m].saturating_sub(md::SUPER_OFFSET + md::BITMAP_OFFSET);
         let bm = read_bitmap(&files[m], bitmap_chunk(data, room).min(md::BITMAP_CHUNK), data)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("reading a bitmap: {e}")))?
+            .map_err(|e| Error::io("reading a bitmap", e))?
             .ok_or_else(|| refused("an array member's superblock names a bitmap that is not there (--create makes a new array)".to_string()))?;
         match &mut info {
             None => {
@@ -982,7 +981,7 @@ pub struct Examined {
 /// Read the md metadata of the file or device at `path` (read only):
 /// `None` when it carries no md superblock.
 pub fn examine(path: &std::path::Path) -> Result<Option<Examined>, Error> {
-    let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("{}: {e}", path.display()));
+    let io = |e: std::io::Error| Error::io(path.display(), e);
     let f = File::open(path).map_err(io)?;
     let block = read_block(&f).map_err(io)?;
     let superblock = match Superblock::decode(&block) {

@@ -263,7 +263,7 @@ pub(crate) fn merge(
     };
     for (j, o) in outs {
         if let Some(e) = o.error {
-            return Err(Error::new(ErrorKind::Io, e.to_string()));
+            return Err(Error::from_io(e));
         }
         m.metrics.merge(&o.metrics);
         for (t, o) in m.totals.iter_mut().zip(o.totals) {

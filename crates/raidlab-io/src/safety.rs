@@ -274,9 +274,7 @@ pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, Err
         // A member raidlab's own arrays wrote is checked by assembly.
         let ours = crate::meta::is_raidlab_member(path);
         if !ours && (meta.len() > 0 || kind == Kind::BlockDevice) {
-            if let Some(what) = probe(path)
-                .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", path.display())))?
-            {
+            if let Some(what) = probe(path).map_err(|e| Error::io(path.display(), e))? {
                 return Err(refused(format!(
                     "refusing to write to {}: it carries {what} (--force overrides)",
                     path.display()

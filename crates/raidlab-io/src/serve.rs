@@ -115,7 +115,7 @@ pub fn with_volume<R>(
     } else {
         for f in &members.files {
             f.sync_data()
-                .map_err(|e| Error::new(ErrorKind::Io, format!("flushing members: {e}")))?;
+                .map_err(|e| Error::io("flushing members", e))?;
         }
     }
     Ok(out)
