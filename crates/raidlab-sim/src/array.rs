@@ -34,17 +34,26 @@ fn member_of(r: &Req) -> usize {
     r.creator_word as usize
 }
 
-const PHASE_READS: u8 = 0;
-const PHASE_WRITES: u8 = 1;
-/// Writing the write-intent bitmap's page to every member, then flushing
-/// it, before the request's own member I/O.
-const PHASE_BITMAP: u8 = 2;
-const PHASE_BITMAP_FLUSH: u8 = 3;
-/// Writing the Partial Parity Log's entry to each stripe's parity member
-/// (a FUA write: the write, then that member's flush) before the data and
-/// parity writes go out.
-const PHASE_PPL: u8 = 4;
-const PHASE_PPL_FLUSH: u8 = 5;
+events! {
+    /// Where an array's request is (`Req::phase`), in the order they come.
+    Phase {
+        /// Its member reads (a write's pre-reads).
+        Reads,
+        /// Its member writes.
+        Writes,
+        /// Writing the write-intent bitmap's page to every member, before
+        /// the request's own member I/O.
+        Bitmap,
+        /// Then flushing it.
+        BitmapFlush,
+        /// Writing the Partial Parity Log's entry to each stripe's parity
+        /// member (a FUA write: the write, then that member's flush)
+        /// before the data and parity writes go out.
+        Ppl,
+        /// Then flushing it.
+        PplFlush,
+    }
+}
 
 /// md's PPL writes a one-page header per log unit and one page of partial
 /// parity per stripe head (a 4 KiB row of the stripe) a write touches
@@ -401,7 +410,7 @@ impl ArrayComp {
         }
         let p = self.new_plan();
         ctx.reqs[id].handler_word = p;
-        ctx.reqs[id].phase = PHASE_READS;
+        ctx.reqs[id].phase = Phase::Reads.into();
         let mut plan = std::mem::take(&mut self.plans[p as usize]);
         self.plan_request(&r, &mut plan);
         // A parity write's pre-reads go out when the array's work on the
@@ -758,7 +767,7 @@ impl ArrayComp {
     #[inline]
     fn after_reads(&mut self, ctx: &mut Ctx, id: ReqId) {
         let p = plan_of(&ctx.reqs[id]);
-        ctx.reqs[id].phase = PHASE_WRITES;
+        ctx.reqs[id].phase = Phase::Writes.into();
         let bytes = self.plans[p].parity_bytes;
         if bytes > 0 {
             let cost = ns(bytes as f64 / 1024.0 * self.costs.parity_ns_per_kb);
@@ -775,7 +784,7 @@ impl ArrayComp {
         if self.plans[plan_of(&ctx.reqs[id])].ppl.is_empty() {
             self.issue(ctx, id, Op::Write);
         } else {
-            ctx.reqs[id].phase = PHASE_PPL;
+            ctx.reqs[id].phase = Phase::Ppl.into();
             self.ppl_io(ctx, id, Op::Write);
         }
     }
@@ -858,7 +867,7 @@ impl ArrayComp {
         match Ev::from_code(kind) {
             Ev::Go => {
                 if self.bitmap_clear(ctx, id) {
-                    ctx.reqs[id].phase = PHASE_BITMAP;
+                    ctx.reqs[id].phase = Phase::Bitmap.into();
                     self.bitmap_io(ctx, id, Op::Write);
                 } else {
                     self.go(ctx, id);
@@ -927,7 +936,7 @@ impl ArrayComp {
         self.plans[p as usize] = plan;
         let r = &mut ctx.reqs[id];
         r.handler_word = p;
-        r.phase = PHASE_READS;
+        r.phase = Phase::Reads.into();
         r.offset = pos;
         r.len = len as u32;
         let cost = self.costs.req_ns + self.costs.member_ns * 2;
@@ -978,31 +987,31 @@ impl ArrayComp {
             return;
         }
         let p = plan_of(r);
-        match r.phase {
-            PHASE_BITMAP => {
-                r.phase = PHASE_BITMAP_FLUSH;
+        match Phase::from_code(r.phase) {
+            Phase::Bitmap => {
+                r.phase = Phase::BitmapFlush.into();
                 self.bitmap_io(ctx, id, Op::Flush);
                 return;
             }
-            PHASE_BITMAP_FLUSH => {
-                r.phase = PHASE_READS;
+            Phase::BitmapFlush => {
+                r.phase = Phase::Reads.into();
                 self.go(ctx, id);
                 return;
             }
-            PHASE_PPL => {
-                r.phase = PHASE_PPL_FLUSH;
+            Phase::Ppl => {
+                r.phase = Phase::PplFlush.into();
                 self.ppl_io(ctx, id, Op::Flush);
                 return;
             }
-            PHASE_PPL_FLUSH => {
-                r.phase = PHASE_WRITES;
+            Phase::PplFlush => {
+                r.phase = Phase::Writes.into();
                 self.plans[p].ppl.clear();
                 self.issue(ctx, id, Op::Write);
                 return;
             }
-            _ => {}
+            Phase::Reads | Phase::Writes => {}
         }
-        if r.op == Op::Write && r.phase == PHASE_READS {
+        if r.op == Op::Write && r.phase == u8::from(Phase::Reads) {
             self.after_reads(ctx, id);
             return;
         }

@@ -42,8 +42,15 @@ events! {
     }
 }
 
-/// Phase of a destage root request.
-const DESTAGE: u8 = 9;
+/// What a controller's own root request is (`Req::phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    /// A destage of dirty cache lines. Code 9: clear of the 0 every
+    /// request starts with and of the array phases (0-5) a request
+    /// passing through may carry.
+    Destage = 9,
+}
 /// Read-ahead buffers a controller volume keeps at once. No vendor
 /// publishes the figure: it is a modelling bound on the table, twice
 /// [`STREAMS`] so every tracked stream can have a buffer ready and one
@@ -916,7 +923,7 @@ impl CtrlVol {
                 creator_word: 0,
                 cost_pool: PoolId::NONE,
                 handler_word: slot as u32,
-                phase: DESTAGE,
+                phase: Phase::Destage as u8,
             });
             self.destage_out[m] += 1;
             if self.destage_out[m] == limit {
@@ -1044,7 +1051,7 @@ impl CtrlVol {
         if ctx.reqs[id].pending > 0 {
             return;
         }
-        if ctx.reqs[id].phase == DESTAGE {
+        if ctx.reqs[id].phase == Phase::Destage as u8 {
             // A destage is a command like any other: its slot frees after the
             // firmware's fixed latency. Then it updates its lines' entries
             // and admits the write waiting first for the space it frees:

@@ -98,7 +98,8 @@ pub struct Req {
     /// (`controller::destage_slot`), an SSD's data transfer span
     /// (`ssd::xfer_span`).
     pub handler_word: u32,
-    /// Private to the component handling the request.
+    /// Private to the component handling the request: the code of its own
+    /// `Phase` enum (`array.rs`, `controller.rs`, `hdd.rs`), 0 when new.
     pub phase: u8,
 }
 

@@ -21,8 +21,15 @@ events! {
     }
 }
 
-/// Phase marking a background destage of the drive's write cache.
-const BACKGROUND: u8 = 1;
+/// What a disk's own request is (`Req::phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    /// A background destage of the drive's write cache (1: clear of the 0
+    /// a host command starts with; a disk has no children to pass phases
+    /// on to).
+    Background = 1,
+}
 
 /// One hard disk.
 pub struct Hdd {
@@ -188,7 +195,7 @@ impl Hdd {
         self.dirty += r.len as u64;
         let bg = ctx.reqs.alloc(Req {
             parent: NONE,
-            phase: BACKGROUND,
+            phase: Phase::Background as u8,
             comp: self.id,
             t0: ctx.now,
             ..r
@@ -254,7 +261,7 @@ impl Hdd {
             Ev::Done => {}
         }
         self.busy = false;
-        if ctx.reqs[id].phase == BACKGROUND {
+        if ctx.reqs[id].phase == Phase::Background as u8 {
             self.dirty -= ctx.reqs[id].len as u64;
             ctx.reqs.release(id);
             self.admit_waiting(ctx);
