@@ -362,97 +362,21 @@ impl Workload {
     /// Build from key/value pairs (shared by the string and job-file readers).
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Result<Workload> {
         let mut w = Workload::default();
-        if let Some((_, p)) = pairs.iter().find(|(k, _)| *k == "preset") {
-            let (preset, jobs, depth) = match *p {
-                "latency" => (WorkloadPreset::Latency, 1, 1),
-                "light" => (WorkloadPreset::Light, 1, 32),
-                "heavy" => (WorkloadPreset::Heavy, 10, 16),
-                v => return werr(format!("preset={v}: expected latency, light or heavy")),
-            };
-            w.preset = Some(preset);
-            w.numjobs = jobs;
-            w.iodepth = depth;
-        }
+        w.apply_preset(pairs)?;
         let mut explicit_random = None;
-        let replay_pairs: Vec<(&str, &str)> = pairs
-            .iter()
-            .copied()
-            .filter(|(k, _)| REPLAY_KEYS.contains(k))
-            .collect();
         for &(k, v) in pairs {
-            match k {
-                "preset" => {}
-                k if REPLAY_KEYS.contains(&k) => {}
-                "rw" => {
-                    w.rw = Rw::from_word(v).ok_or_else(|| {
-                        Error::Workload(format!(
-                            "rw={v}: expected read, write, randread, randwrite, rw or randrw"
-                        ))
-                    })?
-                }
-                "bs" => w.bs = block(k, v)?,
-                "bssplit" => {
-                    let lists: Vec<&str> = v.split(',').collect();
-                    if lists.len() > 2 {
-                        return werr(format!(
-                            "bssplit={v}: give one list, or one for reads and one for writes (trims are not modelled)"
-                        ));
-                    }
-                    w.bssplit = parse_bssplit(v, lists[0])?;
-                    w.bssplit_write = match lists.get(1) {
-                        Some(l) => parse_bssplit(v, l)?,
-                        None => Vec::new(),
-                    };
-                }
-                "rwmixread" => w.rwmixread = int(k, v, 0, 100)? as u32,
-                "percentage_random" => explicit_random = Some(int(k, v, 0, 100)? as u32),
-                "iodepth" => w.iodepth = int(k, v, 1, 65536)? as u32,
-                "numjobs" => w.numjobs = int(k, v, 1, MAX_NUMJOBS as u64)? as u32,
-                "size" => {
-                    let s = parse_size(v).map_err(|m| Error::Workload(format!("size: {m}")))?;
-                    if s == 0 {
-                        return werr("size=0: the span must not be empty");
-                    }
-                    w.size = Some(s)
-                }
-                "runtime" => {
-                    let t =
-                        parse_duration(v).map_err(|m| Error::Workload(format!("runtime: {m}")))?;
-                    if t == 0 {
-                        return werr("runtime=0: give a positive time");
-                    }
-                    w.runtime = Some(t)
-                }
-                "ramp_time" => {
-                    w.ramp_time = Some(
-                        parse_duration(v)
-                            .map_err(|m| Error::Workload(format!("ramp_time: {m}")))?,
-                    )
-                }
-                "random_distribution" => w.random_distribution = parse_dist(v)?,
-                "thinktime" => w.thinktime = int(k, v, 0, 60_000_000)? * 1000,
-                "seed" | "randseed" => w.seed = Some(int(k, v, 0, u64::MAX)?),
-                "state" => {
-                    w.state = Some(SsdState::from_word(v).ok_or_else(|| {
-                        Error::Workload(format!("state={v}: expected fob, fill or steady"))
-                    })?)
-                }
-                "direct" => w.buffered = int(k, v, 0, 1)? == 0,
-                "sync" => w.sync = parse_sync(v)?,
-                "blockalign" | "ba" => w.blockalign = Some(block("blockalign", v)?),
-                "norandommap" => w.norandommap = int(k, v, 0, 1)? == 1,
-                "hipri" => w.hipri = int(k, v, 0, 1)? == 1,
-                "fsync" | "fdatasync" => w.fsync = int(k, v, 0, 1_000_000)? as u32,
-                "rate" | "rate_iops" => w.rate.set(k, v)?,
-                "rate_process" => w.rate.set_process(v)?,
-                "io_submit_mode" => w.rate.set_submit_mode(v)?,
-                "log_avg_msec" => w.log_avg_msec = Some(int(k, v, 1, 3_600_000)? as u32),
-                _ => return werr(unknown_key(k)),
+            if k != "preset" && !REPLAY_KEYS.contains(&k) {
+                w.set_key(k, v, &mut explicit_random)?;
             }
         }
         if !w.bssplit.is_empty() {
             w.bs = w.bssplit[0].0;
         }
+        let replay_pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .copied()
+            .filter(|(k, _)| REPLAY_KEYS.contains(k))
+            .collect();
         if !replay_pairs.is_empty() {
             w.set_replay(&replay_pairs)?;
         }
@@ -469,6 +393,93 @@ impl Workload {
         w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
         w.check_rate_gap()?;
         Ok(w)
+    }
+
+    /// `preset=`: jobs and depth first, which explicit keys then override.
+    fn apply_preset(&mut self, pairs: &[(&str, &str)]) -> Result<()> {
+        if let Some((_, p)) = pairs.iter().find(|(k, _)| *k == "preset") {
+            let (preset, jobs, depth) = match *p {
+                "latency" => (WorkloadPreset::Latency, 1, 1),
+                "light" => (WorkloadPreset::Light, 1, 32),
+                "heavy" => (WorkloadPreset::Heavy, 10, 16),
+                v => return werr(format!("preset={v}: expected latency, light or heavy")),
+            };
+            self.preset = Some(preset);
+            self.numjobs = jobs;
+            self.iodepth = depth;
+        }
+        Ok(())
+    }
+
+    /// One key other than `preset=` and the replay keys. One match arm a
+    /// key: the function is as long as the vocabulary.
+    fn set_key(&mut self, k: &str, v: &str, explicit_random: &mut Option<u32>) -> Result<()> {
+        match k {
+            "rw" => {
+                self.rw = Rw::from_word(v).ok_or_else(|| {
+                    Error::Workload(format!(
+                        "rw={v}: expected read, write, randread, randwrite, rw or randrw"
+                    ))
+                })?
+            }
+            "bs" => self.bs = block(k, v)?,
+            "bssplit" => {
+                let lists: Vec<&str> = v.split(',').collect();
+                if lists.len() > 2 {
+                    return werr(format!(
+                        "bssplit={v}: give one list, or one for reads and one for writes (trims are not modelled)"
+                    ));
+                }
+                self.bssplit = parse_bssplit(v, lists[0])?;
+                self.bssplit_write = match lists.get(1) {
+                    Some(l) => parse_bssplit(v, l)?,
+                    None => Vec::new(),
+                };
+            }
+            "rwmixread" => self.rwmixread = int(k, v, 0, 100)? as u32,
+            "percentage_random" => *explicit_random = Some(int(k, v, 0, 100)? as u32),
+            "iodepth" => self.iodepth = int(k, v, 1, 65536)? as u32,
+            "numjobs" => self.numjobs = int(k, v, 1, MAX_NUMJOBS as u64)? as u32,
+            "size" => {
+                let s = parse_size(v).map_err(|m| Error::Workload(format!("size: {m}")))?;
+                if s == 0 {
+                    return werr("size=0: the span must not be empty");
+                }
+                self.size = Some(s)
+            }
+            "runtime" => {
+                let t = parse_duration(v).map_err(|m| Error::Workload(format!("runtime: {m}")))?;
+                if t == 0 {
+                    return werr("runtime=0: give a positive time");
+                }
+                self.runtime = Some(t)
+            }
+            "ramp_time" => {
+                self.ramp_time = Some(
+                    parse_duration(v).map_err(|m| Error::Workload(format!("ramp_time: {m}")))?,
+                )
+            }
+            "random_distribution" => self.random_distribution = parse_dist(v)?,
+            "thinktime" => self.thinktime = int(k, v, 0, 60_000_000)? * 1000,
+            "seed" | "randseed" => self.seed = Some(int(k, v, 0, u64::MAX)?),
+            "state" => {
+                self.state = Some(SsdState::from_word(v).ok_or_else(|| {
+                    Error::Workload(format!("state={v}: expected fob, fill or steady"))
+                })?)
+            }
+            "direct" => self.buffered = int(k, v, 0, 1)? == 0,
+            "sync" => self.sync = parse_sync(v)?,
+            "blockalign" | "ba" => self.blockalign = Some(block("blockalign", v)?),
+            "norandommap" => self.norandommap = int(k, v, 0, 1)? == 1,
+            "hipri" => self.hipri = int(k, v, 0, 1)? == 1,
+            "fsync" | "fdatasync" => self.fsync = int(k, v, 0, 1_000_000)? as u32,
+            "rate" | "rate_iops" => self.rate.set(k, v)?,
+            "rate_process" => self.rate.set_process(v)?,
+            "io_submit_mode" => self.rate.set_submit_mode(v)?,
+            "log_avg_msec" => self.log_avg_msec = Some(int(k, v, 1, 3_600_000)? as u32),
+            _ => return werr(unknown_key(k)),
+        }
+        Ok(())
     }
 
     /// Read the trace `read_iolog` names, check every line, and take the

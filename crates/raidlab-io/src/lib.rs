@@ -241,8 +241,6 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         seq: AtomicU64::new(0),
         start: t_start,
         ramp_end,
-        // A timed replay keeps its I/Os in flight while it waits for the
-        // next one's time (fio's iolog_delay reaps completions meanwhile).
         offload: w.rate.offload || replay_timed(w),
         replay_timed: replay_timed(w),
         timeline: w.timeline(),
@@ -272,17 +270,8 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     if writes && asm.has_metadata() {
         mark_clean(&mut topo, &members, &asm, &sizes, &mut life)?;
     }
-    if let Some((p, uuid)) = state {
-        shared
-            .gens
-            .save(p, &uuid)
-            .map_err(|e| Error::io(format!("saving {}", p.display()), e))?;
-    }
-    // The window ends with the runtime, or else with the last completion.
-    let window_end = shared
-        .end
-        .map_or(merged.last.unwrap_or(wall_end), |e| e.min(wall_end));
-    let secs = window_end.saturating_duration_since(ramp_end).as_secs_f64();
+    save_state(&shared.gens, state)?;
+    let secs = window_secs(shared.end, merged.last, wall_end, ramp_end);
     let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
     let (mstats, components) = member_reports(&topo, &members, &kinds, &asm.offsets, run_ns);
     let totals = merged.totals;
@@ -299,16 +288,10 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             cpu_util_pct: round3(cpu_pct(run_ns)),
         },
         sim: SimStats {
-            replay: w.replay.as_ref().map(|r| {
-                let (tally, err) = merged.replay.clone();
-                raidlab_core::trace::replay::stats(r, tally, &merged.lag, err)
-            }),
+            replay: merged.replay_stats(w),
             ..run_times(secs, wall, totals)
         },
-        intervals: merged
-            .timeline
-            .as_ref()
-            .map_or_else(Vec::new, |t| t.intervals(0, (secs * 1e9) as u64)),
+        intervals: merged.intervals(secs),
         latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
         real: Some(RealStats {
             members: mstats,

@@ -243,6 +243,47 @@ pub(crate) struct Merged {
     pub(crate) timeline: Option<raidlab_core::metrics::Timeline>,
 }
 
+impl Merged {
+    /// A trace replay's account, when the workload replays one.
+    pub(crate) fn replay_stats(&self, w: &Workload) -> Option<raidlab_core::result::ReplayStats> {
+        w.replay.as_ref().map(|r| {
+            let (tally, err) = self.replay.clone();
+            raidlab_core::trace::replay::stats(r, tally, &self.lag, err)
+        })
+    }
+
+    /// The timeline over a window of `secs`, when the workload asks for one.
+    pub(crate) fn intervals(&self, secs: f64) -> Vec<raidlab_core::result::Interval> {
+        self.timeline
+            .as_ref()
+            .map_or_else(Vec::new, |t| t.intervals(0, (secs * 1e9) as u64))
+    }
+}
+
+/// Save the verify state to the file `state` names, for its array.
+pub(crate) fn save_state(
+    gens: &verify::Generations,
+    state: Option<(&std::path::Path, [u8; 16])>,
+) -> Result<(), Error> {
+    if let Some((p, uuid)) = state {
+        gens.save(p, &uuid)
+            .map_err(|e| Error::io(format!("saving {}", p.display()), e))?;
+    }
+    Ok(())
+}
+
+/// The measured window, seconds: from the ramp's end to the runtime's end,
+/// or else to the last completion (`wall_end` bounding both).
+pub(crate) fn window_secs(
+    end: Option<Instant>,
+    last: Option<Instant>,
+    wall_end: Instant,
+    ramp_end: Instant,
+) -> f64 {
+    let window_end = end.map_or(last.unwrap_or(wall_end), |e| e.min(wall_end));
+    window_end.saturating_duration_since(ramp_end).as_secs_f64()
+}
+
 /// Join the workers' outputs; the first worker error fails the run.
 pub(crate) fn merge(
     outs: Vec<(usize, worker::WorkerOut)>,

@@ -40,6 +40,9 @@ pub struct Shared<'a> {
     /// fio's `io_submit_mode=offload`: a rate-limited job waits for its
     /// next I/O's time with I/Os in flight; otherwise (`inline`) it first
     /// lets them all complete, then sleeps the time it was ahead.
+    /// A timed trace replay offloads too: it keeps its I/Os in flight
+    /// while it waits for the next one's time (fio's `iolog_delay` reaps
+    /// completions meanwhile).
     pub offload: bool,
     /// A timed trace replay: each I/O's lag behind its time is counted.
     pub replay_timed: bool,
@@ -364,27 +367,12 @@ pub fn run_worker(
     let mut cx = Context::from_waker(Waker::noop());
     loop {
         if pace.holding && slots.active == 0 && !exhausted {
-            let buf = pool.pop().expect("a free buffer");
-            let io = Io {
-                offset: 0,
-                len: 0,
-                read: false,
-            };
-            slots.spawn(&be, Box::pin(host_flush(&ex, buf)), io, true);
+            spawn_flush(&be, &ex, &mut slots, &mut pool);
         }
         while !exhausted && !pace.holding && slots.active < depth {
-            if sh.stop.load(Ordering::Relaxed) || sh.end.is_some_and(|e| Instant::now() >= e) {
+            if stop_before_next(sh, issued) {
                 exhausted = true;
                 break;
-            }
-            if sh.think_ns > 0 && issued {
-                // fio's thinktime: the job's I/O is back (one in flight);
-                // it stalls before the next.
-                sleep_bounded(sh, sh.think_ns);
-                if sh.end.is_some_and(|e| Instant::now() >= e) {
-                    exhausted = true;
-                    break;
-                }
             }
             let now = since(sh.start);
             let Some((io, due)) = src.next(now) else {
@@ -447,6 +435,37 @@ pub fn run_worker(
         out.replay = replay_of(&s);
     }
     out
+}
+
+/// Start the job's `fsync=N` flush in a free slot.
+fn spawn_flush<'w>(
+    be: &Backend<'_>,
+    ex: &'w Exec<'_, '_>,
+    slots: &mut Slots<'w>,
+    pool: &mut Vec<ABuf>,
+) {
+    let buf = pool.pop().expect("a free buffer");
+    let io = Io {
+        offset: 0,
+        len: 0,
+        read: false,
+    };
+    slots.spawn(be, Box::pin(host_flush(ex, buf)), io, true);
+}
+
+/// Whether the job stops before its next I/O: the run was stopped or its
+/// time is up, before or after the job's think time (fio's thinktime: the
+/// job's I/O is back, one in flight, and it stalls before the next).
+fn stop_before_next(sh: &Shared<'_>, issued: bool) -> bool {
+    let past_end = || sh.end.is_some_and(|e| Instant::now() >= e);
+    if sh.stop.load(Ordering::Relaxed) || past_end() {
+        return true;
+    }
+    if sh.think_ns > 0 && issued {
+        sleep_bounded(sh, sh.think_ns);
+        return past_end();
+    }
+    false
 }
 
 /// A stream's replay tally, its error as text.

@@ -290,8 +290,7 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
         }
     }
     draw_legend(c, &legend_area, &label)?;
-    root.present().map_err(draw_err)?;
-    Ok(())
+    root.present().map_err(draw_err)
 }
 
 /// The plotted span of both axes, in axis units (log10 on a log axis),
