@@ -252,17 +252,24 @@ fn fio_long_name(k: &str) -> &str {
 /// The message for a key that is none: the nearest known key when it is a
 /// typo or two away, and the list.
 fn unknown_key(k: &str) -> String {
-    let near = KEYS
-        .iter()
+    let near = all_keys()
         .filter(|n| crate::preset::edit_distance(k, n) <= 2)
         .min_by_key(|n| crate::preset::edit_distance(k, n));
     match near {
         Some(n) => format!("unknown key '{k}' (did you mean {n}?)"),
-        None => format!("unknown key '{k}' (known: {})", KEYS.join(", ")),
+        None => format!(
+            "unknown key '{k}' (known: {})",
+            all_keys().copied().collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
-/// Keys of the `k=v` language.
+/// Every key of the `k=v` language: [`KEYS`], then [`REPLAY_KEYS`].
+pub fn all_keys() -> impl Iterator<Item = &'static &'static str> {
+    KEYS.iter().chain(REPLAY_KEYS)
+}
+
+/// Keys of the `k=v` language, but for the replay's ([`REPLAY_KEYS`]).
 pub const KEYS: &[&str] = &[
     "rw",
     "bs",
@@ -292,19 +299,11 @@ pub const KEYS: &[&str] = &[
     "rate_process",
     "io_submit_mode",
     "log_avg_msec",
-    "read_iolog",
-    "trace_format",
-    "trace_device",
-    "trace_event",
-    "replay_no_stall",
-    "replay_time_scale",
-    "replay_scale",
-    "replay_align",
-    "replay_fit",
 ];
 
-/// The keys that describe a trace replay (all but `read_iolog` need it).
-const REPLAY_KEYS: &[&str] = &[
+/// The keys that describe a trace replay (all but `read_iolog` need it);
+/// keys of the language beside [`KEYS`].
+pub const REPLAY_KEYS: &[&str] = &[
     "read_iolog",
     "trace_format",
     "trace_device",
@@ -908,7 +907,7 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
             pairs.push((k.to_string(), "1".to_string()));
             continue;
         }
-        if !KEYS.contains(&k) {
+        if !all_keys().any(|n| *n == k) {
             return werr(format!("job file line {lno}: unsupported fio option '{k}'"));
         }
         if v.is_empty() {

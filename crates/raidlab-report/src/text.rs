@@ -34,16 +34,11 @@ fn wl_line(r: &RunResult) -> String {
         "io_submit_mode",
         "direct",
         "state",
-        "read_iolog",
-        "trace_format",
-        "trace_device",
-        "trace_event",
-        "replay_no_stall",
-        "replay_time_scale",
-        "replay_scale",
-        "replay_align",
-        "replay_fit",
-    ] {
+    ]
+    .iter()
+    .chain(raidlab_core::workload::REPLAY_KEYS)
+    .copied()
+    {
         let Some(v) = m.get(k) else { continue };
         let shown = match k {
             "bs" => !m.contains_key("bssplit"),
