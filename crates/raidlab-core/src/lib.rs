@@ -11,6 +11,7 @@
 pub mod analytic;
 mod canonical;
 pub mod error;
+pub mod ioreq;
 pub mod metrics;
 pub mod pace;
 pub mod par;

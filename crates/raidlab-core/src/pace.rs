@@ -13,9 +13,9 @@
 //! loop).
 
 use crate::error::{Error, Result};
+use crate::ioreq::Io;
 use crate::rng::{mix, Rng};
 use crate::units::{format_size, parse_size, Ns};
-use crate::workload::Io;
 use serde::Serialize;
 
 /// fio's `rate_process`.

@@ -24,7 +24,7 @@ pub(crate) fn needed_leaf_size(n: &RealNode, span: u64, out: &mut Vec<(usize, u6
                 Level::Raid1 => span.next_multiple_of(512),
                 Level::Concat => span.div_ceil(k).next_multiple_of(512),
             };
-            let md_chunk = meta::md_chunk(*level, *chunk);
+            let md_chunk = md::md_chunk(*level, *chunk);
             for c in children.iter().chain(spares) {
                 match c {
                     RealNode::Member(i) => out.push((*i, md::device_for_data(per, md_chunk))),

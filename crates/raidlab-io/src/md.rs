@@ -519,6 +519,14 @@ pub fn uuid_text(u: &[u8; 16]) -> String {
         .join(":")
 }
 
+/// md's chunk for an array: RAID 1 and linear record none.
+pub fn md_chunk(level: Level, chunk: u64) -> u64 {
+    match level {
+        Level::Raid1 | Level::Concat => 0,
+        _ => chunk,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

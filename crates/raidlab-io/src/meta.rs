@@ -41,14 +41,6 @@ pub struct Leaf {
     pub spare: bool,
 }
 
-/// md's chunk for an array: RAID 1 and linear record none.
-pub fn md_chunk(level: Level, chunk: u64) -> u64 {
-    match level {
-        Level::Raid1 | Level::Concat => 0,
-        _ => chunk,
-    }
-}
-
 /// Every leaf member under an array, in member order; empty when the root
 /// is a lone member (a plain file or device, without metadata).
 pub fn leaves(root: &RealNode) -> Vec<Leaf> {
@@ -75,7 +67,7 @@ pub fn leaves(root: &RealNode) -> Vec<Leaf> {
                     member: *m,
                     path: path.clone(),
                     level: *level,
-                    chunk: md_chunk(*level, *chunk),
+                    chunk: md::md_chunk(*level, *chunk),
                     layout: md::md_layout(*level, *layout),
                     slots: children.len(),
                     missing: missing.clone(),
@@ -92,38 +84,6 @@ pub fn leaves(root: &RealNode) -> Vec<Leaf> {
     walk(root, &mut Vec::new(), &mut out);
     out.sort_by_key(|l| l.member);
     out
-}
-
-/// The expression's shape: levels, chunks, layouts and slot counts, not
-/// the paths; two expressions of one shape describe the same arrays.
-pub fn shape(root: &RealNode) -> u64 {
-    fn text(n: &RealNode, out: &mut String) {
-        match n {
-            RealNode::Member(_) | RealNode::Missing => out.push('m'),
-            RealNode::Array {
-                level,
-                chunk,
-                layout,
-                children,
-                ..
-            } => {
-                out.push_str(&format!(
-                    "{}/{}/{}(",
-                    md::md_level(*level),
-                    md_chunk(*level, *chunk),
-                    md::md_layout(*level, *layout)
-                ));
-                for c in children {
-                    text(c, out);
-                    out.push(',');
-                }
-                out.push(')');
-            }
-        }
-    }
-    let mut s = String::new();
-    text(root, &mut s);
-    md::fnv64(s.as_bytes())
 }
 
 /// What one member's superblock block holds.

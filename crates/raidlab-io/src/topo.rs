@@ -295,7 +295,7 @@ pub fn parse_real(expr: &str) -> Result<RealTopology, Error> {
         }
     }
     let mut root = root;
-    let shape = crate::meta::shape(&root);
+    let shape = root.shape();
     if root.fail_lost_arrays() {
         return Err(root.lost());
     }
@@ -483,6 +483,40 @@ fn array(
         spares,
         col,
     })
+}
+
+impl RealNode {
+    /// The expression's shape: levels, chunks, layouts and slot counts, not
+    /// the paths; two expressions of one shape describe the same arrays.
+    pub fn shape(&self) -> u64 {
+        fn text(n: &RealNode, out: &mut String) {
+            match n {
+                RealNode::Member(_) | RealNode::Missing => out.push('m'),
+                RealNode::Array {
+                    level,
+                    chunk,
+                    layout,
+                    children,
+                    ..
+                } => {
+                    out.push_str(&format!(
+                        "{}/{}/{}(",
+                        crate::md::md_level(*level),
+                        crate::md::md_chunk(*level, *chunk),
+                        crate::md::md_layout(*level, *layout)
+                    ));
+                    for c in children {
+                        text(c, out);
+                        out.push(',');
+                    }
+                    out.push(')');
+                }
+            }
+        }
+        let mut s = String::new();
+        text(self, &mut s);
+        crate::md::fnv64(s.as_bytes())
+    }
 }
 
 #[cfg(test)]

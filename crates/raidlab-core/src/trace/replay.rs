@@ -9,8 +9,8 @@
 //! end of the replayed span are wrapped or scaled into it (`replay_fit`).
 
 use super::{open, BufReader, Extent, Op, Options, Reader, TraceError};
+use crate::ioreq::Io;
 use crate::units::Ns;
-use crate::workload::Io;
 use std::fs::File;
 use std::path::PathBuf;
 

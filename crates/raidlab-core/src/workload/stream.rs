@@ -2,6 +2,7 @@
 //! sizes and directions from a workload and a seed (or a replayed trace).
 
 use super::*;
+pub use crate::ioreq::Io;
 
 /// The streams of every job of `w` over a span of `span` bytes: the one
 /// workload generator both engines use. Without `runtime`, each job moves
@@ -30,17 +31,6 @@ pub fn volume_streams(w: &Workload, span: u64, seed: u64, volumes: u32) -> Vec<J
         }
     }
     out
-}
-
-/// One I/O as the application issues it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Io {
-    /// Byte offset in the volume.
-    pub offset: u64,
-    /// Length in bytes.
-    pub len: u32,
-    /// Read (true) or write.
-    pub read: bool,
 }
 
 /// The deterministic I/O stream of one job. The same workload, span, seed

@@ -5,6 +5,7 @@ pub mod export_fio;
 pub mod merge;
 pub mod model;
 pub mod plan;
+pub mod plan_args;
 pub mod plan_shard;
 pub mod plot;
 pub mod presets;

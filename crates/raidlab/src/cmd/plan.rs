@@ -1,130 +1,14 @@
 //! `raidlab plan`: the configurations that meet a workload, a capacity and
 //! a failure tolerance, ranked, with the reason.
 
-use crate::args::PresetFiles;
+pub use crate::cmd::plan_args::{Args, Format};
 use crate::cmd::plan_shard as shard;
 use crate::common::{capacity_bytes, emit, json_text, progress_bar, threads};
 use crate::failure::Failure;
-use clap::ValueEnum;
 use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::topology::Level;
 use raidlab_sim::plan::{self, Effort, Objective, Outcome, PlanError, Question, Row};
 use serde_json::json;
-
-/// How a plan is written.
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Format {
-    /// A ranked table with the winner's reason.
-    Table,
-    /// `{"plan", "rows"}`.
-    Json,
-    /// One row per configuration, with a header.
-    Csv,
-}
-
-/// Which array to build: every configuration of the candidate drives and
-/// controllers that holds --capacity and survives --survive failures is
-/// enumerated (RAID level, drive count, stripe unit, hardware RAID, md,
-/// md over several controllers' volumes or hardware arrays, cache and
-/// read-ahead policy), the ones the classic analytic model rules out are
-/// pruned, the rest are simulated in steady state in parallel, and the
-/// best are printed, ranked by --objective. Every row is reproduced by
-/// `raidlab sim -t TOPOLOGY -w WORKLOAD` with its printed expression and
-/// workload. Prices come from `price = N` in a --presets file.
-#[derive(clap::Args, serde::Serialize, serde::Deserialize, Clone)]
-pub struct Args {
-    /// Workload (fio keys), optionally `@WEIGHT` (its share of the time);
-    /// repeat for a weighted set.
-    #[arg(long, short = 'w', required_unless_present = "trace")]
-    workload: Vec<String>,
-    /// A block trace to plan for (any format `read_iolog=` reads): arrays
-    /// ranked by how fast they run its I/Os, 32 in flight (a closed loop,
-    /// `replay_no_stall=1`). For its recorded timing give `-w
-    /// "read_iolog=FILE iodepth=N"` with `--objective p99`.
-    #[arg(long, value_name = "FILE")]
-    trace: Option<String>,
-    /// Usable capacity the array must hold (`2t`, `800g`: decimal units).
-    #[arg(long)]
-    capacity: String,
-    /// Failures of any members the array must survive.
-    #[arg(long, default_value_t = 1)]
-    survive: u32,
-    /// Candidate drive presets, comma-separated.
-    #[arg(long, value_delimiter = ',', required = true)]
-    drives: Vec<String>,
-    /// RAID levels to consider, comma-separated (default: raid0, raid1,
-    /// raid10, raid5, raid6 as --survive allows; raid4 only when named).
-    #[arg(long, value_delimiter = ',')]
-    levels: Vec<String>,
-    /// Extra SSD over-provisioning to try, % of capacity, comma-separated
-    /// (`0,20`: as shipped and with a fifth left unused).
-    #[arg(long, value_delimiter = ',', default_value = "0")]
-    op: Vec<u32>,
-    /// Candidate controller presets, comma-separated, or `none` for the
-    /// host's own ports (md). `none` may be one of the list.
-    #[arg(long, value_delimiter = ',', default_value = "none")]
-    controllers: Vec<String>,
-    /// A host preset to use as the host (default: `host`).
-    #[arg(long)]
-    host: Option<String>,
-    /// Most drives in a configuration.
-    #[arg(long, default_value_t = 16)]
-    max_drives: u32,
-    /// Most controllers in a configuration.
-    #[arg(long, default_value_t = 2)]
-    max_controllers: u32,
-    /// What to rank by.
-    #[arg(long, value_parser = ["iops", "mbps", "p99", "cost", "endurance"], default_value = "iops")]
-    objective: String,
-    /// Fewest years every member must last to its rated endurance.
-    #[arg(long)]
-    min_years: Option<f64>,
-    /// Most a configuration may cost (prices from --presets).
-    #[arg(long)]
-    budget: Option<f64>,
-    /// Rows to print (and the rows pruning must not change).
-    #[arg(long, default_value_t = 10)]
-    top: usize,
-    /// Simulate every configuration: no pruning by the analytic model.
-    #[arg(long)]
-    exhaustive: bool,
-    /// Random seed of every simulation.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
-    /// Write to FILE instead of stdout.
-    #[arg(long, short = 'o')]
-    output: Option<String>,
-    /// Also write DIR/plan.html: the question, the ranked rows and a Pareto
-    /// figure (objective against cost, or usable capacity without prices).
-    #[arg(long, value_name = "DIR")]
-    html: Option<String>,
-    /// Simulations in parallel (default: all cores).
-    #[arg(long)]
-    jobs: Option<usize>,
-    /// Run only shard i of n (1-based) and write its work as a JSON shard
-    /// file; `raidlab merge` of all n files prints exactly what the
-    /// unsharded plan prints.
-    #[arg(long, value_name = "i/n")]
-    shard: Option<String>,
-    #[command(flatten)]
-    presets: PresetFiles,
-}
-
-impl Args {
-    /// The arguments as a shard file records them: the question alone,
-    /// without the shard, the output file or the thread count.
-    pub(crate) fn question_only(&self) -> Args {
-        Args {
-            shard: None,
-            output: None,
-            jobs: None,
-            ..self.clone()
-        }
-    }
-}
 
 /// Bounds on what a question may ask for.
 const MAX_DRIVES: u32 = 256;

@@ -7,7 +7,7 @@
 //! reads back bit for bit (its `float_roundtrip` feature), so the merge
 //! ranks exactly the figures the unsharded plan would.
 
-use super::plan::Args;
+use super::plan_args::Args;
 use crate::common::read_file;
 use crate::failure::Failure;
 use raidlab_sim::plan::{Candidate, CandidateId, Row, Shard, Work};
