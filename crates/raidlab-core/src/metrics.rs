@@ -4,6 +4,11 @@ use crate::result::{DirLatency, DirStats, LatencyDetail, Summary, FIO_LAT_EDGES_
 use crate::units::Ns;
 use hdrhistogram::Histogram;
 
+/// A histogram of nanoseconds: 1 ns to 1 hour, 3 significant digits.
+fn ns_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
 /// Figures of one direction.
 pub struct DirMetrics {
     /// I/Os completed in the window.
@@ -22,9 +27,7 @@ impl DirMetrics {
             count: 0,
             bytes: 0,
             lat_sum: 0,
-            // 1 ns .. 1 hour, 3 significant digits.
-            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                .expect("valid histogram bounds"),
+            hist: ns_histogram(),
         }
     }
 
@@ -180,9 +183,7 @@ impl Default for Lag {
             count: 0,
             late: 0,
             sum: 0,
-            // 1 ns .. 1 hour, 3 significant digits, as latencies.
-            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                .expect("valid histogram bounds"),
+            hist: ns_histogram(),
         }
     }
 }

@@ -265,8 +265,14 @@ fn simulate_inner(
     }
     // One stream per job and volume: bounded with the models' memory.
     let split_bytes = 16 * (w.bssplit.len() + w.bssplit_write.len()) as u64;
+    // A replaying stream holds its own reader of the trace.
+    let feed_bytes = if w.replay.is_some() {
+        raidlab_core::trace::READER_BYTES
+    } else {
+        0
+    };
     let stream_bytes =
-        std::mem::size_of::<raidlab_core::workload::JobStream>() as u64 + split_bytes;
+        std::mem::size_of::<raidlab_core::workload::JobStream>() as u64 + split_bytes + feed_bytes;
     let heap = heap + w.numjobs as u64 * sim.roots.len() as u64 * stream_bytes;
     within_bound(heap, "job streams")?;
     check_in_flight(topo, w, sim.roots.len(), heap)?;

@@ -23,6 +23,13 @@ use std::path::Path;
 /// process name blkparse appends and still bounds memory.
 pub const MAX_LINE: usize = 64 << 10;
 
+/// A reader's file buffer, bytes.
+const READ_BUFFER: usize = 64 << 10;
+
+/// Most memory one open reader holds: its file buffer and its longest
+/// line (what a replaying job's stream costs beside itself).
+pub const READER_BYTES: u64 = (READ_BUFFER + MAX_LINE) as u64;
+
 /// Largest single I/O a trace may carry, bytes: the workload language's
 /// largest block size (64 MiB), which bounds both engines' buffers.
 pub const MAX_IO: u64 = 64 << 20;
@@ -208,7 +215,7 @@ pub fn open(path: &Path, opts: Options) -> Result<Reader<BufReader<std::fs::File
         field: "file".into(),
         msg: e.to_string(),
     })?;
-    Reader::new(BufReader::with_capacity(1 << 16, f), &name, opts)
+    Reader::new(BufReader::with_capacity(READ_BUFFER, f), &name, opts)
 }
 
 impl<R: BufRead> Reader<R> {

@@ -100,8 +100,17 @@ fn note_long_pass(topo: &Topology, w: &Workload) {
     let Ok(cap) = raidlab_sim::volume_capacity(topo) else {
         return;
     };
-    let bytes = w.size.unwrap_or(cap);
-    let ios = bytes / w.bs.max(1) * w.numjobs as u64;
+    // A replayed trace's pass is its own reads and writes.
+    let (bytes, ios) = match &w.replay {
+        Some(r) => (
+            r.extent.bytes,
+            (r.extent.reads + r.extent.writes) * w.numjobs as u64,
+        ),
+        None => {
+            let bytes = w.size.unwrap_or(cap);
+            (bytes, bytes / w.bs.max(1) * w.numjobs as u64)
+        }
+    };
     if ios as f64 > LONG_RUN_IOS {
         let span = if bytes as f64 >= 1e12 {
             format!("{:.1} TB", bytes as f64 / 1e12)
