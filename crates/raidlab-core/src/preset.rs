@@ -352,6 +352,19 @@ pub struct ControllerParams {
     /// (which the RoC's shared cores then do not).
     #[serde(default)]
     pub destage_task_us: f64,
+    /// Write-back writes are accepted by the firmware's one cache task
+    /// (the flush task's single thread), not shared over the RoC's cores:
+    /// their `roc_cmd_us` and `roc_us_per_kb` queue one after another
+    /// there, behind its destages, however many commands are outstanding.
+    /// `false` (the default): every command runs on any core.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache_task_writes: bool,
+    /// Rate at which the cache task moves a write-back write's data into
+    /// cache memory, 10^6 bytes/s, alongside its PCIe fetch (the slower of
+    /// the two sets the time); 0 (the default): the data costs the task
+    /// only `roc_us_per_kb`. Needs `cache_task_writes`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_task_mbps: f64,
     /// Whether a parity array's destage gathers a stripe whose data chunks
     /// are all dirty into one full-stripe write (`true`, the default) or
     /// destages each member's chunk by itself, by read-modify-write, from
@@ -717,6 +730,9 @@ fn check_controller(c: &ControllerParams) -> std::result::Result<(), String> {
     if c.fastpath_spans && !c.fastpath {
         return Err("fastpath_spans needs fastpath = true".into());
     }
+    if c.cache_task_mbps != 0.0 && (!c.cache_task_writes || !positive(c.cache_task_mbps)) {
+        return Err("cache_task_mbps must be positive and needs cache_task_writes = true".into());
+    }
     if c.destage_per_member == 0
         || c.default_stripe_kb < 4
         || !c.default_stripe_kb.is_power_of_two()
@@ -1052,6 +1068,14 @@ mod tests {
         assert!(db
             .load_str("[b]\nbase = \"megaraid9265\"\nfastpath_spans = true")
             .is_ok());
+        assert!(
+            db.load_str("[c]\nbase = \"adaptec5085\"\ncache_task_mbps = 500")
+                .is_err(),
+            "a cache task rate without a cache task"
+        );
+        assert!(db
+            .load_str("[c]\nbase = \"areca1680\"\ncache_task_mbps = -5")
+            .is_err());
     }
 
     #[test]

@@ -370,6 +370,8 @@ pub(crate) fn volume_config(
         readahead_bytes: p.readahead_kb as u64 * 1024,
         destage_per_member: p.destage_per_member,
         destage_task_ns: us(p.destage_task_us),
+        task_writes: p.cache_task_writes,
+        task_mbps: p.cache_task_mbps,
         destage_delay: (p.destage_delay_ms * 1e6) as Ns,
         full_stripe_destage: p.full_stripe_destage,
         capacity: cap,

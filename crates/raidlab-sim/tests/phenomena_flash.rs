@@ -360,3 +360,54 @@ fn p44_reads_behind_a_small_write_buffer_wait_for_its_programs() {
     // Reads alone find the buffer empty and do not wait.
     assert_eq!(run_on("x25e-past", "rw=read"), reads);
 }
+
+/// 45. A write-back controller whose firmware accepts writes in one cache
+///     task writes as fast with one thread as with forty: jdev2009's Areca
+///     ARC-1680 over twelve MTRONs takes ~28,500 random 512 B writes/s and
+///     ~17,400 of 16 KB at 1, 10 and 40 threads, and 550-600 MB/s of large
+///     ones, while its reads scale with threads to both RoC cores. The
+///     same controller with the task's work spread over its cores (as the
+///     MegaRAIDs run it) would write more than twice as fast with threads.
+#[test]
+fn p45_one_cache_task_caps_write_back_writes_whatever_the_threads() {
+    let mut db = PresetDb::builtin();
+    db.load_str(
+        "[areca-spread]\nbase = \"areca1680\"\ndescription = \"writes on any core\"\ncache_task_writes = false\ncache_task_mbps = 0\n",
+    )
+    .expect("preset");
+    let rate = |ctrl: &str, bs: &str, threads: u32| {
+        let t = resolve(&format!("{ctrl}(raid0(12*mtron7535))"), &db).expect("topology");
+        let w = Workload::parse(&format!(
+            "rw=randwrite bs={bs} numjobs={threads} iodepth=1 size=4g runtime=0.2"
+        ))
+        .expect("workload");
+        simulate(&t, &w, 1).expect("simulate").summary
+    };
+    let (one, forty) = (
+        rate("areca1680", "4k", 1).iops,
+        rate("areca1680", "4k", 40).iops,
+    );
+    assert!(
+        forty < 1.25 * one,
+        "40 threads {forty} vs 1 thread {one} writes/s"
+    );
+    let reads = |threads: u32| {
+        let t = resolve("areca1680(raid0(12*mtron7535))", &db).expect("topology");
+        let w = Workload::parse(&format!(
+            "rw=randread bs=4k numjobs={threads} iodepth=1 size=4g runtime=0.2"
+        ))
+        .expect("workload");
+        simulate(&t, &w, 1).expect("simulate").summary.iops
+    };
+    assert!(reads(40) > 1.8 * reads(1), "reads scale with threads");
+    let big = rate("areca1680", "1m", 10).mbps;
+    assert!(
+        (450.0..700.0).contains(&big),
+        "1 MB writes at 10 threads: {big} MB/s"
+    );
+    let spread = rate("areca-spread", "4k", 40).iops;
+    assert!(
+        spread > 2.0 * forty,
+        "spread over cores {spread} vs one task {forty}"
+    );
+}
