@@ -330,6 +330,13 @@ pub struct ControllerParams {
     pub xor_mbps: f64,
     /// Fixed firmware latency added to every host command, µs.
     pub fw_latency_us: f64,
+    /// Fixed latency a command on an array volume adds on top of
+    /// `fw_latency_us`, µs: the firmware's RAID layer (mapping onto the
+    /// stripe, its locks), which a single-drive volume or a JBOD drive
+    /// does not go through. 0 (the default): arrays and single drives
+    /// alike.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub array_latency_us: f64,
     /// Cache size, MiB (0 = no cache).
     pub cache_mb: u32,
     /// Default cache policy: `wb` or `wt`.
@@ -746,6 +753,7 @@ fn check_controller(c: &ControllerParams) -> std::result::Result<(), String> {
         c.roc_cmd_us,
         c.roc_member_cmd_us,
         c.fw_latency_us,
+        c.array_latency_us,
         c.destage_task_us,
         c.destage_delay_ms * 1000.0,
     ];

@@ -362,7 +362,12 @@ pub(crate) fn volume_config(
         pcie_mbps: pcie,
         pcie_in_mbps: pcie_fetch_mbps(pcie),
         dma_mbps: p.dma_mbps,
-        fw_latency: us(p.fw_latency_us),
+        fw_latency: us(p.fw_latency_us)
+            + if geo.is_some() {
+                us(p.array_latency_us)
+            } else {
+                0
+            },
         wb_bytes: if c.write_back && !jbod { share } else { 0 },
         cache_bytes: share,
         read_cache: !jbod && c.readahead != ReadAhead::Off,

@@ -756,11 +756,17 @@ impl CtrlVol {
         }
     }
 
-    /// Put a write into the cache if it fits.
-    fn cache_insert(&mut self, ctx: &mut Ctx, id: ReqId) -> bool {
+    /// Put a write into the cache if it fits, and say how many member
+    /// writes the flush task must map for it: those of the lines it finds
+    /// clean. A line already dirty has its member buffers mapped until it
+    /// is destaged, so a write into it (the rest of a sequential run) maps
+    /// nothing new.
+    fn cache_insert(&mut self, ctx: &mut Ctx, id: ReqId) -> Option<u64> {
         let r = ctx.reqs[id];
         let (a, b) = (r.offset, r.offset + r.len as u64);
         let mut add = 0;
+        let (mut lines, mut fresh) = (0, 0);
+        let mut fresh_writes = 0;
         let mut l = a >> self.line_shift;
         while l * self.line_bytes < b {
             let la = a.max(l * self.line_bytes);
@@ -768,15 +774,33 @@ impl CtrlVol {
             let bits = self.bits_for(la, lb);
             let old = self.lines.get(l).map(|x| x.bits).unwrap_or(0);
             add += (bits & !old).count_ones() as u64 * self.gran;
+            lines += 1;
+            if old == 0 {
+                fresh += 1;
+                fresh_writes += self.member_writes(la, lb);
+            }
             l += 1;
         }
         if self.dirty + add > self.cfg.wb_bytes && self.dirty > 0 {
-            return false;
+            return None;
         }
         // Reads look at dirty data before read-ahead copies, so a window
         // stays good for the rest of its bytes.
         self.mark_dirty(a, b, ctx.now);
-        true
+        let all = self.member_writes(a, b);
+        Some(if fresh == lines {
+            all
+        } else {
+            fresh_writes.min(all)
+        })
+    }
+
+    /// Member writes that host bytes `a..b` become.
+    fn member_writes(&self, a: u64, b: u64) -> u64 {
+        match &self.cfg.geo {
+            Some(g) => g.member_writes(a, b - a),
+            None => 1,
+        }
     }
 
     /// Start loading the cache lines write `id` will mark dirty.
@@ -1023,29 +1047,27 @@ impl CtrlVol {
             // granules it shares with data already dirty: a write that
             // cannot fit even so waits without a look at the map.
             let need = (ctx.reqs[w].len as u64).saturating_sub(2 * self.gran);
-            if self.dirty + need > self.cfg.wb_bytes || !self.cache_insert(ctx, w) {
+            if self.dirty + need > self.cfg.wb_bytes {
                 break;
             }
+            let Some(to_map) = self.cache_insert(ctx, w) else {
+                break;
+            };
             self.wait_space.pop_front();
-            self.acknowledge(ctx, w, now);
+            self.acknowledge(ctx, w, now, to_map);
         }
         self.kick(ctx);
     }
 
     /// Acknowledge write `id`, now in the cache, once the flush task has
-    /// mapped it onto its members' cache buffers.
-    fn acknowledge(&mut self, ctx: &mut Ctx, id: ReqId, now: Ns) {
-        let t = if self.cfg.map_member_ns == 0 {
-            // No flush task: nothing is mapped before the acknowledgement.
+    /// mapped the `to_map` member writes of the lines it dirtied afresh
+    /// onto their members' cache buffers.
+    fn acknowledge(&mut self, ctx: &mut Ctx, id: ReqId, now: Ns, to_map: u64) {
+        let t = if self.cfg.map_member_ns == 0 || to_map == 0 {
+            // No flush task, or nothing new to map, before the ack.
             now
         } else {
-            let r = &ctx.reqs[id];
-            let writes = match &self.cfg.geo {
-                Some(g) => g.member_writes(r.offset, r.len as u64),
-                None => 1,
-            };
-            debug_assert!(writes > 0, "a write becomes at least one member write");
-            ctx.reserve(self.cfg.pools.flush, now, self.cfg.map_member_ns * writes)
+            ctx.reserve(self.cfg.pools.flush, now, self.cfg.map_member_ns * to_map)
         };
         ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
     }
@@ -1055,10 +1077,13 @@ impl CtrlVol {
         match Ev::from_code(kind) {
             Ev::Issue => self.issue(ctx, id, ctx.now),
             Ev::Accept => {
-                if self.wait_space.is_empty() && self.cache_insert(ctx, id) {
-                    self.acknowledge(ctx, id, ctx.now);
-                } else {
-                    self.wait_space.push_back(id);
+                match self
+                    .wait_space
+                    .is_empty()
+                    .then(|| self.cache_insert(ctx, id))
+                {
+                    Some(Some(to_map)) => self.acknowledge(ctx, id, ctx.now, to_map),
+                    _ => self.wait_space.push_back(id),
                 }
                 self.kick(ctx);
             }
