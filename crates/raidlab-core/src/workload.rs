@@ -621,6 +621,40 @@ impl Workload {
             .max(self.bs)
     }
 
+    /// Smallest block size the workload issues.
+    pub fn min_bs(&self) -> u64 {
+        self.bssplit
+            .iter()
+            .chain(&self.bssplit_write)
+            .map(|x| x.0)
+            .chain([self.bs])
+            .min()
+            .unwrap_or(self.bs)
+    }
+
+    /// Mean bytes per I/O: `bs`, or under `bssplit` each direction's sizes
+    /// weighted by their percentages, the directions by the read share.
+    pub fn mean_bs(&self) -> f64 {
+        let mean = |split: &[(u64, u32)]| -> Option<f64> {
+            let total: u64 = split.iter().map(|x| x.1 as u64).sum();
+            (total > 0).then(|| {
+                split.iter().map(|x| x.0 as f64 * x.1 as f64).sum::<f64>() / total as f64
+            })
+        };
+        let reads = mean(&self.bssplit).unwrap_or(self.bs as f64);
+        let writes = if self.bssplit_write.is_empty() {
+            reads
+        } else {
+            mean(&self.bssplit_write).unwrap_or(self.bs as f64)
+        };
+        let share = match (self.reads(), self.writes()) {
+            (true, false) => 1.0,
+            (false, _) => 0.0,
+            (true, true) => self.rwmixread as f64 / 100.0,
+        };
+        share * reads + (1.0 - share) * writes
+    }
+
     /// Whether random offsets follow fio's random map (every block once per
     /// pass, in random order): one-pass jobs of one block size and uniform
     /// offsets, unless `norandommap`. Time-based jobs and other mixes pick
@@ -1011,6 +1045,11 @@ mod tests {
         assert_eq!(w.bssplit, vec![(4096, 50), (65536, 50)]);
         assert_eq!(w.bssplit_write, vec![(8192, 100)]);
         assert_eq!(w.max_bs(), 65536);
+        assert_eq!(w.min_bs(), 4096);
+        // Reads average 34 KiB, writes 8 KiB, half each.
+        assert_eq!(w.mean_bs(), 0.5 * 34816.0 + 0.5 * 8192.0);
+        let plain = Workload::parse("rw=randread bs=16k").unwrap();
+        assert_eq!((plain.min_bs(), plain.mean_bs()), (16384, 16384.0));
         let pairs = w.to_pairs();
         assert!(pairs.contains(&("bssplit".to_string(), "4k/50:64k/50,8k/100".to_string())));
         let mut reads = std::collections::BTreeSet::new();

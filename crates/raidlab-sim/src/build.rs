@@ -612,15 +612,7 @@ pub(crate) fn check_paced_pass(w: &Workload, span: u64) -> Result<(), SimError> 
     if w.runtime.is_some() || !w.rate.limits() {
         return Ok(());
     }
-    let min_bs = w
-        .bssplit
-        .iter()
-        .chain(&w.bssplit_write)
-        .map(|x| x.0)
-        .chain([w.bs])
-        .min()
-        .unwrap_or(w.bs)
-        .max(1);
+    let min_bs = w.min_bs().max(1);
     let ios = span as f64 / min_bs as f64;
     let gap = (0..2)
         .map(|d| match (w.rate.bytes[d], w.rate.iops[d]) {

@@ -201,7 +201,7 @@ pub(crate) fn run_events(
                 if let Some(report) = progress.filter(|_| ctx.events % PROGRESS_EVERY == 0) {
                     report(match (&rounds, &comps[HOST.index()]) {
                         (Some(rs), _) => ctx.now as f64 / rs.horizon().max(1) as f64,
-                        (None, Comp::Host(h)) => h.completed as f64 * w.bs as f64 / pass_bytes,
+                        (None, Comp::Host(h)) => h.completed as f64 * w.mean_bs() / pass_bytes,
                         (None, _) => 0.0,
                     });
                 }
