@@ -637,9 +637,8 @@ impl Workload {
     pub fn mean_bs(&self) -> f64 {
         let mean = |split: &[(u64, u32)]| -> Option<f64> {
             let total: u64 = split.iter().map(|x| x.1 as u64).sum();
-            (total > 0).then(|| {
-                split.iter().map(|x| x.0 as f64 * x.1 as f64).sum::<f64>() / total as f64
-            })
+            (total > 0)
+                .then(|| split.iter().map(|x| x.0 as f64 * x.1 as f64).sum::<f64>() / total as f64)
         };
         let reads = mean(&self.bssplit).unwrap_or(self.bs as f64);
         let writes = if self.bssplit_write.is_empty() {

@@ -7,7 +7,7 @@
 
 use raidlab_core::preset::PresetDb;
 use raidlab_core::published::{parse_csv, Row};
-use raidlab_sim::validate::{validate, Validation};
+use raidlab_sim::validate::{validate, ErrorStats, Validation};
 
 /// Largest median |error| (%) allowed on the current-hardware file.
 const MEDIAN_BOUND_PCT: f64 = 20.0;
@@ -83,19 +83,19 @@ fn other_source_measurements_all_simulate() {
 /// The held-back numbers of the four documents' tables
 /// (`data/published/documents-rest.csv`): every row names a topology and
 /// workload the simulator takes, comes from one of the four documents and
-/// is none of the calibration's rows, and their error does not grow past
-/// where it stands (median 21.2 %, p90 122.8 % when they were taken in).
-/// The aim is median 10 % and p90 30 % over both files; this bound only
-/// keeps the model from drifting further from rows it was not built on.
+/// is none of the calibration's rows; and the four documents' rows
+/// together (both files) do not drift back from where the model now has
+/// them. When the rest were taken in they stood at median 21.2 %, p90
+/// 122.8 % (the four documents together 12.4 % / 81.3 %); the model's
+/// mechanisms since (the Areca's one cache task, the Adaptec's RAID-layer
+/// latency and per-line mapping) bring them to 12.6 % / 52.1 % (together
+/// 10.2 % / 43.2 %). The aim (issue 51) is 10 % / 30 % together and a
+/// median of 15 % for each document; these bounds are a ratchet below it.
 #[test]
-#[ignore = "slow tier: simulates 344 published rows; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
+#[ignore = "slow tier: simulates 622 published rows; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
 fn slow_held_out_document_measurements_all_simulate_and_do_not_drift() {
     let (rows, v) = validated("documents-rest.csv");
-    let path = format!(
-        "{}/../../data/published/calibration.csv",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let calibration = parse_csv(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (calibration, c) = validated("calibration.csv");
     let documents = ["petrov2010", "jdev2009", "admin2015", "intel2013"];
     for r in &rows {
         assert!(documents.contains(&r.source.as_str()), "{}", r.id);
@@ -108,10 +108,35 @@ fn slow_held_out_document_measurements_all_simulate_and_do_not_drift() {
     assert_eq!(rows.len(), 344);
     let s = v.stats();
     assert!(
-        s.median <= 22.0 && s.p90 <= 125.0,
-        "median |error| {:.1} %, p90 {:.1} % over {} rows",
+        s.median <= 13.5 && s.p90 <= 55.0,
+        "held-out rows: median |error| {:.1} %, p90 {:.1} % over {} rows",
         s.median,
         s.p90,
         s.rows
     );
+    let all: Vec<_> = v.rows.iter().chain(&c.rows).collect();
+    let together = ErrorStats::of(all.iter().copied());
+    assert!(
+        together.median <= 10.5 && together.p90 <= 45.0,
+        "the four documents: median |error| {:.1} %, p90 {:.1} % over {} rows",
+        together.median,
+        together.p90,
+        together.rows
+    );
+    // Per document: petrov2010 and jdev2009 meet the aim; admin2015 (22 %)
+    // and intel2013 (16 %) are held where they stand.
+    for (doc, bound) in [
+        ("petrov2010", 12.0),
+        ("jdev2009", 6.0),
+        ("admin2015", 23.0),
+        ("intel2013", 17.0),
+    ] {
+        let d = ErrorStats::of(all.iter().copied().filter(|r| r.row.source == doc));
+        assert!(
+            d.median <= bound,
+            "{doc}: median |error| {:.1} % over {} rows (bound {bound} %)",
+            d.median,
+            d.rows
+        );
+    }
 }
