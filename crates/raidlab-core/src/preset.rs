@@ -54,6 +54,13 @@ pub struct SsdParams {
     pub endurance_tbw: Option<f64>,
     /// Host link payload rate in 10^6 bytes/s (SATA 3 Gb/s = 300 after 8b/10b).
     pub link_mbps: f64,
+    /// PCIe generation of an NVMe drive's link (1-5; `None` for SATA and
+    /// SAS). A link trains to the slower of its two ends: in a host or
+    /// behind a controller of an older generation the drive's `link_mbps`
+    /// scales down by the ratio of the two generations' lane rates (the
+    /// lanes are taken as equal, x4 to x4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gen: Option<u32>,
     /// Host link per-command overhead (command, status and DMA-setup frames), µs.
     pub link_cmd_us: f64,
     /// Native command queue depth (NCQ = 32).
@@ -472,6 +479,11 @@ pub struct HostParams {
     pub ref_ghz: f64,
     /// Block layer + driver + interrupt cost per I/O, µs.
     pub block_layer_us: f64,
+    /// PCIe generation of the host's root ports (1-5; `None`: no limit): an
+    /// NVMe drive of a newer generation attached to the host trains down
+    /// to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gen: Option<u32>,
     /// Block layer + driver cost per I/O when the job polls for its
     /// completions (fio's `hipri`), µs; absent where the kernel profiled
     /// has no polled completions.
@@ -620,6 +632,12 @@ fn check(name: &str, p: &Preset) -> Result<()> {
 fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
     if !positive(s.capacity_gb) || !positive(s.link_mbps) || !positive(s.channel_mbps) {
         return Err("capacity_gb, link_mbps and channel_mbps must be positive".into());
+    }
+    if s.pcie_gen.is_some_and(|g| !(1..=5).contains(&g)) {
+        return Err("pcie_gen must be 1 to 5".into());
+    }
+    if s.pcie_gen.is_some() && !s.nvme {
+        return Err("pcie_gen is an NVMe drive's: give nvme = true".into());
     }
     if s.channels == 0 || s.dies_per_channel == 0 || s.page_kb < 4 || !s.page_kb.is_power_of_two() {
         return Err(
@@ -772,6 +790,9 @@ fn check_controller(c: &ControllerParams) -> std::result::Result<(), String> {
 fn check_host(h: &HostParams) -> std::result::Result<(), String> {
     if h.cores == 0 || !positive(h.ghz) || !positive(h.ref_ghz) {
         return Err("cores, ghz and ref_ghz must be positive".into());
+    }
+    if h.pcie_gen.is_some_and(|g| !(1..=5).contains(&g)) {
+        return Err("pcie_gen must be 1 to 5".into());
     }
     if h.cores > 4096
         || !(0.0..=1e6).contains(&h.block_layer_us)

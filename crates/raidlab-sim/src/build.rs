@@ -18,6 +18,23 @@ pub(crate) fn pcie_lane_mbps(gen: u32) -> f64 {
         }
 }
 
+/// A drive's link rate once its PCIe link has trained: the slower of the
+/// two ends' generations (PCI Express Base Specification: link training
+/// settles on the highest rate both ends support). A drive of generation
+/// `drive` attached to an `upstream` of an older one moves its `link_mbps`
+/// by the ratio of the two generations' lane rates; the lanes are taken as
+/// equal (x4 to x4). SATA and SAS drives (no generation) keep their rate.
+pub(crate) fn negotiated_link_mbps(
+    link_mbps: f64,
+    drive: Option<u32>,
+    upstream: Option<u32>,
+) -> f64 {
+    match (drive, upstream) {
+        (Some(d), Some(u)) if u < d => link_mbps * pcie_lane_mbps(u) / pcie_lane_mbps(d),
+        _ => link_mbps,
+    }
+}
+
 /// The rate at which a PCIe device fetches host memory (the data of host
 /// writes) on a link that carries `posted_mbps` of its own posted writes
 /// (the data of host reads). A device writes host memory in posted writes
@@ -75,6 +92,9 @@ pub(crate) struct CtrlCtx {
     pub(crate) pools: CtrlPools,
     pub(crate) member_ns: Ns,
     pub(crate) xor_mbps: f64,
+    /// PCIe generation of the controller's lanes (a tri-mode controller's
+    /// NVMe ports run at its own generation).
+    pub(crate) pcie_gen: u32,
 }
 
 impl Builder<'_> {
@@ -100,14 +120,22 @@ impl Builder<'_> {
         ctrl: Option<CtrlCtx>,
     ) -> Result<Vec<(CompId, u64)>, SimError> {
         match n {
-            Node::Device(d) => Ok(vec![self.device(d)?]),
+            Node::Device(d) => {
+                let upstream = ctrl.map(|c| c.pcie_gen).or(self.host.pcie_gen);
+                Ok(vec![self.device(d, upstream)?])
+            }
             Node::Array(a) => Ok(vec![self.array(a, ctrl)?]),
             Node::Controller(c) => self.controller(c),
         }
     }
 
-    /// An SSD or a disk.
-    pub(crate) fn device(&mut self, d: &Device) -> Result<(CompId, u64), SimError> {
+    /// An SSD or a disk; `upstream` is the PCIe generation of what it is
+    /// attached to (the host's root ports or a controller), if known.
+    pub(crate) fn device(
+        &mut self,
+        d: &Device,
+        upstream: Option<u32>,
+    ) -> Result<(CompId, u64), SimError> {
         let id = CompId(self.comps.len() as u32);
         let seed = mix(self.seed, 0xD15C + self.devices);
         self.devices += 1;
@@ -121,7 +149,10 @@ impl Builder<'_> {
                     p,
                     d.wc,
                     d.op,
-                    d.link_mbps,
+                    // A controller's port limit is already in the device's
+                    // rate; the drive's own rate trains down apart from it.
+                    d.link_mbps
+                        .min(negotiated_link_mbps(p.link_mbps, p.pcie_gen, upstream)),
                     st,
                     seed,
                     &mut self.warm,
@@ -287,6 +318,7 @@ impl Builder<'_> {
             pools,
             member_ns: us(p.roc_member_cmd_us),
             xor_mbps: p.xor_mbps,
+            pcie_gen: p.pcie_gen,
         };
         let nvol = c.children.iter().map(Node::volumes).sum::<usize>().max(1) as u64;
         let mut out = Vec::new();
@@ -715,4 +747,25 @@ pub fn volume_capacity(topo: &Topology) -> Result<u64, SimError> {
         min = vols(n)?.into_iter().fold(min, u64::min);
     }
     Ok(if min == u64::MAX { 0 } else { min })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_trains_to_the_older_end() {
+        let gen5 = 13_000.0;
+        // A PCIe 5.0 drive in a PCIe 4.0 slot runs at half its rate.
+        let down = negotiated_link_mbps(gen5, Some(5), Some(4));
+        assert!((down - gen5 / 2.0).abs() < 1.0, "{down}");
+        // A newer slot, no slot generation, or a SATA drive: unchanged.
+        assert_eq!(negotiated_link_mbps(gen5, Some(5), Some(5)), gen5);
+        assert_eq!(negotiated_link_mbps(6_500.0, Some(4), Some(5)), 6_500.0);
+        assert_eq!(negotiated_link_mbps(gen5, Some(5), None), gen5);
+        assert_eq!(negotiated_link_mbps(540.0, None, Some(2)), 540.0);
+        // PCIe 3.0's 128b/130b against 4.0's: half again.
+        let g3 = negotiated_link_mbps(6_500.0, Some(4), Some(3));
+        assert!((g3 - 6_500.0 * 985.0 / 1969.0).abs() < 1.0, "{g3}");
+    }
 }

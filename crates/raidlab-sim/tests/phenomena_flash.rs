@@ -457,3 +457,22 @@ fn p47_single_drive_volumes_skip_the_raid_layers_latency() {
         );
     }
 }
+
+/// 48. A PCIe link trains to the older of its two ends: a PCIe 5.0 drive
+///     in a PCIe 4.0 host reads sequentially at about half its own rate
+///     (Samsung's PM1743 reads 13 GB/s in a PCIe 5.0 slot; PCIe 4.0 x4
+///     carries under 7.9 GB/s), while a PCIe 4.0 drive reads as fast in
+///     either host.
+#[test]
+fn p48_links_train_down_to_the_older_generation() {
+    let w = "rw=read bs=1m iodepth=8 runtime=0.2";
+    let in_host = |h: &str, d: &str| mbps(&format!("host[profile={h}]({d})"), w);
+    let (gen5, gen4) = (in_host("host2023", "pm1743"), in_host("host2020", "pm1743"));
+    assert!(gen5 > 12_000.0, "PM1743 in a PCIe 5.0 host: {gen5} MB/s");
+    assert!(
+        (0.45..0.55).contains(&(gen4 / gen5)),
+        "PM1743 in a PCIe 4.0 host: {gen4} against {gen5} MB/s"
+    );
+    let (a, b) = (in_host("host2023", "pm9a3"), in_host("host2020", "pm9a3"));
+    assert!((a - b).abs() < 0.01 * a, "PM9A3: {a} against {b} MB/s");
+}

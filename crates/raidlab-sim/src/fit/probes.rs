@@ -246,6 +246,7 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         capacity_gb,
         endurance_tbw: None, // a probe suite cannot measure wear-out
         link_mbps: 540.0,    // SATA 6 Gb/s payload after 8b/10b and framing
+        pcie_gen: None,      // SATA
         link_cmd_us: 2.0,    // one SATA FIS exchange at 6 Gb/s
         queue_depth: 32,     // SATA NCQ
         fw_cores: 2,         // dual-core controllers of the generation
@@ -312,6 +313,7 @@ pub fn template_nvme(capacity_gb: f64) -> SsdParams {
         // PCIe 4.0: 16 GT/s x 4 lanes, 128b/130b = 7.88 GB/s; ~90 % of it
         // carries payload after TLP and DLLP overhead at 256-byte payloads.
         link_mbps: 7000.0,
+        pcie_gen: Some(4),
         // What a command occupies the link with: a doorbell write, the
         // 64-byte command fetch, the 16-byte completion and an MSI-X
         // message, each in a TLP with ~24 bytes of header and framing:
