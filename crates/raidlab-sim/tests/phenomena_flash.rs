@@ -375,14 +375,15 @@ fn p45_one_cache_task_caps_write_back_writes_whatever_the_threads() {
         "[areca-spread]\nbase = \"areca1680\"\ndescription = \"writes on any core\"\ncache_task_writes = false\ncache_task_mbps = 0\n",
     )
     .expect("preset");
-    let rate = |ctrl: &str, bs: &str, threads: u32| {
+    let bm_flash = |ctrl: &str, rw: &str, bs: &str, threads: u32| {
         let t = resolve(&format!("{ctrl}(raid0(12*mtron7535))"), &db).expect("topology");
         let w = Workload::parse(&format!(
-            "rw=randwrite bs={bs} numjobs={threads} iodepth=1 size=4g runtime=0.2"
+            "rw={rw} bs={bs} numjobs={threads} iodepth=1 size=4g runtime=0.2"
         ))
         .expect("workload");
         simulate(&t, &w, 1).expect("simulate").summary
     };
+    let rate = |ctrl: &str, bs: &str, threads: u32| bm_flash(ctrl, "randwrite", bs, threads);
     let (one, forty) = (
         rate("areca1680", "4k", 1).iops,
         rate("areca1680", "4k", 40).iops,
@@ -391,14 +392,7 @@ fn p45_one_cache_task_caps_write_back_writes_whatever_the_threads() {
         forty < 1.25 * one,
         "40 threads {forty} vs 1 thread {one} writes/s"
     );
-    let reads = |threads: u32| {
-        let t = resolve("areca1680(raid0(12*mtron7535))", &db).expect("topology");
-        let w = Workload::parse(&format!(
-            "rw=randread bs=4k numjobs={threads} iodepth=1 size=4g runtime=0.2"
-        ))
-        .expect("workload");
-        simulate(&t, &w, 1).expect("simulate").summary.iops
-    };
+    let reads = |threads: u32| bm_flash("areca1680", "randread", "4k", threads).iops;
     assert!(reads(40) > 1.8 * reads(1), "reads scale with threads");
     let big = rate("areca1680", "1m", 10).mbps;
     assert!(

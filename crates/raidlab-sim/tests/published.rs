@@ -35,13 +35,11 @@ fn validated(name: &str) -> (Vec<Row>, Validation) {
 #[test]
 fn calibration_measurements_validate_within_the_bound() {
     let (_, v) = validated("calibration.csv");
-    let s = v.stats();
-    assert!(
-        s.median <= CALIBRATION_MEDIAN_PCT && s.p90 <= CALIBRATION_P90_PCT,
-        "median |error| {:.1} %, p90 {:.1} % over {} rows",
-        s.median,
-        s.p90,
-        s.rows
+    within(
+        "calibration",
+        v.stats(),
+        CALIBRATION_MEDIAN_PCT,
+        CALIBRATION_P90_PCT,
     );
 }
 
@@ -80,6 +78,17 @@ fn other_source_measurements_all_simulate() {
     }
 }
 
+/// Fail unless `s` is within a median and a 90th-percentile |error| (%).
+fn within(what: &str, s: ErrorStats, median: f64, p90: f64) {
+    assert!(
+        s.median <= median && s.p90 <= p90,
+        "{what}: median |error| {:.1} %, p90 {:.1} % over {} rows (bounds {median} / {p90} %)",
+        s.median,
+        s.p90,
+        s.rows
+    );
+}
+
 /// The held-back numbers of the four documents' tables
 /// (`data/published/documents-rest.csv`): every row names a topology and
 /// workload the simulator takes, comes from one of the four documents and
@@ -106,22 +115,13 @@ fn slow_held_out_document_measurements_all_simulate_and_do_not_drift() {
         );
     }
     assert_eq!(rows.len(), 344);
-    let s = v.stats();
-    assert!(
-        s.median <= 13.5 && s.p90 <= 55.0,
-        "held-out rows: median |error| {:.1} %, p90 {:.1} % over {} rows",
-        s.median,
-        s.p90,
-        s.rows
-    );
+    within("held-out rows", v.stats(), 13.5, 55.0);
     let all: Vec<_> = v.rows.iter().chain(&c.rows).collect();
-    let together = ErrorStats::of(all.iter().copied());
-    assert!(
-        together.median <= 10.5 && together.p90 <= 45.0,
-        "the four documents: median |error| {:.1} %, p90 {:.1} % over {} rows",
-        together.median,
-        together.p90,
-        together.rows
+    within(
+        "the four documents",
+        ErrorStats::of(all.iter().copied()),
+        10.5,
+        45.0,
     );
     // Per document: petrov2010 and jdev2009 meet the aim; admin2015 (22 %)
     // and intel2013 (16 %) are held where they stand.
