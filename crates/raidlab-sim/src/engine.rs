@@ -317,10 +317,14 @@ impl Pool {
         let best = idle.saturating_sub(1);
         let end = v[best].max(now) + dur;
         // The new time is no earlier than the old: move it right past the
-        // times below it, keeping the order.
-        let k = v[best + 1..].partition_point(|&f| f < end);
-        v.copy_within(best + 1..best + 1 + k, best);
-        v[best + k] = end;
+        // times below it, keeping the order (usually few: a shift loop, not
+        // a call to memmove).
+        let mut i = best;
+        while i + 1 < v.len() && v[i + 1] < end {
+            v[i] = v[i + 1];
+            i += 1;
+        }
+        v[i] = end;
         debug_assert!(v.windows(2).all(|w| w[0] <= w[1]), "free times stay sorted");
         end
     }
