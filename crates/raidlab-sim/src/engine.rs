@@ -437,15 +437,24 @@ impl Heap {
     }
 }
 
-/// log2 of a calendar bucket's width in ns (4.1 us). Measured choice
-/// (speed only: events leave in key order whatever the ring's shape): an
-/// NVMe array at a million IOPS has an event every quarter microsecond,
-/// so wider buckets overflow into the far heap; a 4.1 us bucket with
-/// [`SLOTS`] places keeps most of them in the ring, and the 262 us
-/// horizon still covers NAND reads and programs. Against 16.4 us buckets
-/// of 4 places: 4 x PM9A3 RAID 0 at 1 M IOPS 1.8x -> 2.0x real time, the
-/// X25-E at 35,000 IOPS and the MegaRAID RAID 5 no slower.
-const BUCKET_SHIFT: u32 = 12;
+/// log2 of a calendar bucket's width in ns to start with (16.4 us), and
+/// the narrowest and widest the queue adapts to (1 us to 65.5 us). The
+/// width only changes how fast the queue runs, never the order events
+/// leave it (by key, whatever the ring's shape): an NVMe array at a
+/// million IOPS has an event every quarter microsecond and fills wide
+/// buckets past their [`SLOTS`] places, while an X25-E's queued reads lie
+/// hundreds of microseconds ahead and fall past a narrow ring's horizon;
+/// either way they go to the far heap, which is slower. The queue counts
+/// both over [`ADAPT_EVERY`] pushes and narrows or widens its buckets by
+/// one step when one kind of overflow passes a quarter of them.
+const START_SHIFT: u32 = 14;
+const MIN_SHIFT: u32 = 10;
+const MAX_SHIFT: u32 = 16;
+/// Pushes between two looks at the overflow counts.
+const ADAPT_EVERY: u32 = 1 << 16;
+/// Looks a width is kept after a step that did not lower the overflow
+/// was taken back (so two widths that overflow alike do not alternate).
+const HOLD_WINDOWS: u32 = 16;
 /// Calendar buckets, one bit each of the occupancy word. Longer delays
 /// (queues behind GC, erases, disk seeks, think times) wait in the far
 /// heap. The ring stays small (16 KiB) so it stays in the L1 cache beside
@@ -473,6 +482,21 @@ struct EventQueue {
     bits: u64,
     /// Absolute bucket number of the clock (the last event popped).
     base: u64,
+    /// The clock: the time of the last event popped, ns.
+    clock: u64,
+    /// log2 of the bucket width in ns.
+    shift: u32,
+    /// Since the last look: pushes, and those that went to the far heap
+    /// for a full bucket or for lying past the ring's horizon.
+    pushes: u32,
+    full: u32,
+    beyond: u32,
+    /// Whether the last look changed the width, from `before_shift`, when
+    /// `before` pushes overflowed; windows to keep the width unchanged.
+    moved: bool,
+    before: u32,
+    before_shift: u32,
+    hold: u32,
     far: Heap,
 }
 
@@ -488,8 +512,57 @@ impl EventQueue {
             lens: [0; BUCKETS],
             bits: 0,
             base: 0,
+            clock: 0,
+            shift: START_SHIFT,
+            pushes: 0,
+            full: 0,
+            beyond: 0,
+            moved: false,
+            before: 0,
+            before_shift: START_SHIFT,
+            hold: 0,
             far: Heap::new(),
         }
+    }
+
+    /// Every [`ADAPT_EVERY`] pushes: narrow the buckets when full buckets
+    /// sent more than a quarter of the pushes to the far heap, widen them
+    /// when the horizon did. The ring's events move to the far heap (they
+    /// leave it in key order all the same) and the ring restarts at the
+    /// clock with the new width.
+    #[cold]
+    fn adapt(&mut self) {
+        let quarter = self.pushes / 4;
+        let overflow = self.full + self.beyond;
+        let shift = if self.hold > 0 {
+            self.hold -= 1;
+            self.shift
+        } else if self.moved && overflow >= self.before {
+            // The last step did not help: step back and stay a while.
+            self.hold = HOLD_WINDOWS;
+            self.before_shift
+        } else if self.full > quarter && self.beyond <= quarter {
+            self.shift.saturating_sub(1).max(MIN_SHIFT)
+        } else if self.beyond > quarter && self.full <= quarter {
+            (self.shift + 1).min(MAX_SHIFT)
+        } else {
+            self.shift
+        };
+        self.moved = shift != self.shift && self.hold == 0;
+        (self.before, self.before_shift) = (overflow, self.shift);
+        (self.pushes, self.full, self.beyond) = (0, 0, 0);
+        if shift == self.shift {
+            return;
+        }
+        for i in 0..BUCKETS {
+            for k in 0..self.lens[i] as usize {
+                self.far.push(self.slots[i][k]);
+            }
+            self.lens[i] = 0;
+        }
+        self.bits = 0;
+        self.shift = shift;
+        self.base = self.clock >> shift;
     }
 
     /// Queue event `(key, comp, req)`. The fields come as scalars, in
@@ -501,16 +574,26 @@ impl EventQueue {
     #[inline]
     fn push(&mut self, key: u128, comp: CompId, req: ReqId) {
         let e = Ev { key, comp, req };
-        let b = ((e.key >> 64) as u64) >> BUCKET_SHIFT;
+        let b = ((e.key >> 64) as u64) >> self.shift;
         debug_assert!(b >= self.base, "events are never scheduled in the past");
         let i = b as usize & (BUCKETS - 1);
         let n = self.lens[i] as usize;
-        if b - self.base < BUCKETS as u64 && n < SLOTS {
+        let near = b - self.base < BUCKETS as u64;
+        if near && n < SLOTS {
             self.slots[i][n] = e;
             self.lens[i] = n as u8 + 1;
             self.bits |= 1 << i;
         } else {
             self.far.push(e);
+            if near {
+                self.full += 1;
+            } else {
+                self.beyond += 1;
+            }
+        }
+        self.pushes += 1;
+        if self.pushes == ADAPT_EVERY {
+            self.adapt();
         }
     }
 
@@ -548,7 +631,8 @@ impl EventQueue {
         } else {
             self.far.pop()?
         };
-        self.base = ((e.key >> 64) as u64) >> BUCKET_SHIFT;
+        self.clock = (e.key >> 64) as u64;
+        self.base = self.clock >> self.shift;
         Some(e)
     }
 }
@@ -890,17 +974,17 @@ mod tests {
         let mut q = EventQueue::new();
         let mut reference = std::collections::BTreeSet::new();
         let mut rng = raidlab_core::rng::Rng::new(12);
-        let horizon = (BUCKETS as u64) << BUCKET_SHIFT;
+        let horizon = (BUCKETS as u64) << START_SHIFT;
         let mut now = 0u64;
         let mut seq = 0u64;
         for _ in 0..20_000 {
             for _ in 0..rng.below(4) {
                 let delay = match rng.below(6) {
                     0 => 0,
-                    1 => rng.below(1 << BUCKET_SHIFT),
+                    1 => rng.below(1 << START_SHIFT),
                     2 => rng.below(20_000),
                     3 => rng.below(horizon),
-                    4 => horizon - 1 + rng.below(3 << BUCKET_SHIFT),
+                    4 => horizon - 1 + rng.below(3 << START_SHIFT),
                     _ => rng.below(5 * horizon),
                 };
                 seq += 1;
@@ -914,6 +998,39 @@ mod tests {
                 }
             }
         }
+        drain_checked(|| q.pop(), reference);
+    }
+
+    #[test]
+    fn the_calendar_adapts_its_buckets_and_keeps_key_order() {
+        // A thousand events in flight: first 20 us deep (they fill 16 us
+        // buckets and narrow them), then 50 ms deep (they lie past a narrow
+        // ring's horizon and widen it). Order is checked against an ordered
+        // set throughout.
+        let mut q = EventQueue::new();
+        let mut reference = std::collections::BTreeSet::new();
+        let mut rng = raidlab_core::rng::Rng::new(5);
+        let (mut now, mut seq) = (0u64, 0u64);
+        let mut phase = |q: &mut EventQueue, spread: u64| {
+            for i in 0..4 * ADAPT_EVERY + 1000 {
+                seq += 1;
+                let key = ((now + rng.below(spread)) as u128) << 64 | (seq as u128) << 8;
+                q.push(key, CompId(0), ReqId(0));
+                reference.insert(key);
+                if i >= 1000 {
+                    now = (pop_checked(&mut || q.pop(), &mut reference).expect("an event") >> 64)
+                        as u64;
+                }
+            }
+            q.shift
+        };
+        let narrowed = phase(&mut q, 20_000);
+        let widened = phase(&mut q, 50_000_000);
+        assert!(narrowed < START_SHIFT, "dense events: shift {narrowed}");
+        assert!(
+            widened > narrowed,
+            "sparse events widen: {narrowed} -> {widened}"
+        );
         drain_checked(|| q.pop(), reference);
     }
 
