@@ -9,13 +9,15 @@
 use raidlab_core::units::Ns;
 use std::hint::select_unpredictable;
 
-/// Declare an id: a `u32` index that only indexes what it names.
+/// Declare an id: a `u32` index that only indexes what it names. Its field
+/// is the crate's own: code outside the simulator can hold and compare ids,
+/// never make one up.
 macro_rules! id {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(transparent)]
-        pub struct $name(pub u32);
+        pub struct $name(pub(crate) u32);
 
         impl $name {
             /// The id as an index into its table.
