@@ -89,6 +89,79 @@ fn plan_rows_are_reproduced_by_sim() {
     assert!(String::from_utf8_lossy(&csv.stdout).starts_with("rank,topology,workload,usable_bytes"));
 }
 
+/// `plan --host` runs every configuration on a host profile with its
+/// software RAID tables (`[impls.*]`), and the table labels every column
+/// over its values: with `--survive 1`, the degraded IOPS and rebuild
+/// hours, then the bottleneck.
+#[test]
+fn plan_table_labels_every_column_on_a_host_profile() {
+    let args = [
+        "plan",
+        "-w",
+        "rw=randread bs=8k iodepth=16 numjobs=2 runtime=0.2",
+        "--capacity",
+        "1t",
+        "--survive",
+        "1",
+        "--drives",
+        "pm9a3",
+        "--max-drives",
+        "3",
+        "--levels",
+        "raid1,raid5",
+        "--host",
+        "host2020",
+        "--top",
+        "2",
+    ];
+    let out = raidlab(&args);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut json_args = args.to_vec();
+    json_args.extend(["--format", "json"]);
+    let v = json_of(&json_args);
+    let first = &v["rows"][0];
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("rank"))
+        .expect("a header line");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .expect("the first row");
+    // Right-aligned numbers end where their labels end; the bottleneck
+    // starts where its label starts.
+    let rebuild = format!(
+        "{:.1}",
+        first["rebuild_hours"].as_f64().expect("rebuild hours")
+    );
+    let degraded = format!(
+        "{:.0}",
+        first["degraded_iops"].as_f64().expect("degraded IOPS")
+    );
+    let end_of = |line: &str, s: &str| line.find(s).map(|i| i + s.len());
+    assert_eq!(
+        end_of(header, "rebuild h"),
+        end_of(row, &format!(" {rebuild}  ")).map(|e| e - 2),
+        "{header}\n{row}"
+    );
+    assert_eq!(
+        end_of(header, "degr IOPS"),
+        end_of(row, &format!(" {degraded} ")).map(|e| e - 1),
+        "{header}\n{row}"
+    );
+    let bottleneck = first["bottleneck"].as_str().expect("a bottleneck");
+    assert_eq!(
+        header.find("limited by"),
+        row.find(bottleneck),
+        "{header}\n{row}"
+    );
+}
+
 #[test]
 fn plan_refuses_bad_questions_in_one_line() {
     let w = "rw=randread bs=4k runtime=0.1";

@@ -142,11 +142,11 @@ fn write_html(dir: &str, q: &Question, out: &Outcome) -> Result<(), Failure> {
 fn use_host(db: &mut PresetDb, name: &str) -> Result<(), Failure> {
     match db.get(name) {
         Some(Preset::Host(_)) if name == "host" => Ok(()),
-        Some(Preset::Host(_)) => {
-            let toml = db.to_toml(name).unwrap_or_default();
-            db.load_str(&format!("[host]\n{toml}"))
-                .map_err(|e| Failure::input(format!("--host {name}: {e}")))
-        }
+        // Derived from it whole, its `[impls.*]` tables included (a copy of
+        // its file under `[host]` would leave them top-level tables).
+        Some(Preset::Host(_)) => db
+            .load_str(&format!("[host]\nbase = \"{name}\"\n"))
+            .map_err(|e| Failure::input(format!("--host {name}: {e}"))),
         _ => Err(Failure::input(format!(
             "--host: '{name}' is not a host preset"
         ))),
@@ -307,7 +307,7 @@ fn table(q: &Question, out: &Outcome, top: usize) -> String {
         out.worn
     );
     o += &format!(
-        "{:>4} {:>10} {:>8} {:>8} {:>9} {:>8} {:>7} {:>4}  {:<24} {}\n",
+        "{:>4} {:>10} {:>8} {:>8} {:>9} {:>8} {:>7} {:>4} {:>10} {:>9}  {:<24} {}\n",
         "rank",
         "IOPS",
         "MB/s",
@@ -316,6 +316,8 @@ fn table(q: &Question, out: &Outcome, top: usize) -> String {
         "cost",
         "TBW yrs",
         "fail",
+        "degr IOPS",
+        "rebuild h",
         "limited by",
         "topology"
     );
