@@ -764,8 +764,9 @@ impl CtrlVol {
     fn cache_insert(&mut self, ctx: &mut Ctx, id: ReqId) -> Option<u64> {
         let r = ctx.reqs[id];
         let (a, b) = (r.offset, r.offset + r.len as u64);
+        // Only a controller with a flush task maps lines before the ack.
+        let maps = self.cfg.map_member_ns > 0;
         let mut add = 0;
-        let (mut lines, mut fresh) = (0, 0);
         let mut fresh_writes = 0;
         let mut l = a >> self.line_shift;
         while l * self.line_bytes < b {
@@ -774,9 +775,7 @@ impl CtrlVol {
             let bits = self.bits_for(la, lb);
             let old = self.lines.get(l).map(|x| x.bits).unwrap_or(0);
             add += (bits & !old).count_ones() as u64 * self.gran;
-            lines += 1;
-            if old == 0 {
-                fresh += 1;
+            if maps && old == 0 {
                 fresh_writes += self.member_writes(la, lb);
             }
             l += 1;
@@ -787,11 +786,12 @@ impl CtrlVol {
         // Reads look at dirty data before read-ahead copies, so a window
         // stays good for the rest of its bytes.
         self.mark_dirty(a, b, ctx.now);
-        let all = self.member_writes(a, b);
-        Some(if fresh == lines {
-            all
+        // Lines counted apart count a stripe's parity (or a mirror) once
+        // each; the write as a whole maps it once: never more than that.
+        Some(if maps {
+            fresh_writes.min(self.member_writes(a, b))
         } else {
-            fresh_writes.min(all)
+            0
         })
     }
 
