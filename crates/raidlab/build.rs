@@ -24,6 +24,26 @@ fn lacks(name: &str, cmds: &[&str], require: &str) {
     }
 }
 
+/// Set `cfg(raidlab_no_fuse_mount)` unless this machine can put a file
+/// system on an nbdfuse file and loop-mount it: nbdfuse, /dev/fuse, and
+/// root (mount). Not a tool CI can install everywhere (containers often
+/// lack /dev/fuse), so never required.
+fn fuse_mount() {
+    println!("cargo::rustc-check-cfg=cfg(raidlab_no_fuse_mount)");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let fuse = std::path::Path::new("/dev/fuse").exists();
+    let nbdfuse = Command::new("nbdfuse")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !(root && fuse && nbdfuse) {
+        println!("cargo::rustc-cfg=raidlab_no_fuse_mount");
+    }
+}
+
 fn main() {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-changed=build.rs");
@@ -36,6 +56,7 @@ fn main() {
     lacks("raidlab_no_fio", &["fio"], "RAIDLAB_REQUIRE_FIO");
     lacks("raidlab_no_qemu", &["qemu-io"], "RAIDLAB_REQUIRE_NBD");
     lacks("raidlab_no_libnbd", &["nbdcopy"], "RAIDLAB_REQUIRE_NBD");
+    fuse_mount();
     lacks(
         "raidlab_no_chromium",
         &["chromium", "chromium-browser", "google-chrome"],

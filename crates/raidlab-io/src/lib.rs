@@ -41,6 +41,7 @@ mod resync;
 pub mod safety;
 pub mod scrub;
 pub mod serve;
+pub mod sparse;
 pub mod topo;
 pub(crate) mod verify;
 mod worker;

@@ -309,7 +309,9 @@ pub fn serve(
     catch_signals();
     let out = with_volume(expr, opts.force, |store| {
         ready(store.size());
-        accept_loop(&listener, store, opts)
+        accept_loop(&listener, opts, &|conn, counts| {
+            crate::nbd::serve(conn, store, counts)
+        })
     });
     if let Listen::Unix(p) = &opts.listen {
         let _ = std::fs::remove_file(p);
@@ -317,10 +319,54 @@ pub fn serve(
     out
 }
 
+/// Serve `store` (one that answers requests as it chooses: a simulated
+/// array) over NBD until stopped, each connection keeping many requests
+/// in flight; `ready` is told the size once clients may connect.
+pub fn serve_pipelined(
+    store: &dyn crate::nbd::Pipelined,
+    opts: &ServeOptions,
+    ready: impl FnOnce(u64),
+) -> Result<ServeSummary, Error> {
+    let listener = Listener::bind(&opts.listen)?;
+    catch_signals();
+    ready(store.size());
+    let out = accept_loop(&listener, opts, &|conn, counts| {
+        let writer: Box<dyn io::Write + Send> = match conn.try_clone() {
+            Ok(w) => Box::new(w),
+            Err(e) => return crate::nbd::End::Io(e),
+        };
+        crate::nbd::serve_pipelined(conn, writer, store, counts)
+    });
+    if let Listen::Unix(p) = &opts.listen {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(out)
+}
+
+/// Let the calling thread's timed waits end within a microsecond of their
+/// time instead of Linux's default 50 µs slack (`PR_SET_TIMERSLACK`): a
+/// served simulated array wakes to answer requests when its model
+/// completes them.
+pub fn fine_timer_slack() {
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer and
+    // changes only this thread's timer slack; it touches no memory.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Whether a signal asked the server to stop.
+pub fn stopping() -> bool {
+    STOP.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Serves one connection: its socket, and the counts to add to.
+type Handler<'a> = dyn Fn(&mut Conn, &mut crate::nbd::Counts) -> crate::nbd::End + Sync + 'a;
+
 /// Accept clients until a signal or the connection count, each served on
 /// its own thread; at the end, open connections are shut down and waited
 /// for.
-fn accept_loop(listener: &Listener, store: &dyn Store, opts: &ServeOptions) -> ServeSummary {
+fn accept_loop(listener: &Listener, opts: &ServeOptions, handle: &Handler<'_>) -> ServeSummary {
     use std::sync::atomic::{AtomicUsize, Ordering};
     /// How often the loop looks for a signal while no client connects.
     const POLL: std::time::Duration = std::time::Duration::from_millis(20);
@@ -360,7 +406,7 @@ fn accept_loop(listener: &Listener, store: &dyn Store, opts: &ServeOptions) -> S
             s.spawn(move || {
                 let mut conn = conn;
                 let mut counts = crate::nbd::Counts::default();
-                let end = crate::nbd::serve(&mut conn, store, &mut counts);
+                let end = handle(&mut conn, &mut counts);
                 let mut sm = summary.lock().unwrap_or_else(|e| e.into_inner());
                 sm.connections += 1;
                 sm.counts.requests += counts.requests;

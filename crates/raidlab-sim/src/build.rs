@@ -671,15 +671,10 @@ pub(crate) fn install_host(
 ) {
     let vols = sim.roots.len() as u32;
     let streams = raidlab_core::workload::volume_streams(w, span, seed, vols);
-    let per_io = match topo.host.block_layer_poll_us {
-        Some(p) if w.hipri => p,
-        _ => topo.host.block_layer_us,
-    };
-    let block_ns = (us(per_io) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns;
     let mut host = Host::new(
         HOST,
         sim.roots.clone(),
-        block_ns,
+        block_ns(topo, w),
         w.thinktime,
         w.effective_iodepth(),
         streams,
@@ -700,6 +695,16 @@ pub(crate) fn install_host(
         host.fifth = (w.pass_bytes(span) * w.numjobs as u64 * vols as u64 / 5).max(1);
     }
     sim.comps[HOST.index()] = Comp::Host(Box::new(host));
+}
+
+/// The host block layer's CPU time per I/O on `topo`'s host, ns: polled
+/// under `hipri` where the host gives a polled cost, scaled by its clock.
+pub(crate) fn block_ns(topo: &Topology, w: &Workload) -> Ns {
+    let per_io = match topo.host.block_layer_poll_us {
+        Some(p) if w.hipri => p,
+        _ => topo.host.block_layer_us,
+    };
+    (us(per_io) as f64 * topo.host.ref_ghz / topo.host.ghz) as Ns
 }
 
 /// Refuse, before building anything, a rate-limited one-pass run that

@@ -609,6 +609,25 @@ impl EventQueue {
         ((start + ahead) % BUCKETS as u32) as usize
     }
 
+    /// The least key queued, without taking it: the first bucket's least,
+    /// unless the far heap holds a lesser one (as [`EventQueue::pop`]
+    /// chooses).
+    fn first_key(&self) -> Option<u128> {
+        let far = self.far.first_key();
+        if self.bits == 0 {
+            return far;
+        }
+        let b = self.first_bucket();
+        let near = self.slots[b][..self.lens[b] as usize]
+            .iter()
+            .map(|e| e.key)
+            .min();
+        match (near, far) {
+            (Some(n), Some(f)) => Some(n.min(f)),
+            (n, f) => n.or(f),
+        }
+    }
+
     #[inline]
     fn pop(&mut self) -> Option<Ev> {
         let e = if self.bits != 0 {
@@ -823,6 +842,15 @@ impl Ctx {
             comp,
             parent.0 as u64 | (req.0 as u64) << 32,
         ));
+    }
+
+    /// When the next thing happens: now while calls are pending, else the
+    /// earliest event's time (`None`: nothing is left).
+    pub fn next_time(&self) -> Option<Ns> {
+        if self.call_head < self.calls.len() {
+            return Some(self.now);
+        }
+        self.queue.first_key().map(|k| (k >> 64) as Ns)
     }
 
     /// Next thing to do: a pending call first, else the earliest event

@@ -10,11 +10,15 @@ use raidlab_core::workload::{Io, JobStream};
 
 events! {
     /// The host's events: an I/O leaves the block layer; a job's think time
-    /// ends; a rate-limited job's next I/O falls due.
+    /// ends; a rate-limited job's next I/O falls due; a request handed in
+    /// from outside arrives; a live run's clock reaches where it was asked
+    /// to stop.
     Ev {
         Submit,
         Think,
         Paced,
+        Arrive,
+        Tick,
     }
 }
 
@@ -89,6 +93,20 @@ pub struct Host {
     pub lag: raidlab_core::metrics::Lag,
     /// Per-interval figures of the window (`log_avg_msec`).
     pub timeline: Option<raidlab_core::metrics::Timeline>,
+    /// Requests handed in from outside instead of drawn from streams (a
+    /// served simulated array, [`crate::live`]).
+    external: Option<Box<External>>,
+}
+
+/// Requests handed to the host from outside (a live run): what each
+/// request slot's request is called by its sender, whether it must be
+/// made durable before it completes (a write with FUA), and the
+/// completions not yet taken.
+#[derive(Default)]
+struct External {
+    tags: Vec<u64>,
+    fua: Vec<bool>,
+    done: Vec<(u64, Ns)>,
 }
 
 /// The creator's word of a write's flush under `sync=1` (over the job).
@@ -167,7 +185,97 @@ impl Host {
             replay_timed: false,
             lag: Default::default(),
             timeline: None,
+            external: None,
         }
+    }
+
+    /// A host whose one submitting thread sends requests handed in from
+    /// outside ([`Host::hand_in`]) to `root`, each paying `block_ns` of
+    /// block-layer CPU as a job's I/O does.
+    pub fn external(id: CompId, root: CompId, block_ns: Ns, ctx: &mut Ctx) -> Host {
+        let mut h = Host::new(id, vec![root], block_ns, 0, u32::MAX, Vec::new());
+        // One thread, the one every request is sent on; it never runs out
+        // of work (a live run ends when its caller stops it).
+        h.inflight = vec![0];
+        h.waiting_since = vec![0];
+        h.waited = vec![0];
+        h.done_jobs = vec![false];
+        h.external = Some(Box::default());
+        ctx.threads = vec![0];
+        ctx.thread_busy = vec![0];
+        h
+    }
+
+    /// Hand in a request called `tag`, arriving at `at` (not before now):
+    /// `op` over `len` bytes at `offset` (a flush: none); a write with
+    /// `fua` completes once a flush behind it has.
+    #[allow(clippy::too_many_arguments)]
+    pub fn hand_in(
+        &mut self,
+        ctx: &mut Ctx,
+        at: Ns,
+        tag: u64,
+        op: Op,
+        offset: u64,
+        len: u32,
+        fua: bool,
+    ) {
+        let x = self
+            .external
+            .as_mut()
+            .expect("requests are handed in to an external host only");
+        let at = at.max(ctx.now);
+        let id = ctx.reqs.alloc(Req::new(offset, len, op, self.id, at));
+        let slot = id.index();
+        if x.tags.len() <= slot {
+            x.tags.resize(slot + 1, 0);
+            x.fua.resize(slot + 1, false);
+        }
+        x.tags[slot] = tag;
+        x.fua[slot] = fua && op == Op::Write;
+        ctx.schedule(at, self.id, id, Ev::Arrive);
+    }
+
+    /// Take the handed-in requests completed since the last call: each
+    /// one's tag and completion time.
+    pub fn take_done(&mut self, out: &mut Vec<(u64, Ns)>) {
+        if let Some(x) = &mut self.external {
+            out.append(&mut x.done);
+        }
+    }
+
+    /// Schedule the stop of a live run at `at`.
+    pub fn tick_at(&self, ctx: &mut Ctx, at: Ns) {
+        ctx.schedule(at, self.id, NONE, Ev::Tick);
+    }
+
+    /// Whether the event `(comp, req, kind)` is a live run's stop.
+    pub fn is_tick(&self, comp: CompId, req: ReqId, kind: u8) -> bool {
+        comp == self.id && req == NONE && kind == u8::from(Ev::Tick)
+    }
+
+    /// A handed-in request is back: a FUA write first sends its flush, as
+    /// `sync=1` does; otherwise it is measured and handed back.
+    fn external_done(&mut self, ctx: &mut Ctx, id: ReqId) {
+        let now = ctx.now;
+        let r = ctx.reqs[id];
+        let x = self.external.as_mut().expect("an external host");
+        let slot = id.index();
+        if std::mem::take(&mut x.fua[slot]) {
+            ctx.reqs[id].op = Op::Flush;
+            let t = ctx.reserve_on_thread(0, HOST_CPU, now, self.block_ns);
+            ctx.schedule(t, self.id, id, Ev::Submit);
+            return;
+        }
+        x.done.push((x.tags[slot], now));
+        let read = r.op == Op::Read;
+        // A FUA write's flush stands for the write (its length is kept).
+        if r.len > 0 {
+            self.metrics.record(read, r.len, now - r.t0);
+        }
+        self.completed += 1;
+        self.outstanding_one_less(0, now);
+        ctx.reqs.release(id);
     }
 
     /// Pace every job by `rate` (fio's `rate`, `rate_iops`, `rate_process`);
@@ -434,6 +542,8 @@ impl Host {
                 ctx.reqs.release(id);
                 self.issue(ctx, job);
             }
+            Ev::Arrive => self.send(ctx, 0, id),
+            Ev::Tick => {}
             Ev::Paced => {
                 // The job's clock has reached its waiting I/O: it goes out,
                 // and the job refills the slots freed meanwhile.
@@ -452,6 +562,9 @@ impl Host {
 
     /// A host I/O finished.
     pub fn done(&mut self, ctx: &mut Ctx, id: ReqId) {
+        if self.external.is_some() {
+            return self.external_done(ctx, id);
+        }
         let r = ctx.reqs[id];
         let now = ctx.now;
         if self.sync && r.op == Op::Write {

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod fit;
 pub mod hdd;
 pub mod host;
+pub mod live;
 pub mod plan;
 pub use raidlab_core::metrics;
 mod build;
@@ -32,7 +33,7 @@ use report::*;
 
 use array::{ArrayComp, Costs, Rebuild};
 use controller::{CtrlConfig, CtrlPools, CtrlVol, FastPath};
-use engine::{us, Call, CompId, Ctx, Next, PoolId, HOST_CPU};
+use engine::{us, Call, CompId, Ctx, Next, PoolId, ReqId, HOST_CPU};
 use hdd::Hdd;
 use host::Host;
 use raidlab_core::metrics::Metrics;
@@ -105,6 +106,9 @@ pub enum SimError {
     /// `hipri` on a topology or host that cannot poll.
     #[error("hipri: {0}")]
     NoPolling(String),
+    /// A live run (a served simulated array) answers for one volume.
+    #[error("the root exposes {0} volumes side by side; serve one array (or device) at a time")]
+    LiveVolumes(usize),
     /// The array cannot be laid out.
     #[error("topology: column {col}: {err}")]
     Layout {

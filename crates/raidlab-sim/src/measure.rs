@@ -205,14 +205,7 @@ pub(crate) fn run_events(
                         (None, _) => 0.0,
                     });
                 }
-                match &mut comps[c.index()] {
-                    Comp::Ssd(s) => s.event(ctx, r, k),
-                    Comp::Hdd(h) => h.event(ctx, r, k),
-                    Comp::Array(a) => a.event(ctx, r, k),
-                    Comp::Ctrl(v) => v.event(ctx, r, k),
-                    Comp::Host(h) => h.event(ctx, r, k),
-                    Comp::Empty => {}
-                }
+                dispatch_event(comps, ctx, c, r, k);
             }
         }
     }
@@ -238,6 +231,19 @@ pub(crate) fn run_events(
                 steady,
             }
         }
+    }
+}
+
+/// Hand the timed event `kind` about `req` to component `c`.
+#[inline]
+pub(crate) fn dispatch_event(comps: &mut [Comp], ctx: &mut Ctx, c: CompId, req: ReqId, kind: u8) {
+    match &mut comps[c.index()] {
+        Comp::Ssd(s) => s.event(ctx, req, kind),
+        Comp::Hdd(h) => h.event(ctx, req, kind),
+        Comp::Array(a) => a.event(ctx, req, kind),
+        Comp::Ctrl(v) => v.event(ctx, req, kind),
+        Comp::Host(h) => h.event(ctx, req, kind),
+        Comp::Empty => {}
     }
 }
 

@@ -1,0 +1,444 @@
+//! A simulated array as a block device (`raidlab serve` over presets): the
+//! model runs in real time beside the NBD server. Each request enters the model when it arrives and is
+//! answered when the model completes it; its data lives in a sparse file
+//! (on disk or in memory). How late each answer went out against the
+//! model's completion time (the drift) is measured and reported.
+//!
+//! Threads: one per connection reads requests, moves their data to or from
+//! the sparse file at once, and hands them to the model's thread, which
+//! owns the [`Live`] simulation and the clock. That thread runs the model
+//! up to the present, answers what it completed, and then waits for the
+//! next arrival or the model's next event: asleep while that is more than
+//! [`SPIN_NS`] ahead, spinning (yielding its core to any thread ready for
+//! it) for the last stretch so that answers leave on time.
+
+#![warn(missing_docs)]
+
+use raidlab_core::metrics::Lag;
+use raidlab_core::units::Ns;
+use raidlab_io::nbd::{Command, Pipelined, Reply};
+use raidlab_io::sparse::Sparse;
+use raidlab_sim::live::{Live, LiveOp};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// The stretch before an answer falls due that the model's thread spins
+/// through instead of sleeping: 20 µs, above a timed wait's wake-up
+/// latency on Linux with a 1 ns timer slack (a few µs, up to ~15 µs on a
+/// busy machine), so that sleeping never makes an answer late.
+pub const SPIN_NS: Ns = 20_000;
+
+/// How long the model's thread keeps spinning after its last arrival or
+/// answer before it sleeps: 200 µs. A client at queue depth 1 sends its
+/// next request a few tens of µs after an answer (fio over NBD: ~30 µs);
+/// waking a sleeping thread for it would add ~5-10 µs to the request.
+const SPIN_IDLE_NS: Ns = 200_000;
+
+/// How long the model's thread sleeps at most while the model is idle and
+/// nothing arrives, before looking whether serving has ended: 20 ms.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+
+/// Most bytes of requests held between arrival and answer (reads' data
+/// waiting for their time, writes' lengths): 256 MiB. A connection whose
+/// request would pass it waits until answers free room, so memory stays
+/// bounded whatever the clients send.
+pub const MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
+
+/// Answers later than this much past the model's time, at the 99th
+/// percentile over a second, count as the host falling behind (beside a
+/// tenth of the model's mean latency): 50 µs, the order of one request's
+/// protocol overhead over a local socket.
+const BEHIND_NS: Ns = 50_000;
+
+/// A request on its way to the model.
+struct Arrival {
+    at: Instant,
+    op: LiveOp,
+    offset: u64,
+    len: u32,
+    /// A read's bytes, answered when the model completes it.
+    data: Vec<u8>,
+    reply: Reply,
+}
+
+/// The bound on bytes in flight.
+#[derive(Default)]
+struct Gate {
+    bytes: Mutex<u64>,
+    room: Condvar,
+}
+
+impl Gate {
+    /// Wait until `n` more bytes fit (a request alone always does).
+    fn enter(&self, n: u64) {
+        let mut b = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        while *b > 0 && *b + n > MAX_IN_FLIGHT_BYTES {
+            b = self.room.wait(b).unwrap_or_else(|e| e.into_inner());
+        }
+        *b += n;
+    }
+
+    fn leave(&self, n: u64) {
+        *self.bytes.lock().unwrap_or_else(|e| e.into_inner()) -= n;
+        self.room.notify_all();
+    }
+}
+
+/// The served store: the sparse data and the way to the model.
+pub struct Emulated {
+    data: Sparse,
+    to_model: mpsc::Sender<Arrival>,
+    gate: Gate,
+}
+
+impl Emulated {
+    fn send(&self, a: Arrival) {
+        let n = u64::from(a.len);
+        if let Err(mpsc::SendError(a)) = self.to_model.send(a) {
+            // The model has stopped (serving is ending): the reply, dropped,
+            // answers EIO.
+            self.gate.leave(n);
+            drop(a);
+        }
+    }
+}
+
+impl Pipelined for Emulated {
+    fn size(&self) -> u64 {
+        self.data.size()
+    }
+
+    fn take(&self, cmd: Command, reply: Reply) {
+        let at = Instant::now();
+        let arrival = |op, offset, len, data| Arrival {
+            at,
+            op,
+            offset,
+            len,
+            data,
+            reply,
+        };
+        match cmd {
+            Command::Read { offset, len } => {
+                self.gate.enter(u64::from(len));
+                let mut data = vec![0u8; len as usize];
+                match self.data.read(offset, &mut data) {
+                    Ok(()) => self.send(arrival(LiveOp::Read, offset, len, data)),
+                    Err(e) => {
+                        self.gate.leave(u64::from(len));
+                        arrival(LiveOp::Read, 0, 0, Vec::new()).reply.fail(&e)
+                    }
+                }
+            }
+            Command::Write { offset, data, fua } => {
+                let len = data.len() as u32;
+                self.gate.enter(u64::from(len));
+                let stored = self.data.write(offset, &data).and_then(|()| {
+                    if fua {
+                        self.data.sync()
+                    } else {
+                        Ok(())
+                    }
+                });
+                drop(data);
+                match stored {
+                    Ok(()) => self.send(arrival(LiveOp::Write { fua }, offset, len, Vec::new())),
+                    Err(e) => {
+                        self.gate.leave(u64::from(len));
+                        arrival(LiveOp::Flush, 0, 0, Vec::new()).reply.fail(&e)
+                    }
+                }
+            }
+            Command::Flush => match self.data.sync() {
+                Ok(()) => {
+                    self.gate.enter(0);
+                    self.send(arrival(LiveOp::Flush, 0, 0, Vec::new()))
+                }
+                Err(e) => arrival(LiveOp::Flush, 0, 0, Vec::new()).reply.fail(&e),
+            },
+            // Not timed: the simulated devices take no TRIM. The bytes read
+            // as zero from now on.
+            Command::Trim { offset, len, fua } | Command::WriteZeroes { offset, len, fua } => {
+                let done = self.data.zero(offset, u64::from(len)).and_then(|()| {
+                    if fua {
+                        self.data.sync()
+                    } else {
+                        Ok(())
+                    }
+                });
+                let reply = arrival(LiveOp::Flush, 0, 0, Vec::new()).reply;
+                match done {
+                    Ok(()) => reply.ok(&[]),
+                    Err(e) => reply.fail(&e),
+                }
+            }
+        }
+    }
+}
+
+/// A request in the model: its answer, and how late the model took it in.
+struct Pending {
+    reply: Reply,
+    data: Vec<u8>,
+    late_in: Ns,
+    bytes: u64,
+}
+
+/// What the emulation measured over the whole serve.
+#[derive(Debug)]
+pub struct Drift {
+    /// Requests the model answered.
+    pub answered: u64,
+    /// How late answers went out past the model's completion times.
+    pub late: Lag,
+    /// The model's own mean latency of reads and writes, µs.
+    pub model_mean_us: f64,
+    /// The model's own 99th percentile latency of reads and writes, µs.
+    pub model_p99_us: f64,
+    /// Seconds in which answers fell behind the model.
+    pub behind_seconds: u64,
+}
+
+impl Drift {
+    /// Whether answers kept to the model's times: late by no more than
+    /// [`BEHIND_NS`] plus a tenth of the model's mean latency at the 99th
+    /// percentile over the whole serve.
+    pub fn kept_up(&self) -> bool {
+        let (_, _, p99, _) = self.late.micros();
+        p99 * 1e3 <= BEHIND_NS as f64 + 0.1 * self.model_mean_us * 1e3
+    }
+
+    /// The drift as a JSON object (`serve --report`).
+    pub fn json(&self) -> serde_json::Value {
+        let (mean, p50, p99, max) = self.late.micros();
+        serde_json::json!({
+            "answered": self.answered,
+            "model_lat_mean_us": self.model_mean_us,
+            "model_lat_p99_us": self.model_p99_us,
+            "late_mean_us": mean,
+            "late_p50_us": p50,
+            "late_p99_us": p99,
+            "late_max_us": max,
+            "behind_seconds": self.behind_seconds,
+            "kept_up": self.kept_up(),
+        })
+    }
+}
+
+/// The model's thread: the live simulation, its clock, the requests in it.
+struct Model<'a> {
+    live: Live,
+    t0: Instant,
+    pending: Vec<Option<Pending>>,
+    free: Vec<usize>,
+    done: Vec<(u64, Ns)>,
+    late: Lag,
+    second: Lag,
+    next_second: Ns,
+    /// When the thread last took a request in or answered one.
+    last_active: Ns,
+    behind_seconds: u64,
+    stats: bool,
+    gate: &'a Gate,
+}
+
+impl Model<'_> {
+    /// Nanoseconds on the serve's clock.
+    fn clock(&self) -> Ns {
+        self.t0.elapsed().as_nanos() as Ns
+    }
+
+    fn hand_in(&mut self, a: Arrival) {
+        let at = a.at.saturating_duration_since(self.t0).as_nanos() as Ns;
+        let late_in = self.live.now().saturating_sub(at);
+        self.last_active = self.clock();
+        let p = Pending {
+            reply: a.reply,
+            data: a.data,
+            late_in,
+            bytes: u64::from(a.len),
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.pending[s] = Some(p);
+                s
+            }
+            None => {
+                self.pending.push(Some(p));
+                self.pending.len() - 1
+            }
+        };
+        self.live.hand_in(at, slot as u64, a.op, a.offset, a.len);
+    }
+
+    /// Answer every request the model has completed.
+    fn answer(&mut self) {
+        let done = std::mem::take(&mut self.done);
+        for &(tag, t) in &done {
+            let slot = tag as usize;
+            let p = self.pending[slot].take().expect("a request in the model");
+            self.free.push(slot);
+            let late = self.clock().saturating_sub(t) + p.late_in;
+            self.late.record(late);
+            self.second.record(late);
+            p.reply.ok(&p.data);
+            self.gate.leave(p.bytes);
+        }
+        if !done.is_empty() {
+            self.last_active = self.clock();
+        }
+        self.done = done;
+        self.done.clear();
+    }
+
+    /// Wait for the next arrival or until the model's next event is due.
+    fn wait(&mut self, arrivals: &mpsc::Receiver<Arrival>) {
+        let now = self.clock();
+        let until = self
+            .live
+            .next_time()
+            .unwrap_or(now + IDLE_WAIT.as_nanos() as Ns)
+            .min(self.next_second);
+        // Spin through the last stretch before the model's next event, and
+        // for a while after the last activity (the next arrival is near).
+        let busy_until = self.last_active + SPIN_IDLE_NS;
+        let end = if until <= now + SPIN_NS {
+            until
+        } else if now < busy_until {
+            busy_until.min(until - SPIN_NS)
+        } else {
+            let sleep = Duration::from_nanos(until - SPIN_NS - now);
+            if let Ok(a) = arrivals.recv_timeout(sleep) {
+                self.hand_in(a);
+            }
+            return;
+        };
+        while self.clock() < end {
+            if let Ok(a) = arrivals.try_recv() {
+                self.hand_in(a);
+                return;
+            }
+            // Give the core to any other thread ready on it (a client or a
+            // connection's reader on a machine of few cores): spinning
+            // must not delay the requests it waits for.
+            std::thread::yield_now();
+        }
+    }
+
+    /// Once a second: the figures of the second past (with `--stats`), or
+    /// a warning when answers fell behind the model.
+    fn each_second(&mut self, now: Ns) {
+        if now < self.next_second {
+            return;
+        }
+        self.next_second = now + 1_000_000_000;
+        let second = std::mem::take(&mut self.second);
+        let (mean, p50, p99, max) = second.micros();
+        let model = self.live.metrics();
+        let model_mean_us = mean_latency_us(model);
+        let behind = second.count > 0 && p99 * 1e3 > BEHIND_NS as f64 + 0.1 * model_mean_us * 1e3;
+        self.behind_seconds += u64::from(behind);
+        if self.stats && (second.count > 0 || self.live.in_flight() > 0) {
+            eprintln!(
+                "raidlab: {:.0} s: {} answers/s; model latency mean {model_mean_us:.1} us; answers late mean {mean:.1} us, p50 {p50:.1}, p99 {p99:.1}, max {max:.1}; {} in flight",
+                now as f64 / 1e9,
+                second.count,
+                self.live.in_flight()
+            );
+        }
+        if behind && (self.stats || self.behind_seconds.is_power_of_two()) {
+            eprintln!(
+                "raidlab: the host is not keeping up with the model: answers went out late by {p99:.0} us at the 99th percentile over the last second (times a client measures are that much longer than the array's)"
+            );
+        }
+    }
+
+    /// Run until `stop`, once every request taken in has been answered.
+    fn run(mut self, arrivals: mpsc::Receiver<Arrival>, stop: &AtomicBool) -> Drift {
+        raidlab_io::serve::fine_timer_slack();
+        loop {
+            while let Ok(a) = arrivals.try_recv() {
+                self.hand_in(a);
+            }
+            let now = self.clock();
+            self.live.advance(now, &mut self.done);
+            self.answer();
+            self.each_second(now);
+            // Serving has ended and every request is answered (the model's
+            // own background work, a cache destaging, is not waited for).
+            if stop.load(Ordering::SeqCst) && self.free.len() == self.pending.len() {
+                break;
+            }
+            self.wait(&arrivals);
+        }
+        Drift {
+            answered: self.late.count,
+            model_mean_us: mean_latency_us(self.live.metrics()),
+            model_p99_us: p99_latency_us(self.live.metrics()),
+            late: self.late,
+            behind_seconds: self.behind_seconds,
+        }
+    }
+}
+
+/// Mean latency of reads and writes together, µs.
+fn mean_latency_us(m: &raidlab_core::metrics::Metrics) -> f64 {
+    let n = m.read.count + m.write.count;
+    if n == 0 {
+        return 0.0;
+    }
+    let sum = m.read.lat_sum as f64 + m.write.lat_sum as f64;
+    sum / n as f64 / 1e3
+}
+
+/// The 99th percentile latency of reads and writes together, µs.
+fn p99_latency_us(m: &raidlab_core::metrics::Metrics) -> f64 {
+    let mut h = m.read.hist.clone();
+    h.add(&m.write.hist).expect("same histogram bounds");
+    if h.is_empty() {
+        return 0.0;
+    }
+    h.value_at_quantile(0.99) as f64 / 1e3
+}
+
+/// Serve `live` over NBD with its data in `data`, as `opts` says; `ready`
+/// is told the size once clients may connect. Returns the server's summary
+/// and the emulation's drift.
+pub fn serve(
+    live: Live,
+    data: Sparse,
+    opts: &raidlab_io::serve::ServeOptions,
+    stats: bool,
+    ready: impl FnOnce(u64),
+) -> Result<(raidlab_io::serve::ServeSummary, Drift), raidlab_io::Error> {
+    let (tx, rx) = mpsc::channel();
+    let store = Emulated {
+        data,
+        to_model: tx,
+        gate: Gate::default(),
+    };
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let model = Model {
+            live,
+            t0: Instant::now(),
+            pending: Vec::new(),
+            free: Vec::new(),
+            done: Vec::new(),
+            late: Lag::default(),
+            second: Lag::default(),
+            next_second: 1_000_000_000,
+            last_active: 0,
+            behind_seconds: 0,
+            stats,
+            gate: &store.gate,
+        };
+        let stop_ref = &stop;
+        let thread = s.spawn(move || model.run(rx, stop_ref));
+        let served = raidlab_io::serve::serve_pipelined(&store, opts, ready);
+        stop.store(true, Ordering::SeqCst);
+        let drift = thread.join().expect("the model's thread does not panic");
+        served.map(|s| (s, drift))
+    })
+}
