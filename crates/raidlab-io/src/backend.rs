@@ -53,15 +53,14 @@ impl EngineKind {
     }
 }
 
+/// Counters of one member, shared by all workers: only what must be
+/// shared while the run goes (operations in flight, for mirror reads to
+/// balance on and for the busy time); each worker counts its completions
+/// in its own [`Tally`] and adds them here when it ends. Aligned to two
+/// cache lines so that workers busy on different members do not share
+/// one (the CPU prefetches lines in pairs).
 #[derive(Default)]
-struct Busy {
-    inflight: u32,
-    since: Option<Instant>,
-    total_ns: u128,
-}
-
-/// Counters of one member, shared by all workers.
-#[derive(Default)]
+#[repr(align(128))]
 pub(crate) struct MemberCounters {
     /// Reads completed.
     pub reads: AtomicU64,
@@ -73,7 +72,22 @@ pub(crate) struct MemberCounters {
     pub write_bytes: AtomicU64,
     /// Operations in flight now (what mirror reads balance on).
     pending: std::sync::atomic::AtomicU32,
-    busy: Mutex<Busy>,
+    /// When the member last went from idle to busy, ns since [`epoch`].
+    since: AtomicU64,
+    /// Time with at least one operation in flight, ns, up to the last
+    /// time it went idle.
+    busy: AtomicU64,
+}
+
+/// The instant the busy-time clocks count from (the first use).
+fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Nanoseconds from [`epoch`] to `t`.
+fn since_epoch(t: Instant) -> u64 {
+    t.saturating_duration_since(epoch()).as_nanos() as u64
 }
 
 impl MemberCounters {
@@ -82,39 +96,68 @@ impl MemberCounters {
         self.pending.load(Ordering::Relaxed)
     }
 
+    /// An operation starts at `now`: the member is busy from now if it
+    /// was idle.
     fn begin(&self, now: Instant) {
-        self.pending.fetch_add(1, Ordering::Relaxed);
-        let mut b = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        if b.inflight == 0 {
-            b.since = Some(now);
+        if self.pending.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.since.store(since_epoch(now), Ordering::Release);
         }
-        b.inflight += 1;
     }
 
-    fn end(&self, now: Instant, dir: Dir, bytes: usize) {
-        self.pending.fetch_sub(1, Ordering::Relaxed);
-        {
-            let mut b = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-            b.inflight -= 1;
-            if b.inflight == 0 {
-                if let Some(s) = b.since.take() {
-                    b.total_ns += now.duration_since(s).as_nanos();
-                }
-            }
+    /// An operation ends at `now`: the member's busy stretch ends if it
+    /// was the last in flight. (An operation starting on another thread
+    /// between the count's fall and the read of `since` shortens the
+    /// stretch counted by the time between the two: busy time, like
+    /// iostat's, is a measure, not an invariant.)
+    fn end(&self, now: Instant) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let from = self.since.load(Ordering::Acquire);
+            self.busy
+                .fetch_add(since_epoch(now).saturating_sub(from), Ordering::Relaxed);
         }
-        let (n, by) = match dir {
-            Dir::Write => (&self.writes, &self.write_bytes),
-            Dir::Read => (&self.reads, &self.read_bytes),
-            // A flush moves no data: it counts as busy time only.
-            Dir::Flush => return,
-        };
-        n.fetch_add(1, Ordering::Relaxed);
-        by.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Add a worker's tally.
+    fn add(&self, t: &Tally) {
+        self.reads.fetch_add(t.reads, Ordering::Relaxed);
+        self.writes.fetch_add(t.writes, Ordering::Relaxed);
+        self.read_bytes.fetch_add(t.read_bytes, Ordering::Relaxed);
+        self.write_bytes.fetch_add(t.write_bytes, Ordering::Relaxed);
     }
 
     /// Time with at least one operation in flight (iostat's %util basis), ns.
     pub fn busy_ns(&self) -> u128 {
-        self.busy.lock().unwrap_or_else(|e| e.into_inner()).total_ns
+        self.busy.load(Ordering::Relaxed) as u128
+    }
+}
+
+/// One worker's completions on one member, added to its shared
+/// [`MemberCounters`] when the worker's back end is dropped: counted in
+/// shared atomics on every operation, page-cache reads with two jobs on
+/// two cores ran no faster than with one (the counters' cache lines went
+/// back and forth between the cores).
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    reads: u64,
+    writes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+}
+
+impl Tally {
+    fn count(&mut self, dir: Dir, bytes: usize) {
+        match dir {
+            Dir::Write => {
+                self.writes += 1;
+                self.write_bytes += bytes as u64;
+            }
+            Dir::Read => {
+                self.reads += 1;
+                self.read_bytes += bytes as u64;
+            }
+            // A flush moves no data: it counts as busy time only.
+            Dir::Flush => {}
+        }
     }
 }
 
@@ -362,6 +405,22 @@ pub(crate) struct Backend<'m> {
     /// The worker's scheduler.
     pub sched: Sched,
     engine: Box<dyn Engine>,
+    /// The worker's completions per member, added to the members' shared
+    /// counters when it is dropped.
+    tallies: Vec<std::cell::Cell<Tally>>,
+}
+
+/// An empty tally per member.
+fn tallies(members: &Members) -> Vec<std::cell::Cell<Tally>> {
+    vec![std::cell::Cell::new(Tally::default()); members.counters.len()]
+}
+
+impl Drop for Backend<'_> {
+    fn drop(&mut self) {
+        for (c, t) in self.members.counters.iter().zip(&self.tallies) {
+            c.add(&t.get());
+        }
+    }
 }
 
 impl<'m> Backend<'m> {
@@ -371,6 +430,7 @@ impl<'m> Backend<'m> {
             members,
             sched: Sched::default(),
             engine: Box::new(Psync),
+            tallies: tallies(members),
         }
     }
 
@@ -415,6 +475,7 @@ impl<'m> Backend<'m> {
                 fixed_files,
                 reg,
             }),
+            tallies: tallies(members),
         })
     }
 
@@ -680,6 +741,13 @@ impl Future for Leaf<'_, '_> {
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let be = self.be;
+        let m = self.op.m;
+        let done = |dir, bytes| {
+            let t = &be.tallies[m];
+            let mut x = t.get();
+            x.count(dir, bytes);
+            t.set(x);
+        };
         let counters = &be.members.counters[self.op.m];
         let (dir, len) = (self.op.dir, self.op.len);
         match self.slot {
@@ -700,7 +768,8 @@ impl Future for Leaf<'_, '_> {
                         .start(be.members, be.sched.current.get(), &self.op)
                 } {
                     Started::Done(r) => {
-                        counters.end(Instant::now(), dir, if r.is_ok() { len } else { 0 });
+                        counters.end(Instant::now());
+                        done(dir, if r.is_ok() { len } else { 0 });
                         Poll::Ready(r.map_err(|e| be.err(&self.op, e)))
                     }
                     Started::Queued(slot) => {
@@ -713,7 +782,8 @@ impl Future for Leaf<'_, '_> {
                 None => Poll::Pending,
                 Some(res) => {
                     self.slot = None;
-                    counters.end(Instant::now(), dir, res.max(0) as usize);
+                    counters.end(Instant::now());
+                    done(dir, res.max(0) as usize);
                     Poll::Ready(self.outcome(res))
                 }
             },

@@ -225,7 +225,13 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
             }
         }
     } else {
-        let gen = sh.nonce | (sh.seq.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff);
+        // A generation only where verify records it (the shared sequence
+        // is a cache line every writing worker would take in turn).
+        let gen = if sh.verify {
+            sh.nonce | (sh.seq.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff)
+        } else {
+            0
+        };
         if sh.verify {
             verify::fill(&mut buf[..len], io.offset, gen);
         }
