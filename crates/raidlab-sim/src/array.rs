@@ -493,7 +493,10 @@ impl ArrayComp {
     /// A flush goes to every member, as md forwards a preflush to each of
     /// its devices.
     fn plan_flush(&self, plan: &mut Plan) {
-        plan.writes.extend((0..self.members.len()).map(|m| Extent {
+        // Every member there is: a missing one has nothing to flush (and no
+        // component to send it to).
+        let present = (0..self.members.len()).filter(|&m| !self.failed[m]);
+        plan.writes.extend(present.map(|m| Extent {
             member: m as u32,
             offset: 0,
             len: 0,

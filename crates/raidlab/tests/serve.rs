@@ -562,3 +562,25 @@ fn mkfs_ext4_on_nbdfuse_of_a_served_simulated_array_holds_files() {
     let log = stop(child);
     assert!(log.contains("the model answered"), "{log}");
 }
+
+#[test]
+#[cfg_attr(
+    raidlab_no_qemu,
+    ignore = "qemu-io is not installed (apt-get install qemu-utils)"
+)]
+fn a_degraded_simulated_array_and_one_rebuilding_serve_writes_flushes_and_reads() {
+    let d = dir("degraded-sim");
+    let sock = d.join("s.sock");
+    for topo in [
+        "raid5(3*x25e, missing)",
+        "raid5[stripe=64k,spares=1,rebuild_max=100m](2*x25e, missing, x25e)",
+    ] {
+        let child = serve(topo, &sock, &["--size", "64m"]);
+        qemu_io(
+            &sock,
+            &["write -P 0x77 1M 1M", "flush", "read -P 0x77 1M 1M"],
+        );
+        let log = stop(child);
+        assert!(log.contains("the model answered"), "{topo}: {log}");
+    }
+}
