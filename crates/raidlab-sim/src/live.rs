@@ -12,7 +12,7 @@
 
 use super::*;
 use crate::engine::Op;
-use crate::measure::{call_component, dispatch_event};
+use crate::measure::{event_loop, Watch};
 
 /// What a request handed in does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,19 +110,15 @@ impl Live {
         let Sim { ctx, comps, .. } = &mut self.sim;
         let until = until.max(ctx.now);
         host(comps).tick_at(ctx, until);
-        while let Some(next) = ctx.next_step() {
-            match next {
-                Next::Call(call) => {
-                    call_component(comps, ctx, call);
-                }
-                Next::Event(c, r, k) => {
-                    if host(comps).is_tick(c, r, k) {
-                        break;
-                    }
-                    dispatch_event(comps, ctx, c, r, k);
-                }
+        // Stop at the tick: the events due by `until` scheduled before it
+        // have been handed on.
+        event_loop(comps, ctx, until, &mut |comps, _, (c, r, k)| {
+            if host(comps).is_tick(c, r, k) {
+                Watch::Stop
+            } else {
+                Watch::Until(until)
             }
-        }
+        });
         host(comps).take_done(done);
     }
 
