@@ -4,9 +4,9 @@
 //! once; bad input refused.
 
 mod common;
+use common::served::{finished, serve, stop, uri};
 use common::*;
 use std::io::{Read, Write};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// A scratch folder of this test's own.
@@ -36,34 +36,6 @@ fn raid5(d: &std::path::Path, mib: u64) -> (String, Vec<String>) {
     (expr, paths)
 }
 
-/// Start `raidlab serve` and wait for its socket.
-fn serve(expr: &str, sock: &std::path::Path, extra: &[&str]) -> Child {
-    let mut args = vec!["serve", "-t", expr, "--socket", sock.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    let child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start raidlab serve");
-    let t = Instant::now();
-    while !sock.exists() {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "no socket at {}",
-            sock.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The socket exists once bound; the volume is assembled just after.
-    std::thread::sleep(Duration::from_millis(200));
-    child
-}
-
-fn uri(sock: &std::path::Path) -> String {
-    format!("nbd+unix:///?socket={}", sock.display())
-}
-
 /// qemu-io's commands against the served volume; its output.
 fn qemu_io(sock: &std::path::Path, cmds: &[&str]) -> String {
     let mut args = vec!["-f".to_string(), "raw".to_string()];
@@ -83,31 +55,6 @@ fn qemu_io(sock: &std::path::Path, cmds: &[&str]) -> String {
         "qemu-io {cmds:?}: {out}"
     );
     out
-}
-
-/// Stop a server with SIGTERM (it then marks its arrays clean) and wait.
-fn stop(child: Child) -> String {
-    let st = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    finished(child)
-}
-
-/// Wait for a server started with --connections to exit by itself.
-fn finished(mut child: Child) -> String {
-    let t = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            let mut e = String::new();
-            child.stderr.take().unwrap().read_to_string(&mut e).unwrap();
-            assert!(st.success(), "serve: {e}");
-            return e;
-        }
-        assert!(t.elapsed() < Duration::from_secs(60), "serve did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -159,15 +106,8 @@ fn a_flushed_write_survives_kill_9() {
     assert!(o.status.success(), "check: {}", stderr(&o));
 }
 
-#[test]
-#[cfg_attr(
-    raidlab_no_libnbd,
-    ignore = "nbdcopy is not installed (apt-get install libnbd-bin)"
-)]
-fn nbdcopy_in_and_out_is_byte_identical() {
-    let d = dir("copy");
-    // 4 x 96 MiB members: a RAID 5 of about 286 MiB, room for 256 MiB.
-    let (expr, _) = raid5(&d, 96);
+/// A 256 MiB image of pseudo-random bytes in `d`, and its bytes.
+fn image(d: &std::path::Path) -> (std::path::PathBuf, Vec<u8>) {
     let img = d.join("in.img");
     let mut data = vec![0u8; 256 << 20];
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
@@ -178,25 +118,43 @@ fn nbdcopy_in_and_out_is_byte_identical() {
         chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
     }
     std::fs::write(&img, &data).unwrap();
+    (img, data)
+}
+
+/// nbdcopy `img` into the served volume (flushed), then the volume out
+/// to `out.img` beside it, four connections each way; the copy's path.
+fn copy_in_and_out(img: &std::path::Path, sock: &std::path::Path) -> std::path::PathBuf {
+    let out = img.with_file_name("out.img");
+    for (from, to, what) in [
+        (img.as_os_str().to_owned(), uri(sock).into(), "in"),
+        (uri(sock).into(), out.as_os_str().to_owned(), "out"),
+    ] {
+        let st = Command::new("nbdcopy")
+            .args(["-C", "4", "--flush"])
+            .arg(from)
+            .arg(to)
+            .status()
+            .expect("nbdcopy");
+        assert!(st.success(), "nbdcopy {what}");
+    }
+    out
+}
+
+#[test]
+#[cfg_attr(
+    raidlab_no_libnbd,
+    ignore = "nbdcopy is not installed (apt-get install libnbd-bin)"
+)]
+fn nbdcopy_in_and_out_is_byte_identical() {
+    let d = dir("copy");
+    // 4 x 96 MiB members: a RAID 5 of about 286 MiB, room for 256 MiB.
+    let (expr, _) = raid5(&d, 96);
+    let (img, data) = image(&d);
     let sock = d.join("s.sock");
     // Four connections each way (the server offers multi-conn); served
     // until SIGTERM.
     let child = serve(&expr, &sock, &[]);
-    let st = Command::new("nbdcopy")
-        .args(["-C", "4", "--flush"])
-        .arg(&img)
-        .arg(uri(&sock))
-        .status()
-        .expect("nbdcopy");
-    assert!(st.success(), "nbdcopy in");
-    let out = d.join("out.img");
-    let st = Command::new("nbdcopy")
-        .args(["-C", "4"])
-        .arg(uri(&sock))
-        .arg(&out)
-        .status()
-        .expect("nbdcopy");
-    assert!(st.success(), "nbdcopy out");
+    let out = copy_in_and_out(&img, &sock);
     let log = stop(child);
     assert!(log.contains("served"), "{log}");
     // SIGTERM stopped it cleanly: the array needs no resync.
@@ -327,6 +285,34 @@ fn serve_refuses_what_it_cannot_serve() {
     );
 }
 
+/// fio's nbd engine writes 8 MiB of 4 KiB blocks at queue depth 8 through
+/// the served volume and reads every block back verified (crc32c).
+fn fio_verify(sock: &std::path::Path, what: &str) {
+    let o = Command::new("fio")
+        .args([
+            "--name=v",
+            "--ioengine=nbd",
+            &format!("--uri={}", uri(sock)),
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=8m",
+            "--iodepth=8",
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--output-format=json",
+        ])
+        .output()
+        .expect("fio");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{what}: {}{out}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    assert_eq!(j["jobs"][0]["error"], 0, "{what}");
+    assert!(
+        j["jobs"][0]["read"]["io_bytes"].as_u64().unwrap() >= 8 << 20,
+        "{what}: verified every block"
+    );
+}
+
 #[test]
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed")]
 fn fio_verifies_through_a_served_raid5_with_a_member_missing() {
@@ -338,33 +324,7 @@ fn fio_verifies_through_a_served_raid5_with_a_member_missing() {
         // fio's engine connects more than once (its setup asks the size):
         // served until SIGTERM.
         let child = serve(e, &sock, &[]);
-        let o = Command::new("fio")
-            .args([
-                "--name=v",
-                "--ioengine=nbd",
-                &format!("--uri={}", uri(&sock)),
-                "--rw=randwrite",
-                "--bs=4k",
-                "--size=8m",
-                "--iodepth=8",
-                "--verify=crc32c",
-                "--do_verify=1",
-                "--output-format=json",
-            ])
-            .output()
-            .expect("fio");
-        let out = String::from_utf8_lossy(&o.stdout);
-        assert!(
-            o.status.success(),
-            "{n}: {}{out}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let j: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
-        assert_eq!(j["jobs"][0]["error"], 0, "{n}");
-        assert!(
-            j["jobs"][0]["read"]["io_bytes"].as_u64().unwrap() >= 8 << 20,
-            "{n}: verified every block"
-        );
+        fio_verify(&sock, n);
         stop(child);
     }
 }
@@ -384,26 +344,7 @@ fn fio_verifies_through_a_served_simulated_array() {
         &sock,
         &["--size", "64m", "--report", report.to_str().unwrap()],
     );
-    let o = Command::new("fio")
-        .args([
-            "--name=v",
-            "--ioengine=nbd",
-            &format!("--uri={}", uri(&sock)),
-            "--rw=randwrite",
-            "--bs=4k",
-            "--size=8m",
-            "--iodepth=8",
-            "--verify=crc32c",
-            "--do_verify=1",
-            "--output-format=json",
-        ])
-        .output()
-        .expect("fio");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}{out}", stderr(&o));
-    let j: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
-    assert_eq!(j["jobs"][0]["error"], 0);
-    assert!(j["jobs"][0]["read"]["io_bytes"].as_u64().unwrap() >= 8 << 20);
+    fio_verify(&sock, "simulated");
     let log = stop(child);
     assert!(log.contains("the model answered"), "{log}");
     // Every write and verifying read went through the model.
@@ -419,29 +360,12 @@ fn fio_verifies_through_a_served_simulated_array() {
 )]
 fn nbdcopy_through_a_served_simulated_array_is_byte_identical() {
     let d = dir("copy-sim");
-    let img = d.join("in.img");
-    let mut data = vec![0u8; 256 << 20];
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    for chunk in data.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-    }
-    std::fs::write(&img, &data).unwrap();
+    let (img, data) = image(&d);
     let sock = d.join("s.sock");
     let child = serve("x25e", &sock, &["--size", "256m"]);
-    for (from, to) in [(img.clone(), None), (d.join("out.img"), Some(()))] {
-        let mut c = Command::new("nbdcopy");
-        c.args(["-C", "4"]);
-        match to {
-            None => c.arg("--flush").arg(&from).arg(uri(&sock)),
-            Some(()) => c.arg(uri(&sock)).arg(&from),
-        };
-        assert!(c.status().expect("nbdcopy").success(), "nbdcopy");
-    }
+    let out = copy_in_and_out(&img, &sock);
     stop(child);
-    let back = std::fs::read(d.join("out.img")).unwrap();
+    let back = std::fs::read(out).unwrap();
     assert!(back == data, "the image came back changed");
 }
 

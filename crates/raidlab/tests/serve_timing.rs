@@ -11,10 +11,8 @@
 //! to itself (test binaries run one after another).
 
 mod common;
+use common::served::{serve, stop};
 use common::*;
-use std::io::Read;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
 
 /// Seconds each fio run lasts.
 const FIO_SECONDS: u32 = 3;
@@ -27,47 +25,6 @@ fn dir(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// Start `raidlab serve ARGS --socket SOCK` and wait for its socket.
-fn serve(args: &[&str], sock: &std::path::Path) -> Child {
-    let _ = std::fs::remove_file(sock);
-    let mut all = vec!["serve"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--socket", sock.to_str().unwrap()]);
-    let child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args(&all)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start raidlab serve");
-    let t = Instant::now();
-    while !sock.exists() {
-        assert!(t.elapsed() < Duration::from_secs(30), "no socket");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    child
-}
-
-/// SIGTERM, then the server's stderr once it has exited.
-fn stop(mut child: Child) -> String {
-    let st = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let t = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            let mut e = String::new();
-            child.stderr.take().unwrap().read_to_string(&mut e).unwrap();
-            assert!(st.success(), "serve: {e}");
-            return e;
-        }
-        assert!(t.elapsed() < Duration::from_secs(60), "serve did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// What a client (or the simulator) measured: IOPS, mean and p99 latency, µs.
@@ -134,7 +91,7 @@ fn round_trip(d: &std::path::Path) -> Seen {
         .unwrap();
     std::fs::write(&img, vec![1u8; 64 << 20]).unwrap();
     let sock = d.join("null.sock");
-    let child = serve(&["-t", img.to_str().unwrap(), "--force"], &sock);
+    let child = serve(img.to_str().unwrap(), &sock, &["--force"]);
     let seen = fio(&sock, "randread", 1);
     stop(child);
     seen
@@ -164,15 +121,9 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                 let report = d.join("drift.json");
                 let prep = format!("rw={rw} bs=4k iodepth={qd}");
                 let child = serve(
-                    &[
-                        "-t",
-                        topo,
-                        "-w",
-                        &prep,
-                        "--report",
-                        report.to_str().unwrap(),
-                    ],
+                    topo,
                     &sock,
+                    &["-w", &prep, "--report", report.to_str().unwrap()],
                 );
                 let got = fio(&sock, rw, qd);
                 let err = stop(child);

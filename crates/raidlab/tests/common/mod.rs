@@ -3,6 +3,8 @@
 
 pub use std::process::{Command, Output};
 
+pub mod served;
+
 pub fn raidlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_raidlab"))
         .args(args)
