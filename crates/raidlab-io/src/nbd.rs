@@ -624,59 +624,11 @@ fn pipeline<S: Pipelined + ?Sized>(
     let size = store.size();
     loop {
         let r = read_request(c)?;
-        let fua = r.flags & CMD_FLAG_FUA != 0;
-        let overflow = r.offset.checked_add(r.len as u64).is_none();
-        let checked = |limit| range_error(&r, size, limit).or(overflow.then_some(EINVAL));
+        if r.ty == CMD_DISC {
+            return Ok(());
+        }
         counts.requests += 1;
-        let step = match r.ty {
-            CMD_DISC => {
-                counts.requests -= 1;
-                return Ok(());
-            }
-            CMD_READ => Step::unless(
-                checked(true),
-                Command::Read {
-                    offset: r.offset,
-                    len: r.len,
-                },
-            ),
-            CMD_WRITE => {
-                if r.len > MAX_REQUEST {
-                    replies.send(r.cookie, EOVERFLOW, &[]);
-                    return Err(End::Protocol(format!("a write of {} bytes", r.len)));
-                }
-                let mut data = vec![0u8; r.len as usize];
-                c.read_exact(&mut data)?;
-                Step::unless(
-                    checked(true),
-                    Command::Write {
-                        offset: r.offset,
-                        data,
-                        fua,
-                    },
-                )
-            }
-            CMD_FLUSH => Step::Take(Command::Flush),
-            CMD_TRIM => Step::unless(
-                checked(false),
-                Command::Trim {
-                    offset: r.offset,
-                    len: r.len,
-                    fua,
-                },
-            ),
-            CMD_WRITE_ZEROES => Step::unless(
-                checked(false),
-                Command::WriteZeroes {
-                    offset: r.offset,
-                    len: r.len,
-                    fua,
-                },
-            ),
-            CMD_CACHE => Step::Answer(range_error(&r, size, false).unwrap_or(0)),
-            _ => Step::Answer(EINVAL),
-        };
-        match step {
+        match step_of(c, &r, size, replies)? {
             Step::Answer(err) => {
                 counts.errors += u64::from(err != 0);
                 replies.send(r.cookie, err, &[]);
@@ -700,6 +652,33 @@ fn pipeline<S: Pipelined + ?Sized>(
             }
         }
     }
+}
+
+/// What to do with request `r` (a write's payload read from `c`) on an
+/// export of `size` bytes; a write too large to read past ends the
+/// connection, answered EOVERFLOW first.
+fn step_of(c: &mut impl Read, r: &Request, size: u64, replies: &Replies) -> Result<Step, End> {
+    let fua = r.flags & CMD_FLAG_FUA != 0;
+    let overflow = r.offset.checked_add(r.len as u64).is_none();
+    let checked = |limit| range_error(r, size, limit).or(overflow.then_some(EINVAL));
+    let (offset, len) = (r.offset, r.len);
+    Ok(match r.ty {
+        CMD_READ => Step::unless(checked(true), Command::Read { offset, len }),
+        CMD_WRITE => {
+            if len > MAX_REQUEST {
+                replies.send(r.cookie, EOVERFLOW, &[]);
+                return Err(End::Protocol(format!("a write of {len} bytes")));
+            }
+            let mut data = vec![0u8; len as usize];
+            c.read_exact(&mut data)?;
+            Step::unless(checked(true), Command::Write { offset, data, fua })
+        }
+        CMD_FLUSH => Step::Take(Command::Flush),
+        CMD_TRIM => Step::unless(checked(false), Command::Trim { offset, len, fua }),
+        CMD_WRITE_ZEROES => Step::unless(checked(false), Command::WriteZeroes { offset, len, fua }),
+        CMD_CACHE => Step::Answer(range_error(r, size, false).unwrap_or(0)),
+        _ => Step::Answer(EINVAL),
+    })
 }
 
 /// Zeroes over `len` bytes at `off`, written a bounded piece at a time.

@@ -172,26 +172,11 @@ pub(crate) fn run_events(
     if let Comp::Host(h) = &mut comps[HOST.index()] {
         h.start(ctx);
     }
-    // When the rounds (or the ramp's snapshot) next need a look.
-    let due = |rounds: &Option<window::Rounds<Snapshot>>, snapped: bool| match rounds {
-        Some(rs) if !rs.begun() => rs.first_start(),
-        Some(rs) => rs.next,
-        None if !snapped => ramp,
-        None => Ns::MAX,
-    };
-    let wake = due(&rounds, snapped);
+    let wake = due(&rounds, snapped, ramp);
     event_loop(comps, ctx, wake, &mut |comps, ctx, _| {
         if let Some(rs) = rounds.as_mut() {
-            if !rs.begun() && ctx.now >= rs.first_start() {
-                rs.begin(snap(comps, ctx), cache_levels(comps));
-            }
-            if rs.begun() && ctx.now >= rs.next {
-                if close_rounds(rs, comps, ctx, &snap) {
-                    return Watch::Stop;
-                }
-                if let Some(f) = &fill {
-                    f.fast_forward(rs, comps, ctx);
-                }
+            if look_at_rounds(rs, comps, ctx, &snap, fill.as_ref()) {
+                return Watch::Stop;
             }
         } else if !snapped && ctx.now >= ramp {
             start = snap(comps, ctx);
@@ -204,30 +189,70 @@ pub(crate) fn run_events(
                 (None, _) => 0.0,
             });
         }
-        Watch::Until(due(&rounds, snapped))
+        Watch::Until(due(&rounds, snapped, ramp))
     });
-    let Comp::Host(host) = &mut comps[HOST.index()] else {
-        unreachable!("the host is at HOST")
-    };
-    match rounds.and_then(|r| r.window()) {
-        Some((metrics, start, t0, len, steady)) => Measured {
+    if let Some((metrics, start, t0, len, steady)) = rounds.and_then(|r| r.window()) {
+        return Measured {
             metrics,
             start,
             t0,
             len,
             steady,
-        },
-        None => {
-            let end = host.last_completion.max(ramp);
-            let steady = window::one_pass(ramp, &host.marks, host.fifth);
-            Measured {
-                metrics: std::mem::take(&mut host.metrics),
-                start: if snapped { start } else { snap(comps, ctx) },
-                t0: ramp,
-                len: if snapped { end - ramp } else { 0 },
-                steady,
-            }
+        };
+    }
+    let start = if snapped { start } else { snap(comps, ctx) };
+    let Comp::Host(host) = &mut comps[HOST.index()] else {
+        unreachable!("the host is at HOST")
+    };
+    pass_measured(host, ramp, snapped, start)
+}
+
+/// When the rounds (or, without them, the ramp's snapshot) next need a
+/// look at the clock.
+fn due(rounds: &Option<window::Rounds<Snapshot>>, snapped: bool, ramp: Ns) -> Ns {
+    match rounds {
+        Some(rs) if !rs.begun() => rs.first_start(),
+        Some(rs) => rs.next,
+        None if !snapped => ramp,
+        None => Ns::MAX,
+    }
+}
+
+/// The rounds' look at the clock: the first round begins once its start
+/// is reached; rounds that have ended are closed, and caches seen filling
+/// are filled ahead. Whether the window is measured (the run is over).
+fn look_at_rounds(
+    rs: &mut window::Rounds<Snapshot>,
+    comps: &mut [Comp],
+    ctx: &mut Ctx,
+    snap: &dyn Fn(&[Comp], &Ctx) -> Snapshot,
+    fill: Option<&Fill>,
+) -> bool {
+    if !rs.begun() && ctx.now >= rs.first_start() {
+        rs.begin(snap(comps, ctx), cache_levels(comps));
+    }
+    if rs.begun() && ctx.now >= rs.next {
+        if close_rounds(rs, comps, ctx, snap) {
+            return true;
         }
+        if let Some(f) = fill {
+            f.fast_forward(rs, comps, ctx);
+        }
+    }
+    false
+}
+
+/// A one-pass run's measurement: from the ramp's end (`start`, its
+/// snapshot, or the end's when the run ended before the ramp did) to the
+/// host's last completion.
+fn pass_measured(host: &mut Host, ramp: Ns, ramp_ended: bool, start: Snapshot) -> Measured {
+    let end = host.last_completion.max(ramp);
+    Measured {
+        metrics: std::mem::take(&mut host.metrics),
+        start,
+        t0: ramp,
+        len: if ramp_ended { end - ramp } else { 0 },
+        steady: window::one_pass(ramp, &host.marks, host.fifth),
     }
 }
 
