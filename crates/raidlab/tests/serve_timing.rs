@@ -151,15 +151,20 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                 // model's latency, the lateness, and at most a round trip
                 // (and, deep queues, a twentieth of the model's latency of
                 // waiting in the client and the socket before arriving).
-                // The tail is checked against the served model's own: where
-                // rare pauses (an X25-E's garbage collection under QD1
-                // writes) sit near 1 % of requests, the model's p99 itself
-                // moves between 0.36 and 1.26 ms from one 3 s window to the
-                // next, in `sim` as in a serve.
+                // The tail is checked against the served model's own,
+                // fio's p99 between the model's p98 and p99.5 (plus the
+                // round trip's p99), within a quarter: where rare
+                // pauses (an X25-E's garbage collection under QD1 writes)
+                // sit near 1 % of requests, the p99 alone jumps between
+                // them (0.29 to 1.26 ms from one 3 s window to the next, in
+                // `sim` as in a serve).
                 let model = drift["model_lat_mean_us"].as_f64().unwrap();
-                let model_p99 = drift["model_lat_p99_us"].as_f64().unwrap();
-                assert!(got.p99 >= 0.75 * model_p99, "{case}");
-                assert!(got.p99 <= 1.25 * model_p99 + rt.p99, "{case}");
+                let tail = |k: &str| drift[k].as_f64().unwrap();
+                assert!(got.p99 >= 0.75 * tail("model_lat_p98_us"), "{case}");
+                assert!(
+                    got.p99 <= 1.25 * (tail("model_lat_p99_5_us") + rt.p99),
+                    "{case}"
+                );
                 let late = drift["late_mean_us"].as_f64().unwrap();
                 let rest = got.mean - model - late;
                 assert!(
