@@ -232,27 +232,35 @@ fn handshake_sized<C: Read + Write>(c: &mut C, size: u64) -> Result<bool, End> {
                 reply(c, opt, REP_ACK, &[])?;
             }
             OPT_INFO | OPT_GO => {
-                if let Err(msg) = parse_go(&data) {
-                    reply(c, opt, REP_ERR_INVALID, msg.as_bytes())?;
-                    continue;
-                }
-                let mut info = INFO_EXPORT.to_be_bytes().to_vec();
-                info.extend_from_slice(&size.to_be_bytes());
-                info.extend_from_slice(&transmission_flags().to_be_bytes());
-                reply(c, opt, REP_INFO, &info)?;
-                let mut bs = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
-                for v in [MIN_BLOCK, PREFERRED_BLOCK, MAX_REQUEST] {
-                    bs.extend_from_slice(&v.to_be_bytes());
-                }
-                reply(c, opt, REP_INFO, &bs)?;
-                reply(c, opt, REP_ACK, &[])?;
-                if opt == OPT_GO {
+                if answer_info(c, opt, &data, size)? && opt == OPT_GO {
                     return Ok(true);
                 }
             }
             _ => reply(c, opt, REP_ERR_UNSUP, b"not supported")?,
         }
     }
+}
+
+/// Answer `NBD_OPT_INFO` or `NBD_OPT_GO` (`opt`, its `data`) for an
+/// export of `size` bytes: the export's size and flags and its block
+/// sizes, then ACK; whether the data was valid (else it was answered
+/// `NBD_REP_ERR_INVALID`).
+fn answer_info(c: &mut impl Write, opt: u32, data: &[u8], size: u64) -> io::Result<bool> {
+    if let Err(msg) = parse_go(data) {
+        reply(c, opt, REP_ERR_INVALID, msg.as_bytes())?;
+        return Ok(false);
+    }
+    let mut info = INFO_EXPORT.to_be_bytes().to_vec();
+    info.extend_from_slice(&size.to_be_bytes());
+    info.extend_from_slice(&transmission_flags().to_be_bytes());
+    reply(c, opt, REP_INFO, &info)?;
+    let mut bs = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+    for v in [MIN_BLOCK, PREFERRED_BLOCK, MAX_REQUEST] {
+        bs.extend_from_slice(&v.to_be_bytes());
+    }
+    reply(c, opt, REP_INFO, &bs)?;
+    reply(c, opt, REP_ACK, &[])?;
+    Ok(true)
 }
 
 /// Check `NBD_OPT_GO`/`INFO` data: a name (any: the one export is served
@@ -375,70 +383,61 @@ fn transmission<S: Store + ?Sized, C: Read + Write>(
     let mut buf: Vec<u8> = Vec::new();
     loop {
         let r = read_request(c)?;
-        let fua = r.flags & CMD_FLAG_FUA != 0;
-        let overflow = r.offset.checked_add(r.len as u64).is_none();
-        let (err, data_len) = match r.ty {
-            CMD_DISC => return Ok(()),
-            CMD_READ => match range_error(&r, size, true).or(overflow.then_some(EINVAL)) {
-                Some(e) => (e, 0),
-                None => {
-                    buf.resize(r.len as usize, 0);
-                    match store.read(r.offset, &mut buf) {
-                        Ok(()) => {
-                            counts.read_bytes += r.len as u64;
-                            (0, r.len as usize)
-                        }
-                        Err(e) => (errno(&e), 0),
-                    }
-                }
-            },
-            CMD_WRITE => {
-                if r.len > MAX_REQUEST {
-                    // Its payload would have to be read past: the stream
-                    // cannot be trusted after it.
-                    simple_reply(c, r.cookie, EOVERFLOW, &[])?;
-                    return Err(End::Protocol(format!("a write of {} bytes", r.len)));
-                }
-                buf.resize(r.len as usize, 0);
-                c.read_exact(&mut buf)?;
-                let e = range_error(&r, size, true).or(overflow.then_some(EINVAL));
-                let res = match e {
-                    Some(e) => Err(e),
-                    None => store
-                        .write(r.offset, &buf)
-                        .and_then(|()| if fua { store.flush() } else { Ok(()) })
-                        .map_err(|e| errno(&e)),
-                };
-                if res.is_ok() {
-                    counts.written_bytes += r.len as u64;
-                }
-                (res.err().unwrap_or(0), 0)
+        if r.ty == CMD_DISC {
+            return Ok(());
+        }
+        let (err, data_len) = match step_of(c, &r, size)? {
+            Step::Answer(err) => (err, 0),
+            Step::Take(cmd) => execute(store, cmd, &mut buf, counts),
+            Step::CutOff(why) => {
+                simple_reply(c, r.cookie, EOVERFLOW, &[])?;
+                return Err(End::Protocol(why));
             }
-            CMD_FLUSH => (store.flush().err().map_or(0, |e| errno(&e)), 0),
-            CMD_TRIM => match range_error(&r, size, false).or(overflow.then_some(EINVAL)) {
-                Some(e) => (e, 0),
-                None => {
-                    let res = store.trim(r.offset, r.len as u64).and_then(|()| {
-                        if fua {
-                            store.flush()
-                        } else {
-                            Ok(())
-                        }
-                    });
-                    (res.err().map_or(0, |e| errno(&e)), 0)
-                }
-            },
-            CMD_WRITE_ZEROES => match range_error(&r, size, false).or(overflow.then_some(EINVAL)) {
-                Some(e) => (e, 0),
-                None => (write_zeroes(store, r.offset, r.len as u64, fua), 0),
-            },
-            CMD_CACHE => (range_error(&r, size, false).unwrap_or(0), 0),
-            // An unknown command: the protocol's answer is EINVAL.
-            _ => (EINVAL, 0),
         };
         counts.requests += 1;
         counts.errors += u64::from(err != 0);
         simple_reply(c, r.cookie, err, &buf[..data_len])?;
+    }
+}
+
+/// Carry out `cmd` on `store` now: the error to answer (0: none) and how
+/// many bytes of `buf` (a read's) go with the answer.
+fn execute<S: Store + ?Sized>(
+    store: &S,
+    cmd: Command,
+    buf: &mut Vec<u8>,
+    counts: &mut Counts,
+) -> (u32, usize) {
+    let then_flush = |fua: bool| if fua { store.flush() } else { Ok(()) };
+    let err = |r: io::Result<()>| r.err().map_or(0, |e| errno(&e));
+    match cmd {
+        Command::Read { offset, len } => {
+            buf.resize(len as usize, 0);
+            match store.read(offset, buf) {
+                Ok(()) => {
+                    counts.read_bytes += u64::from(len);
+                    (0, len as usize)
+                }
+                Err(e) => (errno(&e), 0),
+            }
+        }
+        Command::Write { offset, data, fua } => {
+            let e = err(store.write(offset, &data).and_then(|()| then_flush(fua)));
+            if e == 0 {
+                counts.written_bytes += data.len() as u64;
+            }
+            (e, 0)
+        }
+        Command::Flush => (err(store.flush()), 0),
+        Command::Trim { offset, len, fua } => (
+            err(store
+                .trim(offset, u64::from(len))
+                .and_then(|()| then_flush(fua))),
+            0,
+        ),
+        Command::WriteZeroes { offset, len, fua } => {
+            (write_zeroes(store, offset, u64::from(len), fua), 0)
+        }
     }
 }
 
@@ -599,11 +598,13 @@ pub fn serve_pipelined<S: Pipelined + ?Sized, C: Read + Write>(
     }
 }
 
-/// What the pipelined server does with a request: answer it at once (an
-/// error, or nothing to do), or hand it to the store.
+/// What the server does with a request: answer it at once (an error, or
+/// nothing to do), hand it to the store, or (a write too large to read
+/// past) answer EOVERFLOW and cut the client off, for this reason.
 enum Step {
     Answer(u32),
     Take(Command),
+    CutOff(String),
 }
 
 impl Step {
@@ -628,7 +629,11 @@ fn pipeline<S: Pipelined + ?Sized>(
             return Ok(());
         }
         counts.requests += 1;
-        match step_of(c, &r, size, replies)? {
+        match step_of(c, &r, size)? {
+            Step::CutOff(why) => {
+                replies.send(r.cookie, EOVERFLOW, &[]);
+                return Err(End::Protocol(why));
+            }
             Step::Answer(err) => {
                 counts.errors += u64::from(err != 0);
                 replies.send(r.cookie, err, &[]);
@@ -655,9 +660,8 @@ fn pipeline<S: Pipelined + ?Sized>(
 }
 
 /// What to do with request `r` (a write's payload read from `c`) on an
-/// export of `size` bytes; a write too large to read past ends the
-/// connection, answered EOVERFLOW first.
-fn step_of(c: &mut impl Read, r: &Request, size: u64, replies: &Replies) -> Result<Step, End> {
+/// export of `size` bytes.
+fn step_of(c: &mut impl Read, r: &Request, size: u64) -> Result<Step, End> {
     let fua = r.flags & CMD_FLAG_FUA != 0;
     let overflow = r.offset.checked_add(r.len as u64).is_none();
     let checked = |limit| range_error(r, size, limit).or(overflow.then_some(EINVAL));
@@ -666,8 +670,9 @@ fn step_of(c: &mut impl Read, r: &Request, size: u64, replies: &Replies) -> Resu
         CMD_READ => Step::unless(checked(true), Command::Read { offset, len }),
         CMD_WRITE => {
             if len > MAX_REQUEST {
-                replies.send(r.cookie, EOVERFLOW, &[]);
-                return Err(End::Protocol(format!("a write of {len} bytes")));
+                // Its payload would have to be read past: the stream cannot
+                // be trusted after it.
+                return Ok(Step::CutOff(format!("a write of {len} bytes")));
             }
             let mut data = vec![0u8; len as usize];
             c.read_exact(&mut data)?;
