@@ -69,9 +69,15 @@ struct Gate {
     room: Condvar,
 }
 
+/// What each request counts against [`MAX_IN_FLIGHT_BYTES`] at least:
+/// 4 KiB, so that requests without data (flushes, small reads) are
+/// bounded in number too (64 Ki at most).
+const REQUEST_FLOOR: u64 = 4096;
+
 impl Gate {
     /// Wait until `n` more bytes fit (a request alone always does).
     fn enter(&self, n: u64) {
+        let n = n.max(REQUEST_FLOOR);
         let mut b = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
         while *b > 0 && *b + n > MAX_IN_FLIGHT_BYTES {
             b = self.room.wait(b).unwrap_or_else(|e| e.into_inner());
@@ -80,6 +86,7 @@ impl Gate {
     }
 
     fn leave(&self, n: u64) {
+        let n = n.max(REQUEST_FLOOR);
         *self.bytes.lock().unwrap_or_else(|e| e.into_inner()) -= n;
         self.room.notify_all();
     }

@@ -502,13 +502,24 @@ struct Replies {
     answered: std::sync::Condvar,
     /// Requests answered with an error by the store.
     errors: std::sync::atomic::AtomicU64,
+    /// A reply could not be written (the client is gone, or stopped
+    /// reading past the socket's write timeout): no more are tried, so
+    /// whoever answers is never held up by this client again.
+    broken: std::sync::atomic::AtomicBool,
 }
 
 impl Replies {
     fn send(&self, cookie: u64, err: u32, data: &[u8]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.broken.load(Relaxed) {
+            return;
+        }
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        // A client gone away cannot be answered; its reader sees the end.
-        let _ = simple_reply(&mut **w, cookie, err, data);
+        // A client that cannot be answered is left to its reader, which
+        // sees the end of the connection.
+        if simple_reply(&mut **w, cookie, err, data).is_err() {
+            self.broken.store(true, Relaxed);
+        }
     }
 
     fn wait_idle(&self) {
@@ -588,6 +599,7 @@ pub fn serve_pipelined<S: Pipelined + ?Sized, C: Read + Write>(
         outstanding: std::sync::Mutex::new(0),
         answered: std::sync::Condvar::new(),
         errors: std::sync::atomic::AtomicU64::new(0),
+        broken: std::sync::atomic::AtomicBool::new(false),
     });
     let end = pipeline(conn, &replies, store, counts);
     replies.wait_idle();
@@ -919,6 +931,38 @@ mod tests {
             &out[reply_at(4) + 4..reply_at(4) + 8],
             &EINVAL.to_be_bytes()
         );
+    }
+
+    /// A socket whose writes fail (a client that stopped reading).
+    struct Stuck(std::sync::Arc<Mutex<u32>>);
+
+    impl Write for Stuck {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            *self.0.lock().unwrap() += 1;
+            Err(io::ErrorKind::TimedOut.into())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn replies_that_cannot_be_written_are_given_up_after_the_first() {
+        let store = held(1 << 20);
+        let mut input = go();
+        for cookie in 0..50 {
+            input.extend(request(CMD_READ, 0, cookie, 0, 512));
+        }
+        let mut c = Conn {
+            input: io::Cursor::new(input),
+            output: Vec::new(),
+        };
+        let tries = std::sync::Arc::new(Mutex::new(0));
+        let mut n = Counts::default();
+        let end = serve_pipelined(&mut c, Box::new(Stuck(tries.clone())), &store, &mut n);
+        assert!(matches!(end, End::Disconnected), "{end:?}");
+        assert_eq!(n.requests, 50, "every request still taken and answered");
+        assert_eq!(*tries.lock().unwrap(), 1, "one write tried, then none");
     }
 
     proptest::proptest! {

@@ -185,6 +185,13 @@ impl Conn {
         })
     }
 
+    fn write_timeout(&self, t: std::time::Duration) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.set_write_timeout(Some(t)),
+            Conn::Tcp(s) => s.set_write_timeout(Some(t)),
+        }
+    }
+
     fn shutdown(&self) {
         let _ = match self {
             Conn::Unix(s) => s.shutdown(std::net::Shutdown::Both),
@@ -332,7 +339,10 @@ pub fn serve_pipelined(
     ready(store.size());
     let out = accept_loop(&listener, opts, &|conn, counts| {
         let writer: Box<dyn io::Write + Send> = match conn.try_clone() {
-            Ok(w) => Box::new(w),
+            Ok(w) => match w.write_timeout(REPLY_TIMEOUT) {
+                Ok(()) => Box::new(w),
+                Err(e) => return crate::nbd::End::Io(e),
+            },
             Err(e) => return crate::nbd::End::Io(e),
         };
         crate::nbd::serve_pipelined(conn, writer, store, counts)
@@ -354,6 +364,13 @@ pub fn fine_timer_slack() {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }
+
+/// How long a reply to a pipelined store's client may wait for room in its
+/// socket: 1 s. The store answers from a thread shared by every
+/// connection (a simulated array's model); a client that stops reading
+/// its replies holds that thread up this long once, then gets no more
+/// replies (its connection is left to end).
+pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Whether a signal asked the server to stop.
 pub fn stopping() -> bool {

@@ -145,6 +145,10 @@ fn serve_simulated(
                 .map_err(|e| Failure::input(format!("memory for the data: {e}")))?
         }
     };
+    if let Some(path) = &args.report {
+        // Refused now rather than after the serve.
+        std::fs::File::create(path).map_err(|e| Failure::input(format!("--report {path}: {e}")))?;
+    }
     let uri = opts.listen.uri();
     let (summary, drift) = raidlab_emulate::serve(live, data, opts, args.stats, |size| {
         announce(&format!("simulated {shown}"), size, &uri, "")
