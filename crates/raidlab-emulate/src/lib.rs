@@ -18,7 +18,7 @@ use raidlab_core::metrics::Lag;
 use raidlab_core::units::Ns;
 use raidlab_io::nbd::{Command, Pipelined, Reply};
 use raidlab_io::sparse::Sparse;
-use raidlab_sim::live::{Live, LiveOp};
+use raidlab_sim::live::{Live, LiveOp, Tag};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -118,69 +118,61 @@ impl Pipelined for Emulated {
 
     fn take(&self, cmd: Command, reply: Reply) {
         let at = Instant::now();
-        let arrival = |op, offset, len, data| Arrival {
-            at,
-            op,
-            offset,
-            len,
-            data,
-            reply,
+        let len = match &cmd {
+            Command::Read { len, .. } => *len,
+            Command::Write { data, .. } => data.len() as u32,
+            _ => 0,
         };
-        match cmd {
-            Command::Read { offset, len } => {
-                self.gate.enter(u64::from(len));
-                let mut data = vec![0u8; len as usize];
-                match self.data.read(offset, &mut data) {
-                    Ok(()) => self.send(arrival(LiveOp::Read, offset, len, data)),
-                    Err(e) => {
-                        self.gate.leave(u64::from(len));
-                        arrival(LiveOp::Read, 0, 0, Vec::new()).reply.fail(&e)
-                    }
-                }
+        self.gate.enter(u64::from(len));
+        match self.store(cmd) {
+            Ok(Some((op, offset, data))) => self.send(Arrival {
+                at,
+                op,
+                offset,
+                len,
+                data,
+                reply,
+            }),
+            Ok(None) => {
+                self.gate.leave(u64::from(len));
+                reply.ok(&[])
             }
-            Command::Write { offset, data, fua } => {
-                let len = data.len() as u32;
-                self.gate.enter(u64::from(len));
-                let stored = self.data.write(offset, &data).and_then(|()| {
-                    if fua {
-                        self.data.sync()
-                    } else {
-                        Ok(())
-                    }
-                });
-                drop(data);
-                match stored {
-                    Ok(()) => self.send(arrival(LiveOp::Write { fua }, offset, len, Vec::new())),
-                    Err(e) => {
-                        self.gate.leave(u64::from(len));
-                        arrival(LiveOp::Flush, 0, 0, Vec::new()).reply.fail(&e)
-                    }
-                }
-            }
-            Command::Flush => match self.data.sync() {
-                Ok(()) => {
-                    self.gate.enter(0);
-                    self.send(arrival(LiveOp::Flush, 0, 0, Vec::new()))
-                }
-                Err(e) => arrival(LiveOp::Flush, 0, 0, Vec::new()).reply.fail(&e),
-            },
-            // Not timed: the simulated devices take no TRIM. The bytes read
-            // as zero from now on.
-            Command::Trim { offset, len, fua } | Command::WriteZeroes { offset, len, fua } => {
-                let done = self.data.zero(offset, u64::from(len)).and_then(|()| {
-                    if fua {
-                        self.data.sync()
-                    } else {
-                        Ok(())
-                    }
-                });
-                let reply = arrival(LiveOp::Flush, 0, 0, Vec::new()).reply;
-                match done {
-                    Ok(()) => reply.ok(&[]),
-                    Err(e) => reply.fail(&e),
-                }
+            Err(e) => {
+                self.gate.leave(u64::from(len));
+                reply.fail(&e)
             }
         }
+    }
+}
+
+impl Emulated {
+    /// Move `cmd`'s data to or from the sparse file now; what goes on to
+    /// the model (its operation, offset, and a read's bytes), or `None`
+    /// for what the model does not time: TRIM and WRITE_ZEROES (the
+    /// simulated devices take no TRIM; the bytes read as zero from now on).
+    fn store(&self, cmd: Command) -> std::io::Result<Option<(LiveOp, u64, Vec<u8>)>> {
+        let sync_if = |fua: bool| if fua { self.data.sync() } else { Ok(()) };
+        Ok(match cmd {
+            Command::Read { offset, len } => {
+                let mut data = vec![0u8; len as usize];
+                self.data.read(offset, &mut data)?;
+                Some((LiveOp::Read, offset, data))
+            }
+            Command::Write { offset, data, fua } => {
+                self.data.write(offset, &data)?;
+                sync_if(fua)?;
+                Some((LiveOp::Write { fua }, offset, Vec::new()))
+            }
+            Command::Flush => {
+                self.data.sync()?;
+                Some((LiveOp::Flush, 0, Vec::new()))
+            }
+            Command::Trim { offset, len, fua } | Command::WriteZeroes { offset, len, fua } => {
+                self.data.zero(offset, u64::from(len))?;
+                sync_if(fua)?;
+                None
+            }
+        })
     }
 }
 
@@ -243,7 +235,7 @@ struct Model<'a> {
     t0: Instant,
     pending: Vec<Option<Pending>>,
     free: Vec<usize>,
-    done: Vec<(u64, Ns)>,
+    done: Vec<(Tag, Ns)>,
     late: Lag,
     second: Lag,
     next_second: Ns,
@@ -280,13 +272,14 @@ impl Model<'_> {
                 self.pending.len() - 1
             }
         };
-        self.live.hand_in(at, slot as u64, a.op, a.offset, a.len);
+        self.live
+            .hand_in(at, Tag(slot as u64), a.op, a.offset, a.len);
     }
 
     /// Answer every request the model has completed.
     fn answer(&mut self) {
         let done = std::mem::take(&mut self.done);
-        for &(tag, t) in &done {
+        for &(Tag(tag), t) in &done {
             let slot = tag as usize;
             let p = self.pending[slot].take().expect("a request in the model");
             self.free.push(slot);

@@ -3,6 +3,7 @@
 
 use crate::engine::events;
 use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
+use crate::live::Tag;
 use crate::metrics::Metrics;
 use raidlab_core::pace::{Pacer, Rate};
 use raidlab_core::units::Ns;
@@ -104,9 +105,9 @@ pub struct Host {
 /// completions not yet taken.
 #[derive(Default)]
 struct External {
-    tags: Vec<u64>,
+    tags: Vec<Tag>,
     fua: Vec<bool>,
-    done: Vec<(u64, Ns)>,
+    done: Vec<(Tag, Ns)>,
 }
 
 /// The creator's word of a write's flush under `sync=1` (over the job).
@@ -214,7 +215,7 @@ impl Host {
         &mut self,
         ctx: &mut Ctx,
         at: Ns,
-        tag: u64,
+        tag: Tag,
         op: Op,
         offset: u64,
         len: u32,
@@ -228,7 +229,7 @@ impl Host {
         let id = ctx.reqs.alloc(Req::new(offset, len, op, self.id, at));
         let slot = id.index();
         if x.tags.len() <= slot {
-            x.tags.resize(slot + 1, 0);
+            x.tags.resize(slot + 1, Tag(0));
             x.fua.resize(slot + 1, false);
         }
         x.tags[slot] = tag;
@@ -238,7 +239,7 @@ impl Host {
 
     /// Take the handed-in requests completed since the last call: each
     /// one's tag and completion time.
-    pub fn take_done(&mut self, out: &mut Vec<(u64, Ns)>) {
+    pub fn take_done(&mut self, out: &mut Vec<(Tag, Ns)>) {
         if let Some(x) = &mut self.external {
             out.append(&mut x.done);
         }

@@ -28,6 +28,11 @@ pub enum LiveOp {
     Flush,
 }
 
+/// What the caller calls a request it hands in; completions come back
+/// under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tag(pub u64);
+
 /// A simulation of one volume that requests are handed to as they arrive.
 pub struct Live {
     sim: Sim,
@@ -88,7 +93,7 @@ impl Live {
     /// Hand in request `tag`: `op` over `len` bytes at `offset`, arriving
     /// at `at` ns (a time already passed counts as now). The range must lie
     /// inside the volume; a flush has none.
-    pub fn hand_in(&mut self, at: Ns, tag: u64, op: LiveOp, offset: u64, len: u32) {
+    pub fn hand_in(&mut self, at: Ns, tag: Tag, op: LiveOp, offset: u64, len: u32) {
         assert!(
             offset.saturating_add(len as u64) <= self.sim.cap,
             "request {offset}+{len} past the volume's {} bytes",
@@ -106,7 +111,7 @@ impl Live {
     /// Run the model up to `until` ns (not before its time now), and add
     /// each request it completed meanwhile to `done`: its tag and
     /// completion time.
-    pub fn advance(&mut self, until: Ns, done: &mut Vec<(u64, Ns)>) {
+    pub fn advance(&mut self, until: Ns, done: &mut Vec<(Tag, Ns)>) {
         let Sim { ctx, comps, .. } = &mut self.sim;
         let until = until.max(ctx.now);
         host(comps).tick_at(ctx, until);
@@ -163,13 +168,13 @@ mod tests {
         let mut lat = Vec::new();
         let mut t = 0;
         for i in 0..200u64 {
-            l.hand_in(t, i, LiveOp::Read, (i * 7919 % 1000) * 4096, 4096);
+            l.hand_in(t, Tag(i), LiveOp::Read, (i * 7919 % 1000) * 4096, 4096);
             while done.is_empty() {
                 let next = l.next_time().expect("a read in flight");
                 l.advance(next, &mut done);
             }
             let (tag, at) = done.pop().expect("done");
-            assert_eq!(tag, i);
+            assert_eq!(tag, Tag(i));
             lat.push(at - t);
             t = at + 10_000;
         }
@@ -189,7 +194,7 @@ mod tests {
     fn arrivals_wait_for_their_time_and_fua_flushes() {
         let mut l = live("x25e", "rw=randwrite bs=4k");
         let mut done = Vec::new();
-        l.hand_in(1_000_000, 1, LiveOp::Write { fua: false }, 0, 4096);
+        l.hand_in(1_000_000, Tag(1), LiveOp::Write { fua: false }, 0, 4096);
         l.advance(999_999, &mut done);
         assert!(done.is_empty());
         assert_eq!(l.in_flight(), 0, "not arrived yet");
@@ -202,7 +207,7 @@ mod tests {
         let plain = done[0].1 - 1_000_000;
         done.clear();
         let t = l.now() + 1_000_000;
-        l.hand_in(t, 2, LiveOp::Write { fua: true }, 8192, 4096);
+        l.hand_in(t, Tag(2), LiveOp::Write { fua: true }, 8192, 4096);
         while done.is_empty() {
             let n = l.next_time().unwrap();
             l.advance(n, &mut done);
