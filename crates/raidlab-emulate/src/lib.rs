@@ -51,6 +51,13 @@ pub const MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
 /// protocol overhead over a local socket.
 const BEHIND_NS: Ns = 50_000;
 
+/// Whether answers late by `late_p99_us` at the 99th percentile fell
+/// behind a model whose mean latency is `model_mean_us`: by more than
+/// [`BEHIND_NS`] plus a tenth of that mean.
+fn behind(late_p99_us: f64, model_mean_us: f64) -> bool {
+    late_p99_us * 1e3 > BEHIND_NS as f64 + 0.1 * model_mean_us * 1e3
+}
+
 /// A request on its way to the model.
 struct Arrival {
     at: Instant,
@@ -207,7 +214,7 @@ impl Drift {
     /// percentile over the whole serve.
     pub fn kept_up(&self) -> bool {
         let (_, _, p99, _) = self.late.micros();
-        p99 * 1e3 <= BEHIND_NS as f64 + 0.1 * self.model_mean_us * 1e3
+        !behind(p99, self.model_mean_us)
     }
 
     /// The drift as a JSON object (`serve --report`).
@@ -341,7 +348,7 @@ impl Model<'_> {
         let (mean, p50, p99, max) = second.micros();
         let model = self.live.metrics();
         let model_mean_us = mean_latency_us(model);
-        let behind = second.count > 0 && p99 * 1e3 > BEHIND_NS as f64 + 0.1 * model_mean_us * 1e3;
+        let behind = second.count > 0 && behind(p99, model_mean_us);
         self.behind_seconds += u64::from(behind);
         if self.stats && (second.count > 0 || self.live.in_flight() > 0) {
             eprintln!(

@@ -372,11 +372,6 @@ pub fn fine_timer_slack() {
 /// replies (its connection is left to end).
 pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Whether a signal asked the server to stop.
-pub fn stopping() -> bool {
-    STOP.load(std::sync::atomic::Ordering::SeqCst)
-}
-
 /// Serves one connection: its socket, and the counts to add to.
 type Handler<'a> = dyn Fn(&mut Conn, &mut crate::nbd::Counts) -> crate::nbd::End + Sync + 'a;
 
