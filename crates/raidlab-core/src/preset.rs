@@ -233,6 +233,55 @@ pub enum ChannelOrder {
     Ready,
 }
 
+/// Which whole dirty stripes of a parity array a write-back controller
+/// destages as one full-stripe write (no pre-reads) rather than chunk by
+/// chunk by read-modify-write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StripeGather {
+    /// Every stripe found wholly dirty.
+    #[default]
+    Always,
+    /// Only stripes a sequential write stream filled: the write coalescing
+    /// of controllers that gather stripes for streams they detect, while a
+    /// random write that happens to cover a stripe is destaged like any
+    /// other random write.
+    Sequential,
+    /// None.
+    Never,
+}
+
+impl StripeGather {
+    fn is_always(&self) -> bool {
+        *self == StripeGather::Always
+    }
+}
+
+impl<'de> Deserialize<'de> for StripeGather {
+    /// `always`, `sequential` or `never`; `true` and `false` (the switch's
+    /// earlier form) read as `always` and `never`.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Switch(bool),
+            Word(String),
+        }
+        match Form::deserialize(d)? {
+            Form::Switch(true) => Ok(StripeGather::Always),
+            Form::Switch(false) => Ok(StripeGather::Never),
+            Form::Word(w) => match w.as_str() {
+                "always" => Ok(StripeGather::Always),
+                "sequential" => Ok(StripeGather::Sequential),
+                "never" => Ok(StripeGather::Never),
+                _ => Err(serde::de::Error::custom(format!(
+                    "full_stripe_destage = \"{w}\": expected always, sequential or never"
+                ))),
+            },
+        }
+    }
+}
+
 /// An SSD's mapping scheme.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -379,12 +428,13 @@ pub struct ControllerParams {
     /// only `roc_us_per_kb`. Needs `cache_task_writes`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_task_mbps: f64,
-    /// Whether a parity array's destage gathers a stripe whose data chunks
-    /// are all dirty into one full-stripe write (`true`, the default) or
-    /// destages each member's chunk by itself, by read-modify-write, from
-    /// the member's queue (`false`).
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub full_stripe_destage: bool,
+    /// Which of a parity array's stripes whose data chunks are all dirty
+    /// the destage gathers into one full-stripe write (`always`, the
+    /// default; `true` reads the same), only those a sequential write
+    /// stream filled (`sequential`), or none (`never`, `false`): the others
+    /// go chunk by chunk, by read-modify-write, from each member's queue.
+    #[serde(default, skip_serializing_if = "StripeGather::is_always")]
+    pub full_stripe_destage: StripeGather,
     /// Dirty data younger than this is held to merge sequential writes, ms.
     pub destage_delay_ms: f64,
     /// Default stripe unit, KiB.

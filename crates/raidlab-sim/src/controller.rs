@@ -24,6 +24,7 @@
 use crate::engine::events;
 use crate::engine::{ns, xfer_ns, CompId, Ctx, Op, PoolId, Req, ReqId, NONE};
 use crate::table::{LineTable, Lookahead, LOOKAHEAD};
+use raidlab_core::preset::StripeGather;
 use raidlab_core::rng::GOLDEN_GAMMA;
 use raidlab_core::topology::ReadAhead;
 use raidlab_core::units::Ns;
@@ -134,7 +135,7 @@ pub struct CtrlConfig {
     pub destage_delay: Ns,
     /// A parity array's wholly dirty stripe is destaged as one full-stripe
     /// write (otherwise chunk by chunk, each by read-modify-write).
-    pub full_stripe_destage: bool,
+    pub full_stripe_destage: StripeGather,
     /// Volume capacity.
     pub capacity: u64,
     /// Geometry of the array behind (None for a single device).
@@ -273,6 +274,9 @@ struct Line {
     member: u32,
     queued: bool,
     in_destage: bool,
+    /// The last write that dirtied the line continued a sequential write
+    /// stream.
+    streamed: bool,
 }
 
 struct Destage {
@@ -301,6 +305,9 @@ pub struct CtrlVol {
     ra: VecDeque<RaEntry>,
     ra_seq: u32,
     stream_ends: VecDeque<u64>,
+    /// Where recent writes ended: a write starting at one continues a
+    /// sequential write stream (for `StripeGather::Sequential`).
+    write_ends: VecDeque<u64>,
     // write-back cache
     line_bytes: u64,
     gran: u64,
@@ -345,6 +352,7 @@ impl CtrlVol {
             ra: VecDeque::new(),
             ra_seq: 0,
             stream_ends: VecDeque::new(),
+            write_ends: VecDeque::new(),
             line_bytes,
             gran,
             line_shift: line_bytes.trailing_zeros(),
@@ -494,7 +502,7 @@ impl CtrlVol {
             if self.dirty + bs > self.cfg.wb_bytes {
                 break;
             }
-            self.mark_dirty(a, a + bs, now);
+            self.mark_dirty(a, a + bs, now, false);
         }
     }
 
@@ -783,9 +791,10 @@ impl CtrlVol {
         if self.dirty + add > self.cfg.wb_bytes && self.dirty > 0 {
             return None;
         }
+        let streamed = self.write_stream(a, b);
         // Reads look at dirty data before read-ahead copies, so a window
         // stays good for the rest of its bytes.
-        self.mark_dirty(a, b, ctx.now);
+        self.mark_dirty(a, b, ctx.now, streamed);
         // Lines counted apart count a stripe's parity (or a mirror) once
         // each; the write as a whole maps it once: never more than that.
         Some(if maps {
@@ -813,9 +822,26 @@ impl CtrlVol {
         }
     }
 
-    /// Mark `a..b` dirty (queueing its lines for destage).
+    /// Whether a write of `a..b` into the cache continues a recent write
+    /// (tracked only where stripes are gathered for streams).
+    fn write_stream(&mut self, a: u64, b: u64) -> bool {
+        if self.cfg.full_stripe_destage != StripeGather::Sequential {
+            return false;
+        }
+        let hit = self.write_ends.iter().position(|&e| e == a);
+        if let Some(i) = hit {
+            self.write_ends.remove(i);
+        } else if self.write_ends.len() >= STREAMS {
+            self.write_ends.pop_front();
+        }
+        self.write_ends.push_back(b);
+        hit.is_some()
+    }
+
+    /// Mark `a..b` dirty (queueing its lines for destage); `streamed`: the
+    /// write continued a sequential stream.
     #[inline]
-    fn mark_dirty(&mut self, a: u64, b: u64, now: Ns) {
+    fn mark_dirty(&mut self, a: u64, b: u64, now: Ns, streamed: bool) {
         let mut l = a >> self.line_shift;
         while l * self.line_bytes < b {
             let la = a.max(l * self.line_bytes);
@@ -823,6 +849,7 @@ impl CtrlVol {
             let bits = self.bits_for(la, lb);
             let member = self.member_of(l) as u32;
             let e = self.lines.get_or_default(l);
+            e.streamed = streamed;
             self.dirty += (bits & !e.bits).count_ones() as u64 * self.gran;
             e.bits |= bits;
             e.member = member;
@@ -846,7 +873,9 @@ impl CtrlVol {
         let g = self.cfg.geo.as_ref()?;
         let gathers = match g.level() {
             Level::Raid0 | Level::Raid10 => true,
-            Level::Raid4 | Level::Raid5 | Level::Raid6 => self.cfg.full_stripe_destage,
+            Level::Raid4 | Level::Raid5 | Level::Raid6 => {
+                self.cfg.full_stripe_destage != StripeGather::Never
+            }
             Level::Raid1 | Level::Concat => false,
         };
         if !gathers {
@@ -855,14 +884,15 @@ impl CtrlVol {
         let dd = g.data_disks() as u64;
         let s0 = line / dd * dd;
         let all = s0..s0 + dd;
+        let streams_only = g.level().parity_members() > 0
+            && self.cfg.full_stripe_destage == StripeGather::Sequential;
         let whole = |l: &u64| {
-            self.lines
-                .get(*l)
-                .is_some_and(|x| x.bits == u64::MAX && !x.in_destage)
-                || (self.line_bytes / self.gran < 64
-                    && self.lines.get(*l).is_some_and(|x| {
-                        x.bits == (1u64 << (self.line_bytes / self.gran)) - 1 && !x.in_destage
-                    }))
+            self.lines.get(*l).is_some_and(|x| {
+                let full = x.bits == u64::MAX
+                    || (self.line_bytes / self.gran < 64
+                        && x.bits == (1u64 << (self.line_bytes / self.gran)) - 1);
+                full && !x.in_destage && (x.streamed || !streams_only)
+            })
         };
         // `line` itself first: it was just looked up, and when it is not
         // whole (small random writes) the rest of the stripe is not visited.
@@ -935,6 +965,7 @@ impl CtrlVol {
             for &x in &lines {
                 let e = self.lines.get_mut(x).expect("dirty line");
                 let bits = std::mem::take(&mut e.bits);
+                e.streamed = false;
                 e.queued = false;
                 e.in_destage = true;
                 bytes += bits.count_ones() as u64 * self.gran;
@@ -1227,7 +1258,7 @@ mod tests {
                 ns_per_kb: 0.0,
                 passthrough_member_ns: 0,
                 map_member_ns: 0,
-                full_stripe_destage: true,
+                full_stripe_destage: StripeGather::Always,
                 pcie_mbps: 2000.0,
                 pcie_in_mbps: 2000.0,
                 dma_mbps: 2000.0,
