@@ -61,14 +61,18 @@ fn device(d: &Device, state: impl Fn(&Device) -> SsdState) -> String {
         return "missing".into();
     }
     let wc = if d.wc { "on" } else { "off" };
+    let qd = d
+        .queue_depth
+        .map(|q| format!(",queue_depth={q}"))
+        .unwrap_or_default();
     match d.model {
         DeviceModel::Ssd(_) => format!(
-            "{}[wc={wc},op={}%,state={}]",
+            "{}[wc={wc},op={}%,state={}{qd}]",
             d.preset,
             percent(d.op),
             state(d).word()
         ),
-        DeviceModel::Hdd(_) => format!("{}[wc={wc}]", d.preset),
+        DeviceModel::Hdd(_) => format!("{}[wc={wc}{qd}]", d.preset),
     }
 }
 

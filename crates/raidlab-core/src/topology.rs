@@ -159,6 +159,11 @@ pub struct Device {
     pub op: f64,
     /// Starting state set in the expression (the workload's `state=` overrides).
     pub state: Option<SsdState>,
+    /// Command queue depth set in the expression (`queue_depth=`), below
+    /// the preset's (already applied to `model`): Linux's
+    /// `/sys/block/*/device/queue_depth`, 1 for a SATA port without NCQ
+    /// (a chipset in IDE mode).
+    pub queue_depth: Option<u32>,
     /// Host link rate after any controller port limit, 10^6 B/s.
     pub link_mbps: f64,
     /// A failed member written `missing`: it stands for a device like its
@@ -475,6 +480,39 @@ mod tests {
         assert!(err("raid1(missing, raid0(2*x25e))").contains("needs a device member"));
         assert!(err("raid5[rebuild_min=9m,rebuild_max=1m](4*x25e)").contains("above"));
         assert!(err("raid5[rebuild_max=fast](4*x25e)").contains("rate"));
+    }
+
+    /// `queue_depth=` lowers a drive's command queue (never raises it),
+    /// and the as-run expression carries it only where it was set.
+    #[test]
+    fn queue_depth_lowers_the_drives_command_queue() {
+        let t = resolve(
+            "raid0(2*x25e[queue_depth=1], hdd-sas10k[queue_depth=4])",
+            &db(),
+        )
+        .unwrap();
+        let qd: Vec<u32> = t
+            .devices()
+            .iter()
+            .map(|d| match &d.model {
+                DeviceModel::Ssd(p) => p.queue_depth,
+                DeviceModel::Hdd(p) => p.queue_depth,
+            })
+            .collect();
+        assert_eq!(qd, [1, 1, 4]);
+        let canonical = t.canonical(|_| SsdState::Fill);
+        assert!(canonical.contains("queue_depth=1]"), "{canonical}");
+        let plain = resolve("x25e", &db())
+            .unwrap()
+            .canonical(|_| SsdState::Fill);
+        assert!(!plain.contains("queue_depth"), "{plain}");
+        for bad in [
+            "x25e[queue_depth=0]",
+            "x25e[queue_depth=33]",
+            "x25e[queue_depth=ncq]",
+        ] {
+            assert!(err(bad).contains("expected 1 to 32"), "{bad}: {}", err(bad));
+        }
     }
 
     #[test]

@@ -37,6 +37,7 @@ fn token() -> impl Strategy<Value = String> {
         Just("op".to_string()),
         Just("20%".to_string()),
         Just("wc".to_string()),
+        Just("queue_depth=".to_string()),
         Just("off".to_string()),
         Just("consistency=ppl".to_string()),
         Just("impl=vroc".to_string()),

@@ -115,7 +115,13 @@ impl Resolver<'_> {
             }
             None => return self.unknown_preset(name, col),
         };
-        let (wc, op, state) = device_options(name, &model, opts)?;
+        let mut model = model;
+        let DeviceOptions {
+            wc,
+            op,
+            state,
+            queue_depth,
+        } = device_options(name, &mut model, opts)?;
         self.devices += count;
         if self.devices > MAX_DEVICES {
             return invalid(col, format!("more than {MAX_DEVICES} devices"));
@@ -137,6 +143,7 @@ impl Resolver<'_> {
                     wc,
                     op,
                     state,
+                    queue_depth,
                     link_mbps,
                     failed: false,
                     col,
@@ -449,12 +456,24 @@ impl Resolver<'_> {
     }
 }
 
-/// A device's options: (write cache, extra over-provisioning, state).
+/// A device's options as the expression sets them.
+pub(crate) struct DeviceOptions {
+    /// Volatile write cache on.
+    pub(crate) wc: bool,
+    /// Extra over-provisioning.
+    pub(crate) op: f64,
+    /// Starting state.
+    pub(crate) state: Option<SsdState>,
+    /// Command queue depth below the preset's, if set.
+    pub(crate) queue_depth: Option<u32>,
+}
+
+/// A device's options; `queue_depth=` is applied to `model` as well.
 pub(crate) fn device_options(
     name: &str,
-    model: &DeviceModel,
+    model: &mut DeviceModel,
     opts: &[Opt],
-) -> Result<(bool, f64, Option<SsdState>)> {
+) -> Result<DeviceOptions> {
     let is_ssd = matches!(model, DeviceModel::Ssd(_));
     let mut wc = match model {
         DeviceModel::Ssd(p) => p.write_cache,
@@ -462,9 +481,33 @@ pub(crate) fn device_options(
     };
     let mut op = 0.0;
     let mut state = None;
+    let mut queue_depth = None;
     for o in opts {
         match o.key.as_str() {
             "wc" => wc = on_off(o)?,
+            "queue_depth" => {
+                let most = match model {
+                    DeviceModel::Ssd(p) => p.queue_depth,
+                    DeviceModel::Hdd(p) => p.queue_depth,
+                };
+                let qd = o
+                    .value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|q| (1..=most).contains(q))
+                    .ok_or_else(|| Error::Invalid {
+                        col: o.col,
+                        msg: format!(
+                            "queue_depth={}: expected 1 to {most}, the commands '{name}' queues (1: no NCQ)",
+                            o.value
+                        ),
+                    })?;
+                match model {
+                    DeviceModel::Ssd(p) => std::sync::Arc::make_mut(p).queue_depth = qd,
+                    DeviceModel::Hdd(p) => std::sync::Arc::make_mut(p).queue_depth = qd,
+                }
+                queue_depth = Some(qd);
+            }
             "op" if is_ssd => {
                 op = parse_percent(&o.value).map_err(|m| Error::Invalid {
                     col: o.col,
@@ -486,10 +529,15 @@ pub(crate) fn device_options(
                     format!("option '{}' applies to SSDs, '{name}' is a disk", o.key),
                 )
             }
-            _ => return unknown_key(o, "a device", "wc, op, state"),
+            _ => return unknown_key(o, "a device", "wc, op, state, queue_depth"),
         }
     }
-    Ok((wc, op, state))
+    Ok(DeviceOptions {
+        wc,
+        op,
+        state,
+        queue_depth,
+    })
 }
 
 /// A controller's options, applied to its parameters where they override
