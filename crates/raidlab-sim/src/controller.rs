@@ -722,7 +722,19 @@ impl CtrlVol {
                 waiters: Vec::new(),
             });
         }
-        self.send_child(ctx, id, a..end, Op::Read, window, at);
+        // A read-ahead window already fetching or holding the read's head
+        // leaves only the rest to fetch: its member reads went out first,
+        // so they come back before these (the read is answered when these
+        // are). Fetching the head again cost a large sequential read, at
+        // each request, the window's bytes twice.
+        let from = self
+            .ra
+            .iter()
+            .filter(|e| e.start <= a && a < e.end && e.id != window)
+            .map(|e| e.end)
+            .max()
+            .map_or(a, |e| e.min(b));
+        self.send_child(ctx, id, from..end, Op::Read, window, at);
     }
 
     /// The cache has `a..b` now: dirty data covering it, or cached reads.
