@@ -279,6 +279,15 @@ struct Line {
     streamed: bool,
 }
 
+/// A write taken into the write-back cache.
+#[derive(Debug, Clone, Copy)]
+struct Admit {
+    /// Member writes the flush task maps for the lines it dirtied afresh.
+    to_map: u64,
+    /// It continued a sequential write stream.
+    streamed: bool,
+}
+
 struct Destage {
     lines: Vec<u64>,
     bytes: u64,
@@ -780,8 +789,8 @@ impl CtrlVol {
     /// writes the flush task must map for it: those of the lines it finds
     /// clean. A line already dirty has its member buffers mapped until it
     /// is destaged, so a write into it (the rest of a sequential run) maps
-    /// nothing new.
-    fn cache_insert(&mut self, ctx: &mut Ctx, id: ReqId) -> Option<u64> {
+    /// nothing new. Say too whether it continued a sequential stream.
+    fn cache_insert(&mut self, ctx: &mut Ctx, id: ReqId) -> Option<Admit> {
         let r = ctx.reqs[id];
         let (a, b) = (r.offset, r.offset + r.len as u64);
         // Only a controller with a flush task maps lines before the ack.
@@ -809,11 +818,12 @@ impl CtrlVol {
         self.mark_dirty(a, b, ctx.now, streamed);
         // Lines counted apart count a stripe's parity (or a mirror) once
         // each; the write as a whole maps it once: never more than that.
-        Some(if maps {
+        let to_map = if maps {
             fresh_writes.min(self.member_writes(a, b))
         } else {
             0
-        })
+        };
+        Some(Admit { to_map, streamed })
     }
 
     /// Member writes that host bytes `a..b` become.
@@ -835,9 +845,10 @@ impl CtrlVol {
     }
 
     /// Whether a write of `a..b` into the cache continues a recent write
-    /// (tracked only where stripes are gathered for streams).
+    /// (tracked where stripes are gathered for streams or lines are mapped
+    /// before the ack).
     fn write_stream(&mut self, a: u64, b: u64) -> bool {
-        if self.cfg.full_stripe_destage != StripeGather::Sequential {
+        if self.cfg.full_stripe_destage != StripeGather::Sequential && self.cfg.map_member_ns == 0 {
             return false;
         }
         let hit = self.write_ends.iter().position(|&e| e == a);
@@ -1037,8 +1048,12 @@ impl CtrlVol {
                 self.cfg.passthrough_member_ns * runs.len() as Ns
             };
             let (at, pool) = if self.cfg.destage_task_ns > 0 {
+                let kbf: f64 = std::env::var("KBF")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1.0);
                 let dur = self.cfg.destage_task_ns
-                    + ns(bytes as f64 / 1024.0 * self.cfg.ns_per_kb)
+                    + ns(bytes as f64 / 1024.0 * self.cfg.ns_per_kb * kbf)
                     + member;
                 let flush = self.cfg.pools.flush;
                 (ctx.reserve(flush, now, dur), flush)
@@ -1093,24 +1108,38 @@ impl CtrlVol {
             if self.dirty + need > self.cfg.wb_bytes {
                 break;
             }
-            let Some(to_map) = self.cache_insert(ctx, w) else {
+            let Some(admit) = self.cache_insert(ctx, w) else {
                 break;
             };
             self.wait_space.pop_front();
-            self.acknowledge(ctx, w, now, to_map);
+            self.acknowledge(ctx, w, now, admit);
         }
         self.kick(ctx);
     }
 
     /// Acknowledge write `id`, now in the cache, once the flush task has
-    /// mapped the `to_map` member writes of the lines it dirtied afresh
-    /// onto their members' cache buffers.
-    fn acknowledge(&mut self, ctx: &mut Ctx, id: ReqId, now: Ns, to_map: u64) {
-        let t = if self.cfg.map_member_ns == 0 || to_map == 0 {
+    /// mapped the member writes of the lines it dirtied afresh onto their
+    /// members' cache buffers; a write continuing a sequential stream finds
+    /// them mapped ahead of it, the firmware having followed the stream as
+    /// read-ahead follows a read stream, and is acknowledged at once (the
+    /// task still does the work).
+    fn acknowledge(&mut self, ctx: &mut Ctx, id: ReqId, now: Ns, admit: Admit) {
+        let t = if self.cfg.map_member_ns == 0 || admit.to_map == 0 {
             // No flush task, or nothing new to map, before the ack.
             now
         } else {
-            ctx.reserve(self.cfg.pools.flush, now, self.cfg.map_member_ns * to_map)
+            let mapped = ctx.reserve(
+                self.cfg.pools.flush,
+                now,
+                self.cfg.map_member_ns * admit.to_map,
+            );
+            // A stream's lines were mapped ahead of it (the task's work is
+            // the same, done before the write came): its ack does not wait.
+            if admit.streamed {
+                now
+            } else {
+                mapped
+            }
         };
         ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
     }
@@ -1125,7 +1154,7 @@ impl CtrlVol {
                     .is_empty()
                     .then(|| self.cache_insert(ctx, id))
                 {
-                    Some(Some(to_map)) => self.acknowledge(ctx, id, ctx.now, to_map),
+                    Some(Some(admit)) => self.acknowledge(ctx, id, ctx.now, admit),
                     _ => self.wait_space.push_back(id),
                 }
                 self.kick(ctx);
