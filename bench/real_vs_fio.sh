@@ -59,6 +59,9 @@ read -r data_off data_len < <("$raidlab" examine "$dir/p0.img" --format json | p
 import json, sys
 s = json.load(sys.stdin)[0]["superblock"]
 print(s["data_offset_sectors"] * 512, s["used_sectors"] * 512)')
+# The files were just written: have the kernel write them back now, or
+# the first round's O_DIRECT reads wait for that writeback (and measure it).
+sync
 warm() { cat "$@" > /dev/null; } # into the page cache
 # Read everything once first: below a virtual machine's disk the host may
 # cache what was read, and the first tool to read a file would warm it for
