@@ -973,107 +973,119 @@ impl CtrlVol {
     }
 
     fn start_destage(&mut self, ctx: &mut Ctx, l: u64, m: usize) {
+        let mut lines = self.spare_lines.pop().unwrap_or_default();
+        lines.clear();
+        match self.full_stripe(l) {
+            Some(r) => lines.extend(r),
+            None => lines.push(l),
+        }
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
+        let bytes = self.take_lines(&lines, &mut runs);
+        let root = self.destage_root(ctx, lines, bytes, m);
+        let (at, pool) = self.prepare_destage(ctx, bytes, runs.len());
+        for &(a, b) in &runs {
+            let a = a.min(self.cfg.capacity);
+            let b = b.min(self.cfg.capacity);
+            if b > a {
+                let child = self.send_child(ctx, root, a..b, Op::Write, NO_WINDOW, at);
+                ctx.reqs[child].cost_pool = pool;
+            }
+        }
+        self.runs = runs;
+        if ctx.reqs[root].pending == 0 {
+            self.destage_done(ctx, root);
+        }
+    }
+
+    /// Take `lines`' dirty bits into a destage: mark them in destage and
+    /// append their dirty byte runs (merged where they meet) to `runs`.
+    /// Returns the dirty bytes taken.
+    fn take_lines(&mut self, lines: &[u64], runs: &mut Vec<(u64, u64)>) -> u64 {
+        let mut bytes = 0;
+        for &x in lines {
+            let e = self.lines.get_mut(x).expect("dirty line");
+            let bits = std::mem::take(&mut e.bits);
+            e.streamed = false;
+            e.queued = false;
+            e.in_destage = true;
+            bytes += bits.count_ones() as u64 * self.gran;
+            let base = x * self.line_bytes;
+            // Runs of set bits, lowest first.
+            let mut rest = bits;
+            while rest != 0 {
+                let s = rest.trailing_zeros() as u64;
+                let g = s + (rest >> s).trailing_ones() as u64;
+                // Adding the run's lowest bit carries through the run.
+                rest &= rest.wrapping_add(1 << s);
+                let a = base + s * self.gran;
+                let b = (base + g * self.gran).min(base + self.line_bytes);
+                match runs.last_mut() {
+                    Some(r) if r.1 == a => r.1 = b,
+                    _ => runs.push((a, b)),
+                }
+            }
+        }
+        bytes
+    }
+
+    /// The root request of a destage of `lines` (`bytes` dirty) for member
+    /// `m`, holding one of the member's destage slots.
+    fn destage_root(&mut self, ctx: &mut Ctx, lines: Vec<u64>, bytes: u64, m: usize) -> ReqId {
+        let slot = match self.destages.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => {
+                self.destages.push(None);
+                self.destages.len() - 1
+            }
+        };
+        self.destages[slot] = Some(Destage {
+            lines,
+            bytes,
+            member: m,
+        });
+        let root = ctx.reqs.alloc(Req {
+            offset: 0,
+            len: 0,
+            op: Op::Write,
+            parent: NONE,
+            pending: 0,
+            comp: self.id,
+            t0: ctx.now,
+            creator_word: 0,
+            cost_pool: PoolId::NONE,
+            handler_word: slot as u32,
+            phase: Phase::Destage as u8,
+        });
+        self.destage_out[m] += 1;
+        if self.destage_out[m] == self.cfg.destage_per_member {
+            self.limit_since[m] = ctx.now;
+        }
+        root
+    }
+
+    /// When a destage of `bytes` in `runs` member writes may go out, and
+    /// the pool its member commands are charged to. The flush task prepares
+    /// the destage (finds and locks the lines, maps their bytes) before any
+    /// member sees it, then builds its member commands: the array behind
+    /// charges those to the task instead of the RoC's shared cores; a
+    /// single device's commands are charged here, as the array would.
+    fn prepare_destage(&mut self, ctx: &mut Ctx, bytes: u64, runs: usize) -> (Ns, PoolId) {
         let now = ctx.now;
-        let limit = self.cfg.destage_per_member;
-        {
-            let mut lines = self.spare_lines.pop().unwrap_or_default();
-            lines.clear();
-            match self.full_stripe(l) {
-                Some(r) => lines.extend(r),
-                None => lines.push(l),
-            }
-            let mut runs = std::mem::take(&mut self.runs);
-            runs.clear();
-            let mut bytes = 0;
-            for &x in &lines {
-                let e = self.lines.get_mut(x).expect("dirty line");
-                let bits = std::mem::take(&mut e.bits);
-                e.streamed = false;
-                e.queued = false;
-                e.in_destage = true;
-                bytes += bits.count_ones() as u64 * self.gran;
-                let base = x * self.line_bytes;
-                // Runs of set bits, lowest first.
-                let mut rest = bits;
-                while rest != 0 {
-                    let s = rest.trailing_zeros() as u64;
-                    let g = s + (rest >> s).trailing_ones() as u64;
-                    // Adding the run's lowest bit carries through the run.
-                    rest &= rest.wrapping_add(1 << s);
-                    let a = base + s * self.gran;
-                    let b = (base + g * self.gran).min(base + self.line_bytes);
-                    match runs.last_mut() {
-                        Some(r) if r.1 == a => r.1 = b,
-                        _ => runs.push((a, b)),
-                    }
-                }
-            }
-            let slot = match self.destages.iter().position(Option::is_none) {
-                Some(s) => s,
-                None => {
-                    self.destages.push(None);
-                    self.destages.len() - 1
-                }
-            };
-            self.destages[slot] = Some(Destage {
-                lines,
-                bytes,
-                member: m,
-            });
-            let root = ctx.reqs.alloc(Req {
-                offset: 0,
-                len: 0,
-                op: Op::Write,
-                parent: NONE,
-                pending: 0,
-                comp: self.id,
-                t0: now,
-                creator_word: 0,
-                cost_pool: PoolId::NONE,
-                handler_word: slot as u32,
-                phase: Phase::Destage as u8,
-            });
-            self.destage_out[m] += 1;
-            if self.destage_out[m] == limit {
-                self.limit_since[m] = now;
-            }
-            // The flush task prepares the destage (finds and locks the
-            // lines, maps their bytes) before any member sees it, then builds
-            // its member commands: the array behind charges those to the
-            // task instead of the RoC's shared cores; a single device's
-            // commands are charged here, as the array would.
-            let member = if self.cfg.map_member_ns > 0 {
-                0
-            } else {
-                self.cfg.passthrough_member_ns * runs.len() as Ns
-            };
-            let (at, pool) = if self.cfg.destage_task_ns > 0 {
-                let kbf: f64 = std::env::var("KBF")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(1.0);
-                let dur = self.cfg.destage_task_ns
-                    + ns(bytes as f64 / 1024.0 * self.cfg.ns_per_kb * kbf)
-                    + member;
-                let flush = self.cfg.pools.flush;
-                (ctx.reserve(flush, now, dur), flush)
-            } else if member > 0 {
-                (ctx.reserve(self.cfg.pools.roc, now, member), PoolId::NONE)
-            } else {
-                (now, PoolId::NONE)
-            };
-            for &(a, b) in &runs {
-                let a = a.min(self.cfg.capacity);
-                let b = b.min(self.cfg.capacity);
-                if b > a {
-                    let child = self.send_child(ctx, root, a..b, Op::Write, NO_WINDOW, at);
-                    ctx.reqs[child].cost_pool = pool;
-                }
-            }
-            self.runs = runs;
-            if ctx.reqs[root].pending == 0 {
-                self.destage_done(ctx, root);
-            }
+        let member = if self.cfg.map_member_ns > 0 {
+            0
+        } else {
+            self.cfg.passthrough_member_ns * runs as Ns
+        };
+        if self.cfg.destage_task_ns > 0 {
+            let dur =
+                self.cfg.destage_task_ns + ns(bytes as f64 / 1024.0 * self.cfg.ns_per_kb) + member;
+            let flush = self.cfg.pools.flush;
+            (ctx.reserve(flush, now, dur), flush)
+        } else if member > 0 {
+            (ctx.reserve(self.cfg.pools.roc, now, member), PoolId::NONE)
+        } else {
+            (now, PoolId::NONE)
         }
     }
 
