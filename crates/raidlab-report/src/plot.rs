@@ -202,8 +202,6 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
         y_lo,
         y_hi,
     } = ranges(c)?;
-    let tx = |x: f64| if c.log_x { x.log10() } else { x };
-    let ty = |y: f64| if c.log_y { y.log10() } else { y };
     let mut chart = ChartBuilder::on(&plot_area)
         .caption(&c.title, (FAMILY, 20))
         .margin(12)
@@ -221,32 +219,78 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
         .axis_desc_style((FAMILY, 15))
         .draw()
         .map_err(draw_err)?;
-    let grid = RGBColor(225, 225, 225);
     let label = TextStyle::from((FAMILY, 13).into_font()).color(&BLACK);
-    // Y ticks and grid.
-    let y_ticks: Vec<f64> = if c.log_y {
-        log_ticks(10f64.powf(y_lo), 10f64.powf(y_hi))
+    let r = Ranges {
+        x_lo,
+        x_hi,
+        y_lo,
+        y_hi,
+    };
+    draw_y_ticks(c, &mut chart, root, &r, &label)?;
+    draw_x_ticks(c, &chart, root, &r, &label)?;
+    draw_series(c, &mut chart, &r)?;
+    draw_legend(c, &legend_area, &label)?;
+    root.present().map_err(draw_err)
+}
+
+/// The chart being drawn: both axes in axis units.
+type Plot<'a, DB> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A value in axis units: log10 on a log axis.
+fn axis(v: f64, log: bool) -> f64 {
+    if log {
+        v.log10()
     } else {
-        linear_ticks(y_lo, y_hi)
+        v
+    }
+}
+
+/// Y ticks with their labels and grid lines.
+fn draw_y_ticks<DB: DrawingBackend>(
+    c: &Chart,
+    chart: &mut Plot<'_, DB>,
+    root: &DrawingArea<DB, Shift>,
+    r: &Ranges,
+    label: &TextStyle,
+) -> Result<(), PlotError> {
+    let grid = RGBColor(225, 225, 225);
+    let y_ticks: Vec<f64> = if c.log_y {
+        log_ticks(10f64.powf(r.y_lo), 10f64.powf(r.y_hi))
+    } else {
+        linear_ticks(r.y_lo, r.y_hi)
     };
     for v in &y_ticks {
-        let p = ty(*v);
+        let p = axis(*v, c.log_y);
         chart
-            .draw_series(LineSeries::new([(x_lo, p), (x_hi, p)], grid))
+            .draw_series(LineSeries::new([(r.x_lo, p), (r.x_hi, p)], grid))
             .map_err(draw_err)?;
-        let (px, py) = chart.backend_coord(&(x_lo, p));
+        let (px, py) = chart.backend_coord(&(r.x_lo, p));
         let text = fmt_num(*v);
-        let (w, h) = root.estimate_text_size(&text, &label).map_err(draw_err)?;
-        root.draw_text(&text, &label, (px - w as i32 - 6, py - h as i32 / 2))
+        let (w, h) = root.estimate_text_size(&text, label).map_err(draw_err)?;
+        root.draw_text(&text, label, (px - w as i32 - 6, py - h as i32 / 2))
             .map_err(draw_err)?;
     }
-    // X ticks.
-    let x_ticks = x_ticks(c, x_lo, x_hi);
-    // Thin out category labels that would collide.
+    Ok(())
+}
+
+/// X ticks and their labels, category labels thinned out where they
+/// would collide.
+fn draw_x_ticks<DB: DrawingBackend>(
+    c: &Chart,
+    chart: &Plot<'_, DB>,
+    root: &DrawingArea<DB, Shift>,
+    r: &Ranges,
+    label: &TextStyle,
+) -> Result<(), PlotError> {
+    let x_ticks = x_ticks(c, r.x_lo, r.x_hi);
     let plot_w = chart.plotting_area().dim_in_pixel().0 as f64;
     let widest = x_ticks
         .iter()
-        .map(|(_, s)| root.estimate_text_size(s, &label).map_or(0, |d| d.0))
+        .map(|(_, s)| root.estimate_text_size(s, label).map_or(0, |d| d.0))
         .max()
         .unwrap_or(0) as f64
         + 8.0;
@@ -255,18 +299,30 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
         if i % every != 0 {
             continue;
         }
-        let (px, py) = chart.backend_coord(&(*x, y_lo));
-        let (w, _) = root.estimate_text_size(text, &label).map_err(draw_err)?;
-        root.draw_text(text, &label, (px - w as i32 / 2, py + 6))
+        let (px, py) = chart.backend_coord(&(*x, r.y_lo));
+        let (w, _) = root.estimate_text_size(text, label).map_err(draw_err)?;
+        root.draw_text(text, label, (px - w as i32 / 2, py + 6))
             .map_err(draw_err)?;
         root.draw(&PathElement::new([(px, py), (px, py + 4)], BLACK))
             .map_err(draw_err)?;
     }
-    // Data.
+    Ok(())
+}
+
+/// The data: a line with markers, or a bar in each group, per series.
+fn draw_series<DB: DrawingBackend>(
+    c: &Chart,
+    chart: &mut Plot<'_, DB>,
+    r: &Ranges,
+) -> Result<(), PlotError> {
     let n = c.series.len().max(1) as f64;
     for (k, s) in c.series.iter().enumerate() {
         let color = PALETTE[k % PALETTE.len()];
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (tx(x), ty(y))).collect();
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|&(x, y)| (axis(x, c.log_x), axis(y, c.log_y)))
+            .collect();
         match c.kind {
             Kind::Line => {
                 chart
@@ -279,7 +335,7 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
             Kind::Bar => {
                 let group = 0.8;
                 let w = group / n;
-                let base = if c.log_y { y_lo } else { 0f64.max(y_lo) };
+                let base = if c.log_y { r.y_lo } else { 0f64.max(r.y_lo) };
                 chart
                     .draw_series(pts.iter().map(|&(x, y)| {
                         let x0 = x - group / 2.0 + w * k as f64;
@@ -289,8 +345,7 @@ fn draw<DB: DrawingBackend>(c: &Chart, root: &DrawingArea<DB, Shift>) -> Result<
             }
         }
     }
-    draw_legend(c, &legend_area, &label)?;
-    root.present().map_err(draw_err)
+    Ok(())
 }
 
 /// The plotted span of both axes, in axis units (log10 on a log axis),
