@@ -229,33 +229,17 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         .flatten();
     let span = check_span(w, vol.capacity)?;
     let engine = choose_engine(opts.engine)?;
-    let t_start = Instant::now();
-    let ramp_end = t_start + std::time::Duration::from_nanos(w.ramp_time.unwrap_or(0));
-    let shared = worker::Shared {
-        vol: &vol,
-        members: &members,
-        locks: exec::Locks::default(),
-        nonce,
+    let shared = shared_for(
+        w,
+        &vol,
+        &members,
         gens,
-        verify: opts.verify,
-        lock_needed: vol.has_parity || opts.verify,
-        seq: AtomicU64::new(0),
-        start: t_start,
-        ramp_end,
-        offload: w.rate.offload || replay_timed(w),
-        replay_timed: replay_timed(w),
-        timeline: w.timeline(),
-        think_ns: w.thinktime,
-        end: w
-            .runtime
-            .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
-        stop: AtomicBool::new(false),
-        max_bs: w.max_bs() as usize,
+        nonce,
+        opts.verify,
+        intent.as_ref(),
         seed,
-        sync: w.sync,
-        fsync: w.fsync,
-        intent: intent.as_ref(),
-    };
+    );
+    let (t_start, ramp_end) = (shared.start, shared.ramp_end);
     let state = state_file(writes, opts).map(|p| (p, asm.root_uuid));
     let outs = with_checkpoints(&shared.gens, state, || {
         run_workers(
@@ -275,7 +259,6 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let secs = window_secs(shared.end, merged.last, wall_end, ramp_end);
     let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
     let (mstats, components) = member_reports(&topo, &members, &kinds, &asm.offsets, run_ns);
-    let totals = merged.totals;
     let result = RunResult {
         resolved: None,
         raidlab: VERSION.into(),
@@ -290,7 +273,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         },
         sim: SimStats {
             replay: merged.replay_stats(w),
-            ..run_times(secs, wall, totals)
+            ..run_times(secs, wall, merged.totals)
         },
         intervals: merged.intervals(secs),
         latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
@@ -298,7 +281,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
             array: array_meta(&topo, &asm, &life),
-            ..engine_stats(engine, all_direct, merged.registered, totals)
+            ..engine_stats(engine, all_direct, merged.registered, merged.totals)
         }),
     };
     Ok(RunOutput {
@@ -306,6 +289,48 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         trace: merged.trace,
         trace_ns: merged.trace_ns,
     })
+}
+
+/// What the run's workers share: the volume, its members, the verify
+/// state and the job's clocks, from now.
+#[allow(clippy::too_many_arguments)] // the run's parts, each its own value
+fn shared_for<'a>(
+    w: &Workload,
+    vol: &'a exec::Vol,
+    members: &'a backend::Members,
+    gens: verify::Generations,
+    nonce: u64,
+    verify: bool,
+    intent: Option<&'a intent::Intent>,
+    seed: u64,
+) -> worker::Shared<'a> {
+    let start = Instant::now();
+    let ramp_end = start + std::time::Duration::from_nanos(w.ramp_time.unwrap_or(0));
+    worker::Shared {
+        vol,
+        members,
+        locks: exec::Locks::default(),
+        nonce,
+        gens,
+        verify,
+        lock_needed: vol.has_parity || verify,
+        seq: AtomicU64::new(0),
+        start,
+        ramp_end,
+        offload: w.rate.offload || replay_timed(w),
+        replay_timed: replay_timed(w),
+        timeline: w.timeline(),
+        think_ns: w.thinktime,
+        end: w
+            .runtime
+            .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
+        stop: AtomicBool::new(false),
+        max_bs: w.max_bs() as usize,
+        seed,
+        sync: w.sync,
+        fsync: w.fsync,
+        intent,
+    }
 }
 
 #[cfg(test)]
