@@ -212,6 +212,38 @@ fn slc_pages_at_start(p: &SsdParams, state: SsdState) -> u64 {
     (p.slc_cache_gb * 1e9 / (p.page_kb as f64 * 1024.0)) as u64
 }
 
+/// The drive's flash translation layer in `state`, from `warm`'s cache of
+/// steady states where one is asked for, and the logical units it maps
+/// (its capacity less `op`).
+fn warm_ftl(
+    p: &SsdParams,
+    op: f64,
+    state: SsdState,
+    seed: u64,
+    warm: &mut WarmCache,
+) -> (Ftl, u64) {
+    let full_units = (p.capacity_gb * 1e9 / UNIT as f64) as u64;
+    let logical = ((full_units as f64) * (1.0 - op)) as u64;
+    let ratio = full_units as f64 * (1.0 + p.spare_pct / 100.0) / logical as f64;
+    let key = FtlKey {
+        logical,
+        ratio: ratio.to_bits(),
+        upp: p.page_kb / 4,
+        ppb: p.pages_per_block,
+        dies: p.channels * p.dies_per_channel,
+        gc_free: p.gc_free_blocks,
+    };
+    let mut ftl = match state {
+        SsdState::Steady => warm.steady(key, seed),
+        _ => key.build(),
+    };
+    if state == SsdState::Fill {
+        ftl.fill_lazily();
+    }
+    ftl.reset_counters();
+    (ftl, logical)
+}
+
 impl Ssd {
     /// Build a drive and bring it to `state` by functional warm-up.
     #[allow(clippy::too_many_arguments)]
@@ -227,27 +259,12 @@ impl Ssd {
         seed: u64,
         warm: &mut WarmCache,
     ) -> Ssd {
-        let full_units = (p.capacity_gb * 1e9 / UNIT as f64) as u64;
-        let logical = ((full_units as f64) * (1.0 - op)) as u64;
-        let ratio = full_units as f64 * (1.0 + p.spare_pct / 100.0) / logical as f64;
-        let upp = p.page_kb / 4;
-        let dies = p.channels * p.dies_per_channel;
-        let key = FtlKey {
-            logical,
-            ratio: ratio.to_bits(),
-            upp,
-            ppb: p.pages_per_block,
-            dies,
-            gc_free: p.gc_free_blocks,
+        let (ftl, logical) = warm_ftl(p, op, state, seed, warm);
+        // A block-mapped drive erases its real blocks.
+        let block_scale = match p.ftl {
+            FtlKind::Block => 1.0,
+            FtlKind::Page => ftl.block_scale(),
         };
-        let mut ftl = match state {
-            SsdState::Steady => warm.steady(key, seed),
-            _ => key.build(),
-        };
-        if state == SsdState::Fill {
-            ftl.fill_lazily();
-        }
-        ftl.reset_counters();
         Ssd {
             io: IoCounts::default(),
             label,
@@ -274,15 +291,7 @@ impl Ssd {
             fw_bg_until: 0,
             fw_bg_prev: 0,
             fw_bg_share: 0,
-            // A block-mapped drive erases its real blocks.
-            nand: Nand::new(
-                p,
-                if p.ftl == FtlKind::Block {
-                    1.0
-                } else {
-                    ftl.block_scale()
-                },
-            ),
+            nand: Nand::new(p, block_scale),
             ftl,
             buf: WriteBuffer::new(p.write_buffer_kb / 4),
             wc,
@@ -300,7 +309,7 @@ impl Ssd {
             write_committed: 0,
             last_read_end: u64::MAX,
             die_rr: 0,
-            page: Vec::with_capacity(upp as usize),
+            page: Vec::with_capacity((p.page_kb / 4) as usize),
             capacity: logical * UNIT,
             slc_pages: slc_pages_at_start(p, state),
             slc_prog: us(p.slc_program_us),
