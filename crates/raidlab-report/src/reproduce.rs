@@ -80,38 +80,82 @@ pub fn tables(v: &Validation) -> Vec<DocTable<'_>> {
 fn layout<'a>(source: &str, reference: &str, rows: &[&'a RowResult]) -> DocTable<'a> {
     let maps: Vec<BTreeMap<String, String>> =
         rows.iter().map(|r| workload_map(&r.row.workload)).collect();
-    let mut keys: Vec<String> = maps.iter().flat_map(|m| m.keys().cloned()).collect();
-    keys.sort();
-    keys.dedup();
-    let varies = |f: &dyn Fn(usize) -> String| -> bool {
-        let first = f(0);
-        (1..rows.len()).any(|i| f(i) != first)
-    };
-    let varying: Vec<String> = keys
-        .into_iter()
-        .filter(|k| varies(&|i| maps[i].get(k).cloned().unwrap_or_default()))
+    let v = Varying::of(rows, &maps);
+    let cells: Vec<Cell<'a>> = rows
+        .iter()
+        .zip(&maps)
+        .map(|(r, m)| {
+            let (row, col) = v.labels(r, m);
+            Cell {
+                result: r,
+                row,
+                col,
+            }
+        })
         .collect();
-    let topo_varies = varies(&|i| rows[i].row.topology.clone());
-    let metric_varies = varies(&|i| rows[i].row.metric.clone());
-    let bs_rows = varying.iter().any(|k| k == "bs");
-    let mut cells = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        let m = &maps[i];
+    let mut row_order = first_seen(cells.iter().map(|c| &c.row));
+    let col_order = first_seen(cells.iter().map(|c| &c.col));
+    if v.bs_rows {
+        row_order.sort_by_key(|r| parse_size(r).unwrap_or(u64::MAX));
+    }
+    DocTable {
+        source: source.into(),
+        reference: reference.into(),
+        rows: row_order,
+        cols: col_order,
+        cells,
+        common: v.common(rows, &maps),
+    }
+}
+
+/// What changes from row to row of a document's table.
+struct Varying {
+    /// Workload keys whose values differ (sorted).
+    keys: Vec<String>,
+    topology: bool,
+    metric: bool,
+    /// Block sizes differ: they label the rows, the other keys the columns.
+    bs_rows: bool,
+}
+
+impl Varying {
+    fn of(rows: &[&RowResult], maps: &[BTreeMap<String, String>]) -> Varying {
+        let mut keys: Vec<String> = maps.iter().flat_map(|m| m.keys().cloned()).collect();
+        keys.sort();
+        keys.dedup();
+        let varies = |f: &dyn Fn(usize) -> String| -> bool {
+            let first = f(0);
+            (1..rows.len()).any(|i| f(i) != first)
+        };
+        let keys: Vec<String> = keys
+            .into_iter()
+            .filter(|k| varies(&|i| maps[i].get(k).cloned().unwrap_or_default()))
+            .collect();
+        Varying {
+            bs_rows: keys.iter().any(|k| k == "bs"),
+            keys,
+            topology: varies(&|i| rows[i].row.topology.clone()),
+            metric: varies(&|i| rows[i].row.metric.clone()),
+        }
+    }
+
+    /// A row's (row label, column label) in the table.
+    fn labels(&self, r: &RowResult, m: &BTreeMap<String, String>) -> (String, String) {
         let mut col = Vec::new();
-        if topo_varies {
+        if self.topology {
             col.push(r.row.topology.split_whitespace().collect::<String>());
         }
         let mut row_label = String::new();
-        if bs_rows {
+        if self.bs_rows {
             row_label = m.get("bs").cloned().unwrap_or_default();
         }
         // A key a row does not give is left out of its label (fio's
         // default holds), not shown as "k=-".
-        for k in varying.iter().filter(|k| k.as_str() != "bs") {
+        for k in self.keys.iter().filter(|k| k.as_str() != "bs") {
             let Some(v) = m.get(k) else {
                 continue;
             };
-            if bs_rows {
+            if self.bs_rows {
                 col.push(format!("{k}={v}"));
             } else {
                 if !row_label.is_empty() {
@@ -120,7 +164,7 @@ fn layout<'a>(source: &str, reference: &str, rows: &[&'a RowResult]) -> DocTable
                 row_label += &format!("{k}={v}");
             }
         }
-        if metric_varies {
+        if self.metric {
             col.push(r.row.metric.clone());
         }
         if row_label.is_empty() {
@@ -129,48 +173,39 @@ fn layout<'a>(source: &str, reference: &str, rows: &[&'a RowResult]) -> DocTable
         if col.is_empty() {
             col.push(r.row.metric.clone());
         }
-        cells.push(Cell {
-            result: r,
-            row: row_label,
-            col: col.join(" "),
-        });
+        (row_label, col.join(" "))
     }
-    let mut row_order: Vec<String> = Vec::new();
-    let mut col_order: Vec<String> = Vec::new();
-    for c in &cells {
-        if !row_order.contains(&c.row) {
-            row_order.push(c.row.clone());
+
+    /// What every row shares, said once above the table.
+    fn common(&self, rows: &[&RowResult], maps: &[BTreeMap<String, String>]) -> Vec<String> {
+        let mut common = Vec::new();
+        if !self.topology {
+            common.push(format!("topology {}", rows[0].row.topology));
         }
-        if !col_order.contains(&c.col) {
-            col_order.push(c.col.clone());
+        let shared: Vec<String> = maps[0]
+            .iter()
+            .filter(|(k, v)| maps.iter().all(|m| m.get(*k) == Some(*v)))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !shared.is_empty() {
+            common.push(format!("workload {}", shared.join(" ")));
+        }
+        if !self.metric {
+            common.push(format!("metric {}", metric_unit(&rows[0].row.metric)));
+        }
+        common
+    }
+}
+
+/// The distinct labels in the order they first appear.
+fn first_seen<'b>(labels: impl Iterator<Item = &'b String>) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    for l in labels {
+        if !order.contains(l) {
+            order.push(l.clone());
         }
     }
-    if bs_rows {
-        row_order.sort_by_key(|r| parse_size(r).unwrap_or(u64::MAX));
-    }
-    let mut common = Vec::new();
-    if !topo_varies {
-        common.push(format!("topology {}", rows[0].row.topology));
-    }
-    let shared: Vec<String> = maps[0]
-        .iter()
-        .filter(|(k, v)| maps.iter().all(|m| m.get(*k) == Some(*v)))
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if !shared.is_empty() {
-        common.push(format!("workload {}", shared.join(" ")));
-    }
-    if !metric_varies {
-        common.push(format!("metric {}", metric_unit(&rows[0].row.metric)));
-    }
-    DocTable {
-        source: source.into(),
-        reference: reference.into(),
-        rows: row_order,
-        cols: col_order,
-        cells,
-        common,
-    }
+    order
 }
 
 /// A table figure: three decimals below 10, one below 100, none above.
