@@ -121,6 +121,53 @@ pub(crate) fn md_family(imp: Option<&str>) -> bool {
     matches!(imp, Some("md" | "vroc"))
 }
 
+/// `stripe=SIZE`: a power of two from 4 KiB to 1 GiB.
+fn stripe_option(o: &Opt) -> Result<u64> {
+    let s = parse_size(&o.value).map_err(|m| Error::Invalid {
+        col: o.col,
+        msg: m.to_string(),
+    })?;
+    if s < 4096 || !s.is_power_of_two() || s > 1 << 30 {
+        return invalid(
+            o.col,
+            format!(
+                "stripe={}: the stripe unit must be a power of two from 4k to 1g",
+                o.value
+            ),
+        );
+    }
+    Ok(s)
+}
+
+/// `layout=`: a parity layout for RAID 5 and 6 (`None` for RAID 10's
+/// `n2`, its one layout).
+fn layout_option(level: Level, o: &Opt) -> Result<Option<ParityLayout>> {
+    match level {
+        Level::Raid4 => invalid(o.col, "raid4 has one layout, parity on its last member (md's level 4): no layout="),
+        Level::Raid5 | Level::Raid6 => ParityLayout::from_word(&o.value).map(Some).ok_or_else(|| Error::Invalid {
+            col: o.col,
+            msg: format!("layout={}: expected left-symmetric, left-asymmetric, right-symmetric or right-asymmetric", o.value),
+        }),
+        Level::Raid10 if o.value == "n2" => Ok(None),
+        Level::Raid10 => invalid(o.col, format!("layout={}: raid10 supports n2 (near, 2 copies)", o.value)),
+        _ => invalid(o.col, format!("layout applies to raid5, raid6 and raid10, not {}", level.word())),
+    }
+}
+
+/// `rebuild_min=`/`rebuild_max=`: bytes per second, at least 1 KiB.
+fn rate_option(o: &Opt) -> Result<u64> {
+    parse_size(&o.value)
+        .ok()
+        .filter(|&r| r >= 1024)
+        .ok_or_else(|| Error::Invalid {
+            col: o.col,
+            msg: format!(
+                "{}={}: expected a rate in bytes per second of at least 1k, e.g. 200m",
+                o.key, o.value
+            ),
+        })
+}
+
 /// Check the options of an array of `level`.
 pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
     let mut a = ArrayOpts {
@@ -135,28 +182,12 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
     };
     for o in opts {
         match o.key.as_str() {
-            "stripe" => {
-                let s = parse_size(&o.value).map_err(|m| Error::Invalid {
-                    col: o.col,
-                    msg: m.to_string(),
-                })?;
-                if s < 4096 || !s.is_power_of_two() || s > 1 << 30 {
-                    return invalid(o.col, format!("stripe={}: the stripe unit must be a power of two from 4k to 1g", o.value));
+            "stripe" => a.stripe = Some(stripe_option(o)?),
+            "layout" => {
+                if let Some(l) = layout_option(level, o)? {
+                    a.layout = l;
                 }
-                a.stripe = Some(s);
             }
-            "layout" => match level {
-                Level::Raid4 => return invalid(o.col, "raid4 has one layout, parity on its last member (md's level 4): no layout="),
-                Level::Raid5 | Level::Raid6 => {
-                    a.layout = ParityLayout::from_word(&o.value).ok_or_else(|| Error::Invalid {
-                        col: o.col,
-                        msg: format!("layout={}: expected left-symmetric, left-asymmetric, right-symmetric or right-asymmetric", o.value),
-                    })?
-                }
-                Level::Raid10 if o.value == "n2" => {}
-                Level::Raid10 => return invalid(o.col, format!("layout={}: raid10 supports n2 (near, 2 copies)", o.value)),
-                _ => return invalid(o.col, format!("layout applies to raid5, raid6 and raid10, not {}", level.word())),
-            },
             "spares" => {
                 let n = o.value.parse().ok().filter(|&n: &u32| n <= 64).ok_or_else(|| Error::Invalid {
                     col: o.col,
@@ -184,16 +215,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 a.imp = Some((o.value.clone(), o.col));
             }
             "rebuild_min" | "rebuild_max" => {
-                let r = parse_size(&o.value)
-                    .ok()
-                    .filter(|&r| r >= 1024)
-                    .ok_or_else(|| Error::Invalid {
-                        col: o.col,
-                        msg: format!(
-                            "{}={}: expected a rate in bytes per second of at least 1k, e.g. 200m",
-                            o.key, o.value
-                        ),
-                    })?;
+                let r = rate_option(o)?;
                 if a.rebuild_rates.2 == 0 {
                     a.rebuild_rates.2 = o.col;
                 }
