@@ -277,6 +277,38 @@ impl Resolver<'_> {
         Ok(())
     }
 
+    /// An array's members as the expression gives them, and where its
+    /// `missing` ones stand: (index among the members, count, column).
+    fn members(
+        &mut self,
+        children: &[Ast],
+        in_ctrl: Option<(f64, &str)>,
+    ) -> Result<(Vec<Node>, Vec<Missing>)> {
+        let mut members = Vec::new();
+        let mut missing = Vec::new();
+        for c in children {
+            if let Ast::Leaf {
+                name, count, col, ..
+            } = c
+            {
+                if name == "missing" {
+                    missing.push((members.len(), *count, *col));
+                    continue;
+                }
+            }
+            for n in self.node(c, in_ctrl)? {
+                if let Node::Controller(ctl) = &n {
+                    // A controller's volumes become members one by one.
+                    if ctl.children.is_empty() {
+                        return invalid(ctl.col, "controller without volumes");
+                    }
+                }
+                members.push(n);
+            }
+        }
+        Ok((members, missing))
+    }
+
     pub(crate) fn array(
         &mut self,
         level: Level,
@@ -297,31 +329,7 @@ impl Resolver<'_> {
         if in_ctrl.is_none() && imp.is_none() {
             imp = Some("md".into());
         }
-        let mut members = Vec::new();
-        let mut missing = Vec::new();
-        for c in children {
-            if let Ast::Leaf {
-                name, count, col, ..
-            } = c
-            {
-                if name == "missing" {
-                    missing.push((members.len(), *count, *col));
-                    continue;
-                }
-            }
-            let nodes = self.node(c, in_ctrl)?;
-            for n in nodes {
-                if let Node::Controller(ctl) = n {
-                    // A controller's volumes become members one by one.
-                    if ctl.children.is_empty() {
-                        return invalid(ctl.col, "controller without volumes");
-                    }
-                    members.push(Node::Controller(ctl));
-                } else {
-                    members.push(n);
-                }
-            }
-        }
+        let (mut members, missing) = self.members(children, in_ctrl)?;
         self.fill_missing(&mut members, &missing, level, spares, col)?;
         let volumes: usize = members.iter().map(Node::volumes).sum();
         check_members(level, volumes.saturating_sub(spares as usize), col)?;
@@ -329,14 +337,7 @@ impl Resolver<'_> {
         // default: the controller's or the host software RAID profile's
         // (filled in by `default_stripes` once the tree is built).
         let stripe = stripe.unwrap_or(0);
-        let (lo, hi, rcol) = o.rebuild_rates;
-        let rebuild_rates = (
-            lo.unwrap_or(MD_SPEED_LIMIT_MIN),
-            hi.unwrap_or(MD_SPEED_LIMIT_MAX),
-        );
-        if rebuild_rates.0 > rebuild_rates.1 {
-            return invalid(rcol, "rebuild_min is above rebuild_max");
-        }
+        let rebuild_rates = rebuild_rates(o.rebuild_rates)?;
         let bitmap_chunk = bitmap_chunk(o.bitmap, imp.as_deref())?;
         let ppl = ppl_policy(
             o.consistency,
@@ -367,6 +368,23 @@ impl Resolver<'_> {
             col,
         })
     }
+}
+
+/// Where an array's `missing` members stand: (index among the members
+/// given, count, column).
+type Missing = (usize, u32, usize);
+
+/// md's resync rate bounds (`rebuild_min`, `rebuild_max`, the column
+/// either was set at), md's defaults where unset.
+fn rebuild_rates((lo, hi, col): (Option<u64>, Option<u64>, usize)) -> Result<(u64, u64)> {
+    let rates = (
+        lo.unwrap_or(MD_SPEED_LIMIT_MIN),
+        hi.unwrap_or(MD_SPEED_LIMIT_MAX),
+    );
+    if rates.0 > rates.1 {
+        return invalid(col, "rebuild_min is above rebuild_max");
+    }
+    Ok(rates)
 }
 
 /// Whether an array keeps md's Partial Parity Log: `consistency=ppl` on an
@@ -410,7 +428,7 @@ impl Resolver<'_> {
     pub(crate) fn fill_missing(
         &mut self,
         members: &mut Vec<Node>,
-        missing: &[(usize, u32, usize)],
+        missing: &[Missing],
         level: Level,
         spares: u32,
         col: usize,
