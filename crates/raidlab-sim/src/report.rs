@@ -55,23 +55,7 @@ pub(crate) fn report(
         cpu_util
     };
     let mut components = device_loads(sim, &m.start, &end, m.len);
-    // The host row names whichever of its limits is nearer: all its cores,
-    // or the jobs' own threads (one core each).
-    let (util, resource) = if threads_util > cpu_util {
-        (threads_util, "job threads")
-    } else {
-        (cpu_util, "cpu")
-    };
-    components.push(Component {
-        name: "host".into(),
-        kind: "host".into(),
-        utilization: round3(util),
-        resource: Some(resource.into()),
-        bottleneck: false,
-        write_amplification: None,
-        io: None,
-        wear: None,
-    });
+    components.push(host_row(cpu_util, threads_util));
     mark_bottleneck(&mut components);
     debug_assert!(m.t0 <= sim.ctx.now.max(m.t0));
     RunResult {
@@ -108,6 +92,26 @@ pub(crate) fn report(
             .as_ref()
             .map_or_else(Vec::new, |t| t.intervals(m.t0, m.len)),
         latency: Some(m.metrics.detail(m.len)),
+    }
+}
+
+/// The host's row: it names whichever of its limits is nearer, all its
+/// cores or the jobs' own threads (one core each).
+fn host_row(cpu_util: f64, threads_util: f64) -> Component {
+    let (util, resource) = if threads_util > cpu_util {
+        (threads_util, "job threads")
+    } else {
+        (cpu_util, "cpu")
+    };
+    Component {
+        name: "host".into(),
+        kind: "host".into(),
+        utilization: round3(util),
+        resource: Some(resource.into()),
+        bottleneck: false,
+        write_amplification: None,
+        io: None,
+        wear: None,
     }
 }
 
