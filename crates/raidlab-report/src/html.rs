@@ -114,65 +114,71 @@ fn figure(
     chart.svg().ok()
 }
 
+/// A one-row table's figures: one per metric across its columns.
+fn one_row_figures(t: &DocTable<'_>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut metrics: Vec<String> = Vec::new();
+    for c in &t.cells {
+        if !metrics.contains(&c.result.row.metric) {
+            metrics.push(c.result.row.metric.clone());
+        }
+    }
+    for m in metrics {
+        let cols: Vec<(usize, &String)> = t
+            .cols
+            .iter()
+            .enumerate()
+            .filter(|(_, col)| {
+                t.cells
+                    .iter()
+                    .any(|c| &c.col == *col && c.result.row.metric == m)
+            })
+            .collect();
+        let long = cols.iter().any(|(_, c)| c.chars().count() > 22);
+        let cats: Vec<String> = cols
+            .iter()
+            .map(|(i, c)| {
+                if long {
+                    format!("C{}", i + 1)
+                } else {
+                    (*c).clone()
+                }
+            })
+            .collect();
+        let cells: Vec<(usize, &RowResult)> = cols
+            .iter()
+            .enumerate()
+            .filter_map(|(k, (_, col))| {
+                t.cells
+                    .iter()
+                    .find(|c| &c.col == *col && c.result.row.metric == m)
+                    .map(|c| (k, c.result))
+            })
+            .collect();
+        let key = if long {
+            cols.iter()
+                .map(|(i, c)| format!("C{} = {c}", i + 1))
+                .collect::<Vec<_>>()
+                .join("; ")
+        } else {
+            String::new()
+        };
+        let title = format!("{} ({m})", t.rows[0]);
+        if let Some(svg) = figure(&title, "", cats, &cells) {
+            out.push((format!("{} {m}. {key}", t.reference), svg));
+        }
+    }
+    out
+}
+
 /// The figures of a table, with their captions: one per column across the
 /// table's rows; for a one-row table, one per metric across its columns
 /// (long column names become C1, C2, ... with the key in the caption).
 fn table_figures(t: &DocTable<'_>) -> Vec<(String, String)> {
-    let mut out = Vec::new();
     if t.rows.len() == 1 {
-        let mut metrics: Vec<String> = Vec::new();
-        for c in &t.cells {
-            if !metrics.contains(&c.result.row.metric) {
-                metrics.push(c.result.row.metric.clone());
-            }
-        }
-        for m in metrics {
-            let cols: Vec<(usize, &String)> = t
-                .cols
-                .iter()
-                .enumerate()
-                .filter(|(_, col)| {
-                    t.cells
-                        .iter()
-                        .any(|c| &c.col == *col && c.result.row.metric == m)
-                })
-                .collect();
-            let long = cols.iter().any(|(_, c)| c.chars().count() > 22);
-            let cats: Vec<String> = cols
-                .iter()
-                .map(|(i, c)| {
-                    if long {
-                        format!("C{}", i + 1)
-                    } else {
-                        (*c).clone()
-                    }
-                })
-                .collect();
-            let cells: Vec<(usize, &RowResult)> = cols
-                .iter()
-                .enumerate()
-                .filter_map(|(k, (_, col))| {
-                    t.cells
-                        .iter()
-                        .find(|c| &c.col == *col && c.result.row.metric == m)
-                        .map(|c| (k, c.result))
-                })
-                .collect();
-            let key = if long {
-                cols.iter()
-                    .map(|(i, c)| format!("C{} = {c}", i + 1))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            } else {
-                String::new()
-            };
-            let title = format!("{} ({m})", t.rows[0]);
-            if let Some(svg) = figure(&title, "", cats, &cells) {
-                out.push((format!("{} {m}. {key}", t.reference), svg));
-            }
-        }
-        return out;
+        return one_row_figures(t);
     }
+    let mut out = Vec::new();
     let sizes = t
         .rows
         .iter()
