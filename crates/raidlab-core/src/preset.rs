@@ -724,6 +724,12 @@ fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
     if !(1.0..=1000.0).contains(&s.spare_pct) {
         return Err("spare_pct must be from 1 to 1000 (an FTL needs spare blocks)".into());
     }
+    check_ssd_bounds(s)
+}
+
+/// The upper bounds of an SSD preset's sizes, counts, times and rates
+/// (what the simulator's memory and arithmetic allow).
+fn check_ssd_bounds(s: &SsdParams) -> std::result::Result<(), String> {
     if s.capacity_gb > 1e6
         || s.channels > 256
         || s.dies_per_channel > 256
