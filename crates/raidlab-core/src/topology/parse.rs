@@ -177,6 +177,34 @@ impl<'a> Parser<'a> {
             }
         }
     }
+    /// An optional `COUNT *` before a device (1 without one).
+    fn count(&mut self) -> Result<u32> {
+        let mut p = self.pos;
+        while p < self.s.len() && self.s[p].is_ascii_digit() {
+            p += 1;
+        }
+        let mut q = p;
+        while q < self.s.len() && self.s[q].is_ascii_whitespace() {
+            q += 1;
+        }
+        if p == self.pos || self.s.get(q) != Some(&b'*') {
+            return Ok(1);
+        }
+        let digits = String::from_utf8_lossy(&self.s[self.pos..p]).into_owned();
+        let count = match digits.parse::<u32>() {
+            Ok(n) if (1..=MAX_DEVICES).contains(&n) => n,
+            _ => {
+                return self.err(format!(
+                    "count '{digits}' must be between 1 and {MAX_DEVICES}"
+                ))
+            }
+        };
+        self.pos = p;
+        self.skip_ws();
+        self.pos += 1; // '*'
+        Ok(count)
+    }
+
     pub(crate) fn node(&mut self) -> Result<Ast> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
@@ -184,32 +212,7 @@ impl<'a> Parser<'a> {
         }
         self.skip_ws();
         let start = self.pos;
-        // Optional COUNT '*'.
-        let mut count = 1u32;
-        let mut p = self.pos;
-        while p < self.s.len() && self.s[p].is_ascii_digit() {
-            p += 1;
-        }
-        if p > self.pos && {
-            let mut q = p;
-            while q < self.s.len() && self.s[q].is_ascii_whitespace() {
-                q += 1;
-            }
-            self.s.get(q) == Some(&b'*')
-        } {
-            let digits = String::from_utf8_lossy(&self.s[self.pos..p]).into_owned();
-            count = match digits.parse::<u32>() {
-                Ok(n) if (1..=MAX_DEVICES).contains(&n) => n,
-                _ => {
-                    return self.err(format!(
-                        "count '{digits}' must be between 1 and {MAX_DEVICES}"
-                    ))
-                }
-            };
-            self.pos = p;
-            self.skip_ws();
-            self.pos += 1; // '*'
-        }
+        let count = self.count()?;
         let (name, col) = self.word()?;
         let opts = self.opts()?;
         let node = if self.peek() == Some(b'(') {
