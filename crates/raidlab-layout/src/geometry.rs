@@ -637,23 +637,38 @@ impl Geometry {
             op.parity_bytes = written * 2;
         } else {
             op.kind = WriteKind::ReconstructWrite;
-            for k in 0..dd {
-                let m = self.data_member(s, k as usize) as u32;
-                let rest = match touched(k) {
-                    None => [(row_lo, row_hi), (0, 0)],
-                    Some((a, b)) => [(row_lo, a), (b, row_hi)],
-                };
-                for (x, y) in rest {
-                    if x < y {
-                        op.reads.push(Extent {
-                            member: m,
-                            offset: base + x,
-                            len: y - x,
-                        });
-                    }
+            self.reconstruct_reads(s, &touched, (row_lo, row_hi), op);
+            op.parity_bytes = row * dd;
+        }
+    }
+
+    /// A reconstruct-write's reads in stripe `s`: the rest of the rows
+    /// written (`row`, chunk-relative) on every data member, around the
+    /// part each one writes (`touched`, chunk-relative, by data chunk).
+    #[inline]
+    fn reconstruct_reads(
+        &self,
+        s: u64,
+        touched: &impl Fn(u64) -> Option<(u64, u64)>,
+        (row_lo, row_hi): (u64, u64),
+        op: &mut StripeOp,
+    ) {
+        let base = s * self.chunk;
+        for k in 0..self.data_disks() as u64 {
+            let m = self.data_member(s, k as usize) as u32;
+            let rest = match touched(k) {
+                None => [(row_lo, row_hi), (0, 0)],
+                Some((a, b)) => [(row_lo, a), (b, row_hi)],
+            };
+            for (x, y) in rest {
+                if x < y {
+                    op.reads.push(Extent {
+                        member: m,
+                        offset: base + x,
+                        len: y - x,
+                    });
                 }
             }
-            op.parity_bytes = row * dd;
         }
     }
 }
