@@ -332,15 +332,48 @@ fn controller_layouts(
     // 6, 10, 50 and 60, not 4: RAID 4 is md's alone, over their volumes.
     let hw = raid && level != Level::Raid4;
     let policies: &[&str] = if raid { &POLICIES } else { &["mode=jbod"] };
-    let name = level.word();
     for k in 1..=q.max_controllers.max(1) {
         if !n.is_multiple_of(k) || n / k > p.ports {
             continue;
         }
+        let case = CtrlCase {
+            c,
+            drive,
+            level,
+            n,
+            k,
+            policies,
+            raid,
+        };
+        if hw {
+            case.hardware(out);
+        }
+        case.md_over_volumes(out);
+    }
+}
+
+/// `k` controllers of one kind sharing `n` drives, under each write policy.
+struct CtrlCase<'a> {
+    c: &'a str,
+    drive: &'a str,
+    level: Level,
+    n: u32,
+    k: u32,
+    policies: &'a [&'a str],
+    /// The controller runs RAID with a cache (else it only passes drives on).
+    raid: bool,
+}
+
+impl CtrlCase<'_> {
+    /// The controller's own arrays: one controller's, or a RAID 0 of
+    /// several controllers' arrays.
+    fn hardware(&self, out: &mut Vec<Layout>) {
+        let (c, drive, level, n, k) = (self.c, self.drive, self.level, self.n, self.k);
+        let name = level.word();
         let per = n / k;
-        let nests = hw && k > 1 && per >= level.min_members() as u32 && level != Level::Raid0;
-        for s in HW_STRIPES_KB.into_iter().filter(|_| hw) {
-            for pol in policies {
+        let nests = k > 1 && per >= level.min_members() as u32 && level != Level::Raid0;
+        for s in HW_STRIPES_KB {
+            for pol in self.policies {
                 let arr = |m: u32| {
                     format!(
                         "{c}[{pol}]({name}{}({m}*{drive}))",
@@ -367,9 +400,16 @@ fn controller_layouts(
                 }
             }
         }
+    }
+
+    /// md over the controllers' single-drive volumes (or passed-on drives).
+    fn md_over_volumes(&self, out: &mut Vec<Layout>) {
+        let (c, drive, level, n, k) = (self.c, self.drive, self.level, self.n, self.k);
+        let name = level.word();
+        let per = n / k;
         for s in MD_STRIPES_KB {
-            for pol in policies {
-                let mode = if raid { "mode=volume," } else { "" };
+            for pol in self.policies {
+                let mode = if self.raid { "mode=volume," } else { "" };
                 let vol = |m: u32| format!("{c}[{mode}{pol}]({m}*{drive})");
                 let e = format!(
                     "{name}{}({})",
