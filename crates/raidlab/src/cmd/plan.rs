@@ -153,8 +153,9 @@ fn use_host(db: &mut PresetDb, name: &str) -> Result<(), Failure> {
     }
 }
 
-/// The question the arguments ask, checked.
-fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
+/// The question's size: how many workloads, drives, controllers and
+/// configurations it may ask about.
+fn check_bounds(a: &Args) -> Result<(), Failure> {
     if a.workload.len() > MAX_WORKLOADS {
         return Err(Failure::input(format!("at most {MAX_WORKLOADS} workloads")));
     }
@@ -184,6 +185,12 @@ fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
     if a.survive > 3 {
         return Err(Failure::input("--survive: 0 to 3"));
     }
+    Ok(())
+}
+
+/// The question the arguments ask, checked.
+fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
+    check_bounds(a)?;
     let capacity = capacity_bytes(&a.capacity)?;
     let controllers = a
         .controllers
@@ -216,25 +223,8 @@ fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
         capacity,
         survive: a.survive,
         drives: a.drives.clone(),
-        levels: a
-            .levels
-            .iter()
-            .map(|l| match Level::from_word(l) {
-                Some(Level::Concat) | None => Err(Failure::input(format!(
-                    "--levels: '{l}' is not raid0, raid1, raid10, raid4, raid5 or raid6"
-                ))),
-                Some(l) => Ok(l),
-            })
-            .collect::<Result<_, _>>()?,
-        op_pct: {
-            if a.op.len() > 4 || a.op.iter().any(|&o| o > 90) {
-                return Err(Failure::input("--op: at most 4 values, each 0 to 90 (%)"));
-            }
-            let mut op = a.op.clone();
-            op.sort_unstable();
-            op.dedup();
-            op
-        },
+        levels: levels(&a.levels)?,
+        op_pct: op_pcts(&a.op)?,
         controllers,
         max_drives: a.max_drives,
         max_controllers: a.max_controllers,
@@ -243,6 +233,30 @@ fn question(a: &Args, db: &PresetDb) -> Result<Question, Failure> {
         budget: a.budget,
         seed: a.seed,
     })
+}
+
+/// `--levels`: RAID levels an array may have (not concat).
+fn levels(words: &[String]) -> Result<Vec<Level>, Failure> {
+    words
+        .iter()
+        .map(|l| match Level::from_word(l) {
+            Some(Level::Concat) | None => Err(Failure::input(format!(
+                "--levels: '{l}' is not raid0, raid1, raid10, raid4, raid5 or raid6"
+            ))),
+            Some(l) => Ok(l),
+        })
+        .collect()
+}
+
+/// `--op`: at most 4 over-provisioning shares, each 0 to 90 %, sorted.
+fn op_pcts(op: &[u32]) -> Result<Vec<u32>, Failure> {
+    if op.len() > 4 || op.iter().any(|&o| o > 90) {
+        return Err(Failure::input("--op: at most 4 values, each 0 to 90 (%)"));
+    }
+    let mut op = op.to_vec();
+    op.sort_unstable();
+    op.dedup();
+    Ok(op)
 }
 
 /// `WORKLOAD[@WEIGHT]`, with `runtime=2` added where no runtime is given.
