@@ -120,18 +120,24 @@ pub(crate) fn rebuild(
                 (resume.record)(t.member, off)?;
                 (recorded, recorded_at) = (off, Instant::now());
             }
-            if let Some(rate) = pace.max_rate {
-                let due = Duration::from_secs_f64(done as f64 / rate);
-                if let Some(wait) = due.checked_sub(start.elapsed()) {
-                    std::thread::sleep(wait);
-                }
-            }
+            hold_to_rate(pace.max_rate, done, start);
         }
     }
     for t in &targets {
         block_on(&be, writer.flush(t.node))?;
     }
     Ok(done)
+}
+
+/// Sleep until `done` bytes since `start` are within `max_rate` (bytes
+/// per second), if one is set: md's `speed_limit_max`.
+fn hold_to_rate(max_rate: Option<f64>, done: u64, start: Instant) {
+    if let Some(rate) = max_rate {
+        let due = Duration::from_secs_f64(done as f64 / rate);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
 }
 
 fn geometry(vol: &Vol, n: usize) -> &Geometry {

@@ -337,38 +337,8 @@ fn expression(msg: String) -> Error {
     Error::new(ErrorKind::Expression, msg)
 }
 
-/// A member path (with its `size=`), or `missing`.
-fn leaf(
-    name: &str,
-    count: u32,
-    opts: &[Opt],
-    col: usize,
-    members: &mut Vec<MemberSpec>,
-) -> Result<RealNode, Error> {
-    if name == "missing" {
-        if let Some(o) = opts.first() {
-            return Err(expression(format!(
-                "option '{}' at column {}: 'missing' takes no options",
-                o.key, o.col
-            )));
-        }
-        if count != 1 {
-            return Err(expression(format!(
-                "column {col}: write 'missing' once per failed member"
-            )));
-        }
-        return Ok(RealNode::Missing);
-    }
-    if !looks_like_path(name) {
-        return Err(expression(format!(
-            "'{name}' at column {col} is not a path: real runs need files or block devices (./m0.img, /dev/sdb); presets are for 'raidlab sim'"
-        )));
-    }
-    if count != 1 {
-        return Err(expression(format!(
-            "column {col}: '{count}*{name}' would use one file {count} times"
-        )));
-    }
+/// A member path's options: its `size=` and the faults injected.
+fn member_options(opts: &[Opt]) -> Result<(Option<u64>, Fault), Error> {
     let mut size = None;
     let mut fault = Fault::default();
     for o in opts {
@@ -409,6 +379,42 @@ fn leaf(
             }
         }
     }
+    Ok((size, fault))
+}
+
+/// A member path (with its `size=`), or `missing`.
+fn leaf(
+    name: &str,
+    count: u32,
+    opts: &[Opt],
+    col: usize,
+    members: &mut Vec<MemberSpec>,
+) -> Result<RealNode, Error> {
+    if name == "missing" {
+        if let Some(o) = opts.first() {
+            return Err(expression(format!(
+                "option '{}' at column {}: 'missing' takes no options",
+                o.key, o.col
+            )));
+        }
+        if count != 1 {
+            return Err(expression(format!(
+                "column {col}: write 'missing' once per failed member"
+            )));
+        }
+        return Ok(RealNode::Missing);
+    }
+    if !looks_like_path(name) {
+        return Err(expression(format!(
+            "'{name}' at column {col} is not a path: real runs need files or block devices (./m0.img, /dev/sdb); presets are for 'raidlab sim'"
+        )));
+    }
+    if count != 1 {
+        return Err(expression(format!(
+            "column {col}: '{count}*{name}' would use one file {count} times"
+        )));
+    }
+    let (size, fault) = member_options(opts)?;
     members.push(MemberSpec {
         path: PathBuf::from(name),
         size,
