@@ -179,14 +179,15 @@ async fn host_flush(ex: &Exec<'_, '_>, buf: ABuf) -> Done {
     }
 }
 
-async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> Done {
-    let len = io.len as usize;
+/// The locks a host I/O takes (none where the volume needs none): its
+/// stripes', and with verify its 64 KiB blocks', so that a read does not
+/// overlap a write in flight to the same blocks (verify checks what was
+/// last written). Sorted, each once.
+fn lock_keys(sh: &Shared<'_>, io: Io) -> Vec<(u32, u64)> {
     let mut keys = Vec::new();
     if sh.lock_needed {
         sh.vol.lock_keys(0, io.offset, io.len as u64, &mut keys);
         if sh.verify {
-            // Verify checks what was last written: a read must not overlap a
-            // write in flight to the same blocks.
             let g = 1u64 << 16;
             keys.extend(
                 (io.offset / g..(io.offset + io.len as u64).div_ceil(g)).map(|k| (u32::MAX, k)),
@@ -194,6 +195,50 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
         }
         keys.sort_unstable();
         keys.dedup();
+    }
+    keys
+}
+
+/// A host write of `buf`: stamped for verify, marked in the write-intent
+/// bitmap, written (retried as member failures allow), flushed with
+/// `sync`, and recorded for verify once done.
+async fn host_write(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, buf: &mut [u8]) -> io::Result<()> {
+    let len = buf.len();
+    // A generation only where verify records it (the shared sequence
+    // is a cache line every writing worker would take in turn).
+    let gen = if sh.verify {
+        sh.nonce | (sh.seq.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff)
+    } else {
+        0
+    };
+    if sh.verify {
+        verify::fill(buf, io.offset, gen);
+    }
+    let mut res = Ok(());
+    if let Some(intent) = sh.intent {
+        res = intent.mark(io.offset, len as u64, sh.members);
+    }
+    let mut tries = Tries::new(ex.be.health(), ex.vol.members());
+    while res.is_ok() {
+        res = ex.write(0, io.offset, buf).await;
+        if !tries.again(&res) {
+            break;
+        }
+        res = Ok(());
+    }
+    if res.is_ok() && sh.sync {
+        res = ex.flush(0).await;
+    }
+    if res.is_ok() && sh.verify {
+        sh.gens.wrote(io.offset, len, gen);
+    }
+    res
+}
+
+async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> Done {
+    let len = io.len as usize;
+    let keys = lock_keys(sh, io);
+    if !keys.is_empty() {
         LockFut {
             locks: &sh.locks,
             keys: &keys,
@@ -204,18 +249,18 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
     // The outcome, built up before the buffer is handed back (no
     // placeholder buffer: an allocation per I/O would cost more than the
     // I/O's own work).
-    let mut res = Ok(());
+    let res;
     let mut checked = verify::Checked::default();
     let mut bad = Vec::new();
     let mut repaired = Vec::new();
     if io.read {
         let mut tries = Tries::new(ex.be.health(), ex.vol.members());
-        loop {
-            res = ex.read(0, io.offset, &mut buf[..len]).await;
-            if !tries.again(&res) {
-                break;
+        res = loop {
+            let r = ex.read(0, io.offset, &mut buf[..len]).await;
+            if !tries.again(&r) {
+                break r;
             }
-        }
+        };
         if res.is_ok() && sh.verify {
             checked = sh
                 .gens
@@ -225,33 +270,7 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
             }
         }
     } else {
-        // A generation only where verify records it (the shared sequence
-        // is a cache line every writing worker would take in turn).
-        let gen = if sh.verify {
-            sh.nonce | (sh.seq.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff)
-        } else {
-            0
-        };
-        if sh.verify {
-            verify::fill(&mut buf[..len], io.offset, gen);
-        }
-        if let Some(intent) = sh.intent {
-            res = intent.mark(io.offset, len as u64, sh.members);
-        }
-        let mut tries = Tries::new(ex.be.health(), ex.vol.members());
-        while res.is_ok() {
-            res = ex.write(0, io.offset, &buf[..len]).await;
-            if !tries.again(&res) {
-                break;
-            }
-            res = Ok(());
-        }
-        if res.is_ok() && sh.sync {
-            res = ex.flush(0).await;
-        }
-        if res.is_ok() && sh.verify {
-            sh.gens.wrote(io.offset, len, gen);
-        }
+        res = host_write(ex, sh, io, &mut buf[..len]).await;
     }
     if !keys.is_empty() {
         sh.locks.unlock(&keys);
