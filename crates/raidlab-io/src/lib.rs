@@ -207,6 +207,10 @@ pub struct RunOutput {
 }
 
 /// Run `w` on the real topology `expr`.
+///
+/// Longer than 70 lines: the run's lifecycle in order (open and assemble,
+/// mark active, run the workers with checkpoints, mark clean, save the
+/// verify state) and the result document it fills, field by field.
 pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<RunOutput, Error> {
     let wall = Instant::now();
     let seed = w.seed.unwrap_or(seed);

@@ -379,6 +379,9 @@ struct Checked<'a> {
 /// Check every leaf's superblock against the expression (slot, level,
 /// layout, chunk, array, shape), collecting replacements; record each
 /// member's data offset.
+///
+/// Longer than 70 lines: one check after another over each superblock,
+/// in the order mdadm makes them, each with its own message.
 fn check_found<'a>(
     topo: &RealTopology,
     leaves: &'a [Leaf],
@@ -482,6 +485,11 @@ fn check_found<'a>(
 
 /// Create or assemble the arrays of `topo` over its open members of
 /// `sizes` bytes, as `intent` says.
+///
+/// Longer than 70 lines: md's assembly in its order (read and check the
+/// superblocks, take the newest event count, refuse or rebuild stale
+/// members, place replacements, check recorded sizes, gather the bitmap),
+/// each step needing the last one's state.
 pub fn assemble(
     topo: &RealTopology,
     files: &[File],

@@ -361,6 +361,11 @@ async fn repair_unit(
 
 /// Run one worker until its source is exhausted, the run's time is up, or
 /// another worker failed.
+///
+/// Longer than 70 lines: it is the executor's one loop (issue up to the
+/// depth, pace to the job's clock, poll, wait), whose state (slots,
+/// buffers, flush pace, the waker) every step changes; split, each part
+/// would take most of it as arguments.
 pub fn run_worker(
     sh: &Shared<'_>,
     engine: EngineKind,

@@ -176,6 +176,12 @@ impl JobStream {
     /// handed to `choose` (true: read), which may turn it round: fio's rate
     /// limits send the direction behind its clock first (`rate_ddir`).
     /// `choose` is asked only when both directions have a share of the mix.
+    ///
+    /// Longer than 70 lines: the per-I/O draws of an I/O (the end of its
+    /// budget, a trace feed, its direction, its size from `bssplit` and
+    /// what is left of one pass, its offset random or sequential) in one
+    /// order, the random stream's: moving a draw changes every seeded
+    /// result.
     pub fn next_choosing(&mut self, choose: impl FnOnce(bool) -> bool) -> Option<Io> {
         if self.budget == Some(0) {
             return None;
