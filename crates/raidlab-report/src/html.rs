@@ -6,7 +6,7 @@
 
 use crate::plot::{Chart, Kind, Series, XAxis};
 use crate::reproduce::{num, DocTable};
-use raidlab_sim::validate::{ErrorStats, Failed, RowResult};
+use raidlab_studies::validate::{ErrorStats, Failed, RowResult};
 
 /// Escape text for HTML.
 pub fn esc(s: &str) -> String {

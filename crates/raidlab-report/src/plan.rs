@@ -4,7 +4,7 @@
 //! drawn as inline SVG.
 
 use crate::html::esc;
-use raidlab_sim::plan::{Objective, Row};
+use raidlab_studies::plan::{Objective, Row};
 
 const STYLE: &str = r#"
 body { font-family: "DejaVu Sans", Arial, Helvetica, sans-serif; margin: 2em auto; max-width: 1400px; color: #222; padding: 0 1em; }

@@ -4,7 +4,7 @@
 //! and whatever else varies in the table (direction, threads, metric).
 
 use raidlab_core::units::parse_size;
-use raidlab_sim::validate::{ErrorStats, RowResult, Validation};
+use raidlab_studies::validate::{ErrorStats, RowResult, Validation};
 use std::collections::BTreeMap;
 
 /// One cell of a reproduced table.

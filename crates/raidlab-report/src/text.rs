@@ -2,7 +2,7 @@
 
 use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::result::{Component, RunResult};
-use raidlab_sim::validate::{ErrorStats, Validation};
+use raidlab_studies::validate::{ErrorStats, Validation};
 use std::collections::BTreeMap;
 
 fn wl_line(r: &RunResult) -> String {
@@ -542,7 +542,7 @@ pub fn model_json(rows: &[ModelRow]) -> serde_json::Value {
 }
 
 /// The analytic expectation beside a simulated run (`raidlab sim` table).
-pub fn analytic_line(r: &RunResult, e: &raidlab_sim::analytic::Expectation) -> String {
+pub fn analytic_line(r: &RunResult, e: &raidlab_studies::analytic::Expectation) -> String {
     let (name, unit, sim) = if e.cost.pattern.per_io() {
         ("iops", "IOPS", r.summary.iops)
     } else {

@@ -8,22 +8,18 @@
 
 #![warn(missing_docs)]
 
-pub mod analytic;
 pub mod array;
 pub mod controller;
 pub mod engine;
-pub mod fit;
 pub mod hdd;
 pub mod host;
 pub mod live;
-pub mod plan;
 pub use raidlab_core::metrics;
 mod build;
 mod measure;
 mod report;
 pub mod ssd;
 mod table;
-pub mod validate;
 mod window;
 
 use build::*;

@@ -6,7 +6,7 @@ use crate::common::{capacity_bytes, emit, read_data, threads};
 use crate::failure::Failure;
 use raidlab_core::preset::{Preset, PresetDb, SsdParams};
 use raidlab_core::workload::Workload;
-use raidlab_sim::fit::{
+use raidlab_studies::fit::{
     self, observation, Fit, Observation, Probe, FREE, PROBES, WRITE_FIELDS, WRITE_PATH,
 };
 

@@ -121,11 +121,11 @@ fn one_drive_figure(
     bs: Option<u64>,
     args: &Args,
 ) -> Result<(f64, String), Failure> {
-    let mut words = raidlab_sim::analytic::drive_workload(p, bs);
+    let mut words = raidlab_studies::analytic::drive_workload(p, bs);
     if let Some(st) = &args.state {
         words += &format!(" state={st}");
     }
     let w = Workload::parse(&words)?;
-    let f = raidlab_sim::analytic::drive_figure(t, &w, p)?;
+    let f = raidlab_studies::analytic::drive_figure(t, &w, p)?;
     Ok((f, format!("{} alone, {words}", args.drive)))
 }

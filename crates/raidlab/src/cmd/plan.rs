@@ -7,7 +7,7 @@ use crate::common::{capacity_bytes, emit, json_text, progress_bar, threads};
 use crate::failure::Failure;
 use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::topology::Level;
-use raidlab_sim::plan::{self, Effort, Objective, Outcome, PlanError, Question, Row};
+use raidlab_studies::plan::{self, Effort, Objective, Outcome, PlanError, Question, Row};
 use serde_json::json;
 
 /// Bounds on what a question may ask for.

@@ -10,7 +10,7 @@
 use super::plan_args::Args;
 use crate::common::read_file;
 use crate::failure::Failure;
-use raidlab_sim::plan::{Candidate, CandidateId, Row, Shard, Work};
+use raidlab_studies::plan::{Candidate, CandidateId, Row, Shard, Work};
 use serde::{Deserialize, Serialize};
 
 /// The format version a shard file carries; a merge refuses others.

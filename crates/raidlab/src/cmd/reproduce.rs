@@ -6,7 +6,7 @@ use crate::common::{emit, json_text};
 use crate::failure::Failure;
 use raidlab_core::preset::PresetDb;
 use raidlab_report::reproduce::{self, DocTable};
-use raidlab_sim::validate::Validation;
+use raidlab_studies::validate::Validation;
 use std::path::Path;
 
 /// The published measurements raidlab ships (docs/results.md): the rows
@@ -104,8 +104,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
 fn by_file(
     v: &Validation,
     held_out: &std::collections::HashSet<String>,
-) -> Vec<(&'static str, raidlab_sim::validate::ErrorStats)> {
-    use raidlab_sim::validate::ErrorStats;
+) -> Vec<(&'static str, raidlab_studies::validate::ErrorStats)> {
+    use raidlab_studies::validate::ErrorStats;
     let part = |held: bool| {
         ErrorStats::of(
             v.rows
@@ -131,7 +131,7 @@ fn write_html(
     seed: u64,
 ) -> Result<(), Failure> {
     use raidlab_report::html;
-    use raidlab_sim::validate::ErrorStats;
+    use raidlab_studies::validate::ErrorStats;
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::runtime(format!("cannot create '{}': {e}", dir.display())))?;
     let sources: Vec<&str> = if source == "all" {

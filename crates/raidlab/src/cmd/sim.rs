@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let mut extra = String::new();
     if args.job.format == RunFormat::Table {
-        if let Some(Ok(e)) = raidlab_sim::analytic::expect(&topo, &w, args.job.seed) {
+        if let Some(Ok(e)) = raidlab_studies::analytic::expect(&topo, &w, args.job.seed) {
             extra = raidlab_report::text::analytic_line(&result, &e);
         }
     }
@@ -70,7 +70,7 @@ fn note_long_runtime(topo: &Topology, w: &Workload, seed: u64) {
         ramp_time: None,
         ..w.clone()
     };
-    let estimate = match raidlab_sim::analytic::expect(topo, &brief, seed) {
+    let estimate = match raidlab_studies::analytic::expect(topo, &brief, seed) {
         Some(Ok(e)) => e.metric("iops").map(|iops| iops * secs),
         _ => None,
     };

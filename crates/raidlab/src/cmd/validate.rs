@@ -6,7 +6,7 @@ use crate::failure::Failure;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::published::Row;
 use raidlab_report::text as table;
-use raidlab_sim::validate::Validation;
+use raidlab_studies::validate::Validation;
 
 /// Simulate every row of a published-measurement CSV and report the errors.
 ///
@@ -102,7 +102,7 @@ pub fn simulate_rows(
     with_analytic: bool,
     what: &'static str,
 ) -> Result<Validation, Failure> {
-    Ok(raidlab_sim::validate::validate(
+    Ok(raidlab_studies::validate::validate(
         rows,
         db,
         run.seed,

@@ -7,7 +7,7 @@
 
 use raidlab_core::preset::PresetDb;
 use raidlab_core::published::{parse_csv, Row};
-use raidlab_sim::validate::{validate, ErrorStats, Validation};
+use raidlab_studies::validate::{validate, ErrorStats, Validation};
 
 /// Largest median |error| (%) allowed on the current-hardware file.
 const MEDIAN_BOUND_PCT: f64 = 20.0;

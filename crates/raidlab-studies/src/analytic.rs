@@ -13,11 +13,11 @@
 //! a workload that is all reads or all writes and keeps at least one I/O
 //! outstanding per drive (the model assumes every drive busy).
 
-use crate::{simulate, SimError};
 use raidlab_core::analytic::{cost, Cost, Pattern};
 use raidlab_core::result::Summary;
 use raidlab_core::topology::{Device, Level, Node, Topology};
 use raidlab_core::workload::{Rw, Workload};
+use raidlab_sim::{simulate, SimError};
 
 /// An analytic expectation for one run.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@
 
 use raidlab_core::preset::PresetDb;
 use raidlab_core::published::parse_csv;
-use raidlab_sim::validate::validate;
+use raidlab_studies::validate::validate;
 
 /// Most a fitted figure may move before the preset is stale (%): the fits
 /// meet their figures within a fraction of a percent.

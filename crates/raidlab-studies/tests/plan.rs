@@ -3,7 +3,7 @@
 
 use raidlab_core::preset::PresetDb;
 use raidlab_core::topology::Level;
-use raidlab_sim::plan::{self, Effort, Kind, Objective, Question, Row, Shard, Work};
+use raidlab_studies::plan::{self, Effort, Kind, Objective, Question, Row, Shard, Work};
 
 fn question(w: &str, capacity: u64, survive: u32, drives: &str, controllers: &[&str]) -> Question {
     Question {

@@ -7,13 +7,13 @@
 //! garbage collection have settled.
 
 use crate::analytic::{self, Expectation};
-use crate::simulate;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::published::Row;
 use raidlab_core::result::RunResult;
 use raidlab_core::topology::resolve;
 use raidlab_core::units::{Ns, SEC};
 use raidlab_core::workload::Workload;
+use raidlab_sim::simulate;
 use std::collections::BTreeMap;
 
 /// Measurement window given to rows without `runtime`.

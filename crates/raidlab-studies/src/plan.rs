@@ -9,12 +9,12 @@
 //! controllers (nested). Every configuration is checked against the
 //! question's constraints before anything is simulated.
 
-use crate::{simulate, volume_capacity, SimError};
 use raidlab_core::analytic::{cost, Pattern};
 use raidlab_core::preset::{Preset, PresetDb};
 use raidlab_core::result::RunResult;
 use raidlab_core::topology::{resolve, Level, Node};
 use raidlab_core::workload::Workload;
+use raidlab_sim::{simulate, volume_capacity, SimError};
 use std::collections::BTreeMap;
 
 /// What the ranking optimises.
@@ -528,7 +528,7 @@ fn price(db: &PresetDb, drive: &str, n: u32, controller: Option<&str>, k: u32) -
 /// controller's caches serve reads; a candidate is passed over only when
 /// even twice its figure cannot reach the rows already kept. The factor is
 /// a safety margin, checked by a test that compares a pruned plan with an
-/// exhaustive one (crates/raidlab-sim/tests/plan.rs).
+/// exhaustive one (crates/raidlab-studies/tests/plan.rs).
 pub const PRUNE_MARGIN: f64 = 2.0;
 
 /// The workload as planned: `runtime=2` added where none is given, so every

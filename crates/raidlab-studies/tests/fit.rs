@@ -4,8 +4,8 @@
 use raidlab_core::preset::{Preset, PresetDb, SsdParams};
 use raidlab_core::topology::resolve;
 use raidlab_core::workload::Workload;
-use raidlab_sim::fit::{fit, simulate_probes, template, Effort, FitOptions, PROBES};
 use raidlab_sim::simulate;
+use raidlab_studies::fit::{fit, simulate_probes, template, Effort, FitOptions, PROBES};
 
 /// The full fit's settings.
 fn opts(read_only: bool, seed: u64, threads: usize) -> FitOptions {
