@@ -52,6 +52,20 @@ enum Phase {
     /// passing through may carry.
     Destage = 9,
 }
+/// Whether `a..b` continues one of the streams that `ends` tracks (where
+/// their last I/Os ended, the least recently continued first): it becomes
+/// that stream's end, or a new stream's in place of the oldest.
+fn continues_stream(ends: &mut VecDeque<u64>, a: u64, b: u64) -> bool {
+    let hit = ends.iter().position(|&e| e == a);
+    if let Some(i) = hit {
+        ends.remove(i);
+    } else if ends.len() >= STREAMS {
+        ends.pop_front();
+    }
+    ends.push_back(b);
+    hit.is_some()
+}
+
 /// Read-ahead buffers a controller volume keeps at once. No vendor
 /// publishes the figure: it is a modelling bound on the table, twice
 /// [`STREAMS`] so every tracked stream can have a buffer ready and one
@@ -677,14 +691,7 @@ impl CtrlVol {
     }
 
     fn sequential(&mut self, offset: u64, end: u64) -> bool {
-        let hit = self.stream_ends.iter().position(|&e| e == offset);
-        if let Some(i) = hit {
-            self.stream_ends.remove(i);
-        } else if self.stream_ends.len() >= STREAMS {
-            self.stream_ends.pop_front();
-        }
-        self.stream_ends.push_back(end);
-        hit.is_some()
+        continues_stream(&mut self.stream_ends, offset, end)
     }
 
     fn issue_read(&mut self, ctx: &mut Ctx, id: ReqId, at: Ns) {
@@ -851,14 +858,7 @@ impl CtrlVol {
         if self.cfg.full_stripe_destage != StripeGather::Sequential && self.cfg.map_member_ns == 0 {
             return false;
         }
-        let hit = self.write_ends.iter().position(|&e| e == a);
-        if let Some(i) = hit {
-            self.write_ends.remove(i);
-        } else if self.write_ends.len() >= STREAMS {
-            self.write_ends.pop_front();
-        }
-        self.write_ends.push_back(b);
-        hit.is_some()
+        continues_stream(&mut self.write_ends, a, b)
     }
 
     /// Mark `a..b` dirty (queueing its lines for destage); `streamed`: the
