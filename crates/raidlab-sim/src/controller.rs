@@ -54,6 +54,7 @@ enum Phase {
     /// passing through may carry.
     Destage = 9,
 }
+
 /// Whether `a..b` continues one of the streams that `ends` tracks (where
 /// their last I/Os ended, the least recently continued first): it becomes
 /// that stream's end, or a new stream's in place of the oldest.
@@ -149,8 +150,9 @@ pub struct CtrlConfig {
     pub task_mbps: f64,
     /// Hold time of dirty data before destage.
     pub destage_delay: Ns,
-    /// A parity array's wholly dirty stripe is destaged as one full-stripe
-    /// write (otherwise chunk by chunk, each by read-modify-write).
+    /// Which of a parity array's wholly dirty stripes are destaged as one
+    /// full-stripe write (every one, those a sequential write stream
+    /// filled, or none); the rest go chunk by chunk, by read-modify-write.
     pub full_stripe_destage: StripeGather,
     /// Volume capacity.
     pub capacity: u64,
@@ -331,7 +333,8 @@ pub struct CtrlVol {
     ra_seq: u32,
     stream_ends: VecDeque<u64>,
     /// Where recent writes ended: a write starting at one continues a
-    /// sequential write stream (for `StripeGather::Sequential`).
+    /// sequential write stream (tracked for `StripeGather::Sequential` and
+    /// for a flush task's mapping ahead of a stream).
     write_ends: VecDeque<u64>,
     // write-back cache
     line_bytes: u64,
@@ -748,7 +751,7 @@ impl CtrlVol {
         let from = self
             .ra
             .iter()
-            .filter(|e| e.start <= a && a < e.end && e.id != window)
+            .filter(|e| e.start <= a && a < e.end)
             .map(|e| e.end)
             .max()
             .map_or(a, |e| e.min(b));

@@ -11,7 +11,8 @@ impl CtrlVol {
     /// full-stripe write for parity; for RAID 0 and 10 the controller
     /// coalesces the row's dirty chunks into one flush operation, as
     /// sequential writes fill them). A parity array's rows are gathered
-    /// only with `full_stripe_destage`.
+    /// as `full_stripe_destage` says: all, those whose lines a sequential
+    /// write stream dirtied last, or none.
     fn full_stripe(&self, line: u64) -> Option<std::ops::Range<u64>> {
         let g = self.cfg.geo.as_ref()?;
         let gathers = match g.level() {
