@@ -4,7 +4,7 @@
 
 use crate::topology::{Array, Controller, Device, DeviceModel, Node, SsdState, Topology};
 use crate::units::format_size;
-use raidlab_layout::Level;
+use raidlab_layout::{ArrayLayout, Level};
 
 impl Topology {
     /// The expression with every option the run used written out: stripe
@@ -92,7 +92,11 @@ fn controller(c: &Controller, state: impl Fn(&Device) -> SsdState + Copy) -> Str
 
 fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
     let mut opts = vec![format!("stripe={}", format_size(a.stripe))];
-    if matches!(a.level, Level::Raid5 | Level::Raid6) {
+    // RAID 10 names its layout only when it is not md's default, so
+    // expressions written before far and offset copies read the same.
+    if matches!(a.level, Level::Raid5 | Level::Raid6)
+        || (a.level == Level::Raid10 && a.layout != ArrayLayout::Near2)
+    {
         opts.push(format!("layout={}", a.layout.word()));
     }
     if a.group_threads > 0 {

@@ -38,7 +38,7 @@ pub const MAX_EXPR_BYTES: usize = 1 << 20;
 /// 1 TiB, far past any controller's, so the cache model stays bounded.
 pub const MAX_CACHE_MB: u32 = 1 << 20;
 
-pub use raidlab_layout::{Level, ParityLayout};
+pub use raidlab_layout::{ArrayLayout, Level};
 
 /// Controller exposure mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,7 +213,7 @@ pub struct Array {
     /// Stripe unit (chunk) in bytes.
     pub stripe: u64,
     /// RAID 5/6 parity layout.
-    pub layout: ParityLayout,
+    pub layout: ArrayLayout,
     /// Hot spares (the last `spares` children).
     pub spares: u32,
     /// Software implementation profile (`md`, `lvm`, `windows`); `None` for hardware.
@@ -376,7 +376,7 @@ mod tests {
         let Node::Array(h) = &c.children[0] else {
             panic!()
         };
-        assert_eq!(h.layout, ParityLayout::RightAsymmetric);
+        assert_eq!(h.layout, ArrayLayout::RightAsymmetric);
         assert!(h.imp.is_none());
         assert_eq!(t.devices()[0].label, "x25e#0");
         assert!(!t.devices()[0].wc);

@@ -11,6 +11,28 @@ use serde::Serialize;
 
 mod stream;
 
+/// Why a workload does not fit the volume it runs on
+/// ([`Workload::span_on`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpanError {
+    /// `size=` beyond the volume.
+    #[error("size={size} bytes is larger than the volume ({cap} bytes)")]
+    SizeTooLarge {
+        /// Requested span.
+        size: u64,
+        /// Volume size.
+        cap: u64,
+    },
+    /// The largest block does not fit the span.
+    #[error("block size {bs} bytes is larger than the span ({span} bytes)")]
+    BlockTooLarge {
+        /// Largest block size.
+        bs: u64,
+        /// The span addressed.
+        span: u64,
+    },
+}
+
 #[cfg(test)]
 use stream::*;
 pub use stream::{job_streams, volume_streams, Io, JobStream};
@@ -547,6 +569,23 @@ impl Workload {
     /// run: `span`, or a replayed trace's reads and writes.
     pub fn pass_bytes(&self, span: u64) -> u64 {
         self.replay.as_ref().map_or(span, |r| r.extent.bytes)
+    }
+
+    /// The span the workload addresses on a volume of `cap` bytes: `size=`,
+    /// or the whole volume; refused when it exceeds the volume or cannot
+    /// hold the largest block. Both engines check a workload with this.
+    pub fn span_on(&self, cap: u64) -> std::result::Result<u64, SpanError> {
+        let span = self.size.unwrap_or(cap);
+        if span > cap {
+            return Err(SpanError::SizeTooLarge { size: span, cap });
+        }
+        if self.max_bs() > span || span == 0 {
+            return Err(SpanError::BlockTooLarge {
+                bs: self.max_bs(),
+                span,
+            });
+        }
+        Ok(span)
     }
 
     /// Whether the workload writes: a write pattern, or a mix with a write

@@ -91,7 +91,13 @@ pub fn member_size(path: &str) -> std::io::Result<Option<u64>> {
 pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport, Error> {
     let topo: RealTopology = topo::parse_real(expr)?;
     for m in &topo.members {
-        if safety::check(&m.path, repair, force)?.is_none() {
+        if safety::check(
+            &m.path,
+            Access::from_writes(repair),
+            Guard::from_force(force),
+        )?
+        .is_none()
+        {
             return Err(Error::new(
                 ErrorKind::Refused,
                 format!("{} does not exist", m.path.display()),
@@ -109,7 +115,7 @@ pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport
         asm,
         vol,
         ..
-    } = assemble_arrays(&topo, repair, &opts)?;
+    } = assemble_arrays(&topo, Access::from_writes(repair), &opts)?;
     needs_array(&asm, "check")?;
     if asm.dirty && !repair {
         return Err(Error::new(
@@ -156,7 +162,7 @@ pub struct CreateReport {
 pub fn create(expr: &str, assume_clean: bool, force: bool) -> Result<CreateReport, Error> {
     let topo: RealTopology = topo::parse_real(expr)?;
     let mut made = Vec::new();
-    let out = create_made(&topo, assume_clean, force, &mut made);
+    let out = create_made(&topo, assume_clean, Guard::from_force(force), &mut made);
     if out.is_err() {
         // A create that failed leaves no member file it made.
         for p in made {
@@ -197,9 +203,9 @@ pub fn rebuild(
 ) -> Result<RebuildReport, Error> {
     let started = Instant::now();
     let topo: RealTopology = topo::parse_real(expr)?;
-    create_replacements(&topo, force)?;
+    create_replacements(&topo, Guard::from_force(force))?;
     check_aliases(&topo)?;
-    let (members, sizes, _) = open_members(&topo, true, false, !force)?;
+    let (members, sizes, _) = open_members(&topo, OpenMode::writing(Guard::from_force(force)))?;
     let asm = meta::assemble(
         &topo,
         &members.files,

@@ -209,7 +209,7 @@ impl Vol {
                 let lost: Vec<usize> = (0..children.len())
                     .filter(|&k| failed[k] || self.down(children[k], h))
                     .collect();
-                !crate::topo::survives(geo.level(), children.len(), &lost)
+                !geo.level().survives(geo.layout(), children.len(), &lost)
             }
         }
     }
@@ -391,7 +391,7 @@ fn lost_too_many(geo: &Geometry, failed: &[bool]) -> io::Result<()> {
         return Ok(());
     }
     let lost: Vec<usize> = (0..failed.len()).filter(|&k| failed[k]).collect();
-    if geo.level().survives(failed.len(), &lost) {
+    if geo.level().survives(geo.layout(), failed.len(), &lost) {
         return Ok(());
     }
     Err(io::Error::other(format!(
@@ -1031,7 +1031,7 @@ mod tests {
         let geo = Geometry::new(
             level,
             4096,
-            raidlab_layout::ParityLayout::LeftSymmetric,
+            raidlab_layout::ArrayLayout::LeftSymmetric,
             &vec![MIB; n],
         )
         .unwrap();

@@ -31,7 +31,7 @@ impl Intent {
         events: u64,
         holders: Vec<usize>,
     ) -> Self {
-        let sync_size = geo.member_size() / 512;
+        let sync_size = geo.bitmap_bytes() / 512;
         let bits = md::Bitmap::nbits(sync_size, chunk).div_ceil(8) as usize;
         Intent {
             geo,
@@ -50,7 +50,7 @@ impl Intent {
     /// Make sure the chunks a write of `len` bytes at volume offset `off`
     /// may touch are marked, durably, before it goes out.
     pub fn mark(&self, off: u64, len: u64, members: &Members) -> io::Result<()> {
-        let (a, b) = self.geo.member_span(off, len);
+        let (a, b) = self.geo.bitmap_span(off, len);
         let mut bm = self.bitmap.lock().unwrap_or_else(|e| e.into_inner());
         let (k0, k1) = (a / bm.chunk, (b - 1) / bm.chunk);
         let mut new = false;

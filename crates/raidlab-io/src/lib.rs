@@ -60,7 +60,8 @@ use raidlab_core::result::{
     SimStats, VerifyStats, BOTTLENECK_UTIL, VERSION,
 };
 use raidlab_core::workload::{job_streams, Io, Rw, Workload};
-use raidlab_layout::Level;
+use raidlab_layout::{ArrayLayout, Level};
+use safety::{Access, Guard};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -182,6 +183,13 @@ pub struct RunOptions {
     pub verify_state: Option<std::path::PathBuf>,
 }
 
+impl RunOptions {
+    /// The safety rules this run keeps (`force` lifts them).
+    pub fn guard(&self) -> safety::Guard {
+        safety::Guard::from_force(self.force)
+    }
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
@@ -218,7 +226,8 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     // Hot spares take missing members' places at once, as md's do.
     topo.take_spares();
     let writes = w.writes() || !topo.took_over.is_empty();
-    let (arrays, kinds, mut gens) = open_run(&topo, w, writes, opts)?;
+    let access = Access::from_writes(writes);
+    let (arrays, kinds, mut gens) = open_run(&topo, w, access, opts)?;
     let nonce = start_generations(&mut gens, writes);
     let Arrays {
         mut members,
@@ -227,7 +236,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         asm,
         vol,
     } = arrays;
-    let mut life = mark_active(&topo, &mut members, &vol, &asm, &sizes, writes, opts)?;
+    let mut life = mark_active(&topo, &mut members, &vol, &asm, &sizes, access, opts)?;
     let intent = writes
         .then(|| intent_for(&asm, &vol, life.events))
         .flatten();

@@ -11,12 +11,17 @@ pub(crate) fn needed_leaf_size(n: &RealNode, span: u64, out: &mut Vec<(usize, u6
         RealNode::Array {
             level,
             chunk,
+            layout,
             children,
             spares,
             ..
         } => {
             let k = children.len() as u64;
             let per = match level {
+                // Far and offset copies: the rows of a RAID 0, twice.
+                Level::Raid10 if *layout != ArrayLayout::Near2 => {
+                    2 * span.div_ceil(k * chunk) * chunk
+                }
                 Level::Raid0 => span.div_ceil(k * chunk) * chunk,
                 Level::Raid4 | Level::Raid5 => span.div_ceil((k - 1) * chunk) * chunk,
                 Level::Raid6 => span.div_ceil((k - 2) * chunk) * chunk,
@@ -43,25 +48,43 @@ pub(crate) fn device_size(f: &File) -> std::io::Result<u64> {
     f.seek(SeekFrom::End(0))
 }
 
-pub(crate) fn open_member(
-    path: &std::path::Path,
-    writes: bool,
-    direct: bool,
-    exclusive: bool,
-) -> std::io::Result<(File, bool)> {
+/// How a command opens its members: for reading or writing, O_DIRECT
+/// where the file system allows it, under the safety rules or forced.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpenMode {
+    pub(crate) access: Access,
+    pub(crate) direct: bool,
+    pub(crate) guard: Guard,
+}
+
+impl OpenMode {
+    /// Writing through the page cache under `guard`: how the maintenance
+    /// commands (create, rebuild) open members.
+    pub(crate) fn writing(guard: Guard) -> Self {
+        OpenMode {
+            access: Access::Write,
+            direct: false,
+            guard,
+        }
+    }
+}
+
+/// Open one member as `mode` says: the file, and whether it is direct.
+pub(crate) fn open_member(path: &std::path::Path, mode: OpenMode) -> std::io::Result<(File, bool)> {
+    let writes = mode.access.writes();
     let mut o = OpenOptions::new();
     o.read(true).write(writes);
     // A block device written to is opened exclusively (O_EXCL) unless
     // `--force`: the open fails while it is mounted, held by md or device
     // mapper, or open exclusively elsewhere, and nothing else can claim it
     // during the run.
-    let excl = if exclusive && writes && is_block_device(path) {
+    let excl = if mode.guard == Guard::Checked && writes && is_block_device(path) {
         libc::O_EXCL
     } else {
         0
     };
     o.custom_flags(excl);
-    if direct {
+    if mode.direct {
         let mut od = o.clone();
         od.custom_flags(libc::O_DIRECT | excl);
         match od.open(path) {
@@ -114,13 +137,14 @@ pub(crate) struct Life {
 pub(crate) fn open_run(
     topo: &RealTopology,
     w: &Workload,
-    writes: bool,
+    access: Access,
     opts: &RunOptions,
 ) -> Result<(Arrays, Vec<Option<safety::Kind>>, verify::Generations), Error> {
     // Creating arrays writes their metadata, even in a read run.
-    let (kinds, made) = prepare_members(topo, w, writes || opts.create, opts.force)?;
+    let prepare = Access::from_writes(access.writes() || opts.create);
+    let (kinds, made) = prepare_members(topo, w, prepare, opts.guard())?;
     let opened = check_aliases(topo)
-        .and_then(|()| assemble_arrays(topo, writes, opts))
+        .and_then(|()| assemble_arrays(topo, access, opts))
         .and_then(|a| Ok((load_verify_state(opts, &a.asm)?, a)));
     match opened {
         Ok((gens, arrays)) => Ok((arrays, kinds, gens)),
@@ -145,9 +169,10 @@ pub(crate) fn mark_active(
     vol: &exec::Vol,
     asm: &meta::Assembly,
     sizes: &[u64],
-    writes: bool,
+    access: Access,
     opts: &RunOptions,
 ) -> Result<Life, Error> {
+    let writes = access.writes();
     let (resynced, mut events) = resync_if_dirty(topo, members, vol, asm, opts)?;
     let spare_bytes = rebuild_spares(topo, members, vol, asm)?;
     let used = vol.member_use(sizes.len());
@@ -242,13 +267,13 @@ pub(crate) fn array_meta(
 pub(crate) fn prepare_members(
     topo: &RealTopology,
     w: &Workload,
-    writes: bool,
-    force: bool,
+    access: Access,
+    guard: Guard,
 ) -> Result<(Vec<Option<safety::Kind>>, Vec<usize>), Error> {
     let mut made = Vec::new();
     let mut kinds = Vec::new();
     for m in &topo.members {
-        kinds.push(safety::check(&m.path, writes, force)?);
+        kinds.push(safety::check(&m.path, access, guard)?);
     }
     let mut needed = Vec::new();
     if let Some(span) = w.size {
@@ -264,7 +289,7 @@ pub(crate) fn prepare_members(
             kinds[i] = Some(safety::Kind::File);
             continue;
         }
-        if !writes {
+        if !access.writes() {
             // A read run has nothing to read from a file it would create
             // blank: a path that does not exist is a mistake (a misspelt
             // member), not a member to make.
@@ -296,11 +321,11 @@ pub(crate) fn prepare_members(
 pub(crate) fn create_made<'t>(
     topo: &'t RealTopology,
     assume_clean: bool,
-    force: bool,
+    guard: Guard,
     made: &mut Vec<&'t std::path::Path>,
 ) -> Result<CreateReport, Error> {
     for m in &topo.members {
-        if safety::check(&m.path, true, force)?.is_none() {
+        if safety::check(&m.path, Access::Write, guard)?.is_none() {
             let size = m.size.ok_or_else(|| {
                 Error::new(
                     ErrorKind::Size,
@@ -315,7 +340,7 @@ pub(crate) fn create_made<'t>(
         }
     }
     check_aliases(topo)?;
-    let (members, sizes, _) = open_members(topo, true, false, !force)?;
+    let (members, sizes, _) = open_members(topo, OpenMode::writing(guard))?;
     let asm = meta::assemble(topo, &members.files, &sizes, meta::Intent::Create)?;
     needs_array(&asm, "create")?;
     let vol = exec::Vol::build(&topo.root, &data_areas(&sizes, &asm), &asm.offsets)?;
@@ -359,10 +384,10 @@ pub(crate) fn create_made<'t>(
 /// Check every member of a rebuild against the safety rules (it writes),
 /// and create the replacement files that do not exist, at the size of the
 /// largest member.
-pub(crate) fn create_replacements(topo: &RealTopology, force: bool) -> Result<(), Error> {
+pub(crate) fn create_replacements(topo: &RealTopology, guard: Guard) -> Result<(), Error> {
     let mut absent = Vec::new();
     for m in &topo.members {
-        if safety::check(&m.path, true, force)?.is_none() {
+        if safety::check(&m.path, Access::Write, guard)?.is_none() {
             absent.push(&m.path);
         }
     }
@@ -509,10 +534,16 @@ pub(crate) struct Arrays {
 /// members for writing.
 pub(crate) fn assemble_arrays(
     topo: &RealTopology,
-    writes: bool,
+    access: Access,
     opts: &RunOptions,
 ) -> Result<Arrays, Error> {
-    let (members, sizes, all_direct) = open_members(topo, writes, opts.direct, !opts.force)?;
+    let writes = access.writes();
+    let mode = OpenMode {
+        access,
+        direct: opts.direct,
+        guard: opts.guard(),
+    };
+    let (members, sizes, all_direct) = open_members(topo, mode)?;
     let intent = if opts.create {
         meta::Intent::Create
     } else {
@@ -529,7 +560,7 @@ pub(crate) fn assemble_arrays(
     };
     if (asm.dirty || asm.created) && !writes {
         // Resyncing and creating write: reopen for it.
-        return assemble_arrays(topo, true, opts);
+        return assemble_arrays(topo, Access::Write, opts);
     }
     let vol = exec::Vol::build(&topo.root, &data_areas(&sizes, &asm), &asm.offsets)?;
     Ok(Arrays {
@@ -641,20 +672,18 @@ pub(crate) fn check_aliases(topo: &RealTopology) -> Result<(), Error> {
     Ok(())
 }
 
-/// Open every member (O_DIRECT when asked and the file system allows it;
-/// block devices written to exclusively when `exclusive`): the members,
-/// their sizes, and whether all of them are direct.
+/// Open every member as `mode` says (O_DIRECT when asked and the file
+/// system allows it; block devices written to exclusively under the
+/// safety rules): the members, their sizes, and whether all are direct.
 pub(crate) fn open_members(
     topo: &RealTopology,
-    writes: bool,
-    direct: bool,
-    exclusive: bool,
+    mode: OpenMode,
 ) -> Result<(Members, Vec<u64>, bool), Error> {
     let mut files = Vec::new();
     let mut sizes = Vec::new();
     let mut all_direct = true;
     for m in &topo.members {
-        let (f, d) = open_member(&m.path, writes, direct, exclusive)
+        let (f, d) = open_member(&m.path, mode)
             .map_err(|e| Error::io(format!("opening {}", m.path.display()), e))?;
         all_direct &= d;
         sizes.push(

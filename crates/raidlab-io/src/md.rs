@@ -12,7 +12,7 @@
 //! to a sector, at most 256 + 2 × 384 bytes), ties each leaf to the whole
 //! expression: the root array, the path from it, and the shape of the tree.
 
-use raidlab_layout::{Level, ParityLayout};
+use raidlab_layout::{ArrayLayout, Level};
 
 /// `MD_SB_MAGIC`, little endian.
 pub const MAGIC: u32 = 0xa92b_4efc;
@@ -154,18 +154,19 @@ pub fn md_level(level: Level) -> i32 {
 
 /// md's `layout` field: RAID 5/6 algorithms as `ALGORITHM_*` in the
 /// kernel's raid5.h (left-asymmetric 0, right-asymmetric 1,
-/// left-symmetric 2, right-symmetric 3); RAID 10 `n2` is near copies 2, far
-/// copies 1 (`(far << 8) | near`); other levels 0 (RAID 4 too, as mdadm
-/// writes it: md's level 4 has one layout, parity on the last member).
-pub fn md_layout(level: Level, layout: ParityLayout) -> u32 {
-    match level {
-        Level::Raid5 | Level::Raid6 => match layout {
-            ParityLayout::LeftAsymmetric => 0,
-            ParityLayout::RightAsymmetric => 1,
-            ParityLayout::LeftSymmetric => 2,
-            ParityLayout::RightSymmetric => 3,
-        },
-        Level::Raid10 => 0x102,
+/// left-symmetric 2, right-symmetric 3); RAID 10 as `raid10.c` decodes it,
+/// `(offset << 16) | (far << 8) | near`: `n2` 0x102, `f2` 0x201, `o2`
+/// 0x10201; other levels 0 (RAID 4 too, as mdadm writes it: md's level 4
+/// has one layout, parity on the last member).
+pub fn md_layout(level: Level, layout: ArrayLayout) -> u32 {
+    match (level, layout) {
+        (Level::Raid5 | Level::Raid6, ArrayLayout::LeftAsymmetric) => 0,
+        (Level::Raid5 | Level::Raid6, ArrayLayout::RightAsymmetric) => 1,
+        (Level::Raid5 | Level::Raid6, ArrayLayout::LeftSymmetric) => 2,
+        (Level::Raid5 | Level::Raid6, ArrayLayout::RightSymmetric) => 3,
+        (Level::Raid10, ArrayLayout::Far2) => 0x201,
+        (Level::Raid10, ArrayLayout::Offset2) => 0x10201,
+        (Level::Raid10, _) => 0x102,
         _ => 0,
     }
 }
@@ -178,6 +179,8 @@ pub fn layout_word(level: i32, layout: u32) -> String {
         (5 | 6, 2) => "left-symmetric".into(),
         (5 | 6, 3) => "right-symmetric".into(),
         (10, 0x102) => "n2".into(),
+        (10, 0x201) => "f2".into(),
+        (10, 0x10201) => "o2".into(),
         _ => format!("{layout:#x}"),
     }
 }

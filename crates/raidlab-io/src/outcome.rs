@@ -120,23 +120,8 @@ pub(crate) fn io_totals((ios, bytes): (u64, u64)) -> IoTotals {
 
 /// The span the workload addresses on a volume of `cap` bytes, checked.
 pub(crate) fn check_span(w: &Workload, cap: u64) -> Result<u64, Error> {
-    let span = w.size.unwrap_or(cap);
-    if span > cap {
-        return Err(Error::new(
-            ErrorKind::Size,
-            format!("size={span} is larger than the volume ({cap} bytes)"),
-        ));
-    }
-    if w.max_bs() > span || span == 0 {
-        return Err(Error::new(
-            ErrorKind::Size,
-            format!(
-                "block size {} is larger than the span ({span} bytes)",
-                w.max_bs()
-            ),
-        ));
-    }
-    Ok(span)
+    w.span_on(cap)
+        .map_err(|e| Error::new(ErrorKind::Size, e.to_string()))
 }
 
 /// The back end asked for, or io_uring where the kernel has it.

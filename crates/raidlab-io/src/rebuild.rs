@@ -192,12 +192,16 @@ fn content(
     let read = |at: u64, buf: &mut [u8]| block_on(reader.be, reader.read(t.array, at, buf));
     match geo.level() {
         Level::Raid1 => read(off, out),
-        Level::Raid10 => {
-            // The n members hold chunk rows of the doubled chunk sequence:
-            // this chunk is a copy of volume chunk x / 2.
-            let x = (off / c) * geo.members() as u64 + t.slot as u64;
-            read(x / 2 * c + off % c, out)
-        }
+        // The volume bytes this chunk holds a copy of, read from the
+        // surviving copy; a chunk no data lives in (the end of a member
+        // the layout leaves unused) is written as zeros.
+        Level::Raid10 => match geo.held(t.slot, off) {
+            Some(v) => read(v, out),
+            None => {
+                out.fill(0);
+                Ok(())
+            }
+        },
         Level::Raid4 | Level::Raid5 | Level::Raid6 => {
             let s = off / c;
             let dd = geo.data_disks();

@@ -82,7 +82,7 @@ pub(crate) fn resync(
         while off < cap {
             let len = step.min(cap - off) as usize;
             if let Some(bm) = bitmap.filter(|_| n == 0) {
-                let (a, b) = geo.member_span(off, len as u64);
+                let (a, b) = geo.bitmap_span(off, len as u64);
                 if !(a / bm.chunk..=(b - 1) / bm.chunk).any(|k| bm.dirty(k)) {
                     off += len as u64;
                     continue;

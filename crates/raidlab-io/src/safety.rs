@@ -25,6 +25,52 @@ pub enum Kind {
     BlockDevice,
 }
 
+/// Whether a command writes to the members it opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only: members open read-only, no safety rule applies.
+    Read,
+    /// Writes: members open for writing, under the safety rules.
+    Write,
+}
+
+impl Access {
+    /// `Write` when `writes`, else `Read`.
+    pub fn from_writes(writes: bool) -> Self {
+        if writes {
+            Access::Write
+        } else {
+            Access::Read
+        }
+    }
+
+    /// Whether the command writes.
+    pub fn writes(self) -> bool {
+        self == Access::Write
+    }
+}
+
+/// Whether the safety rules hold for a command that writes: `--force`
+/// lifts them (no signature check, no exclusive open of block devices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// The rules hold.
+    Checked,
+    /// `--force`: the user takes the responsibility.
+    Forced,
+}
+
+impl Guard {
+    /// `Forced` under `--force`, else `Checked`.
+    pub fn from_force(force: bool) -> Self {
+        if force {
+            Guard::Forced
+        } else {
+            Guard::Checked
+        }
+    }
+}
+
 /// Signatures looked for: (byte offset, magic, what it means). Offsets and
 /// magics are those of libblkid's probes for the same formats.
 const SIGNATURES: &[(usize, &[u8], &str)] = &[
@@ -242,9 +288,10 @@ pub fn identity(path: &Path) -> std::io::Result<Vec<(u64, u64)>> {
     Ok(ids)
 }
 
-/// Check that `path` may be used as a member. `writes`: the run writes to
-/// it. Returns its kind, or the reason it is refused.
-pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, Error> {
+/// Check that `path` may be used as a member by a command with `access`
+/// under `guard`. Returns its kind (`None`: it does not exist), or the
+/// reason it is refused.
+pub fn check(path: &Path, access: Access, guard: Guard) -> Result<Option<Kind>, Error> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -262,7 +309,7 @@ pub fn check(path: &Path, writes: bool, force: bool) -> Result<Option<Kind>, Err
             path.display()
         )));
     };
-    if writes && !force {
+    if access == Access::Write && guard == Guard::Checked {
         if kind == Kind::BlockDevice {
             if let Some(why) = in_use(path) {
                 return Err(refused(format!(
@@ -334,23 +381,29 @@ mod tests {
     fn refuses_odd_paths_and_signed_files() {
         let d = std::env::temp_dir().join(format!("raidlab-safety-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
-        let e = check(&d, true, false).unwrap_err();
+        let e = check(&d, Access::Write, Guard::Checked).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Refused);
         assert!(e.to_string().contains("neither"));
-        assert_eq!(check(&d.join("absent"), true, false), Ok(None));
+        assert_eq!(
+            check(&d.join("absent"), Access::Write, Guard::Checked),
+            Ok(None)
+        );
         let f = d.join("img");
         let mut h = vec![0u8; 8192];
         h[0..4].copy_from_slice(b"XFSB");
         std::fs::write(&f, &h).unwrap();
-        let e = check(&f, true, false).unwrap_err();
+        let e = check(&f, Access::Write, Guard::Checked).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Refused);
         assert!(e.to_string().contains("XFS"));
         assert_eq!(
-            check(&f, false, false),
+            check(&f, Access::Read, Guard::Checked),
             Ok(Some(Kind::File)),
             "reads are harmless"
         );
-        assert_eq!(check(&f, true, true), Ok(Some(Kind::File)));
+        assert_eq!(
+            check(&f, Access::Write, Guard::Forced),
+            Ok(Some(Kind::File))
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -386,9 +439,13 @@ mod tests {
             None,
             "not a format the quick check knows"
         );
-        let e = check(&f, true, false).unwrap_err();
+        let e = check(&f, Access::Write, Guard::Checked).unwrap_err();
         assert!(e.to_string().contains("minix"), "{e}");
-        assert_eq!(check(&f, true, true).unwrap(), Some(Kind::File), "--force");
+        assert_eq!(
+            check(&f, Access::Write, Guard::Forced).unwrap(),
+            Some(Kind::File),
+            "--force"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -464,9 +521,13 @@ mod tests {
             let f = d.join(name);
             std::fs::write(&f, &bytes).unwrap();
             assert_eq!(quick_probe(&f).unwrap(), None, "{name}: not at the start");
-            let e = check(&f, true, false).unwrap_err();
+            let e = check(&f, Access::Write, Guard::Checked).unwrap_err();
             assert!(e.to_string().contains(want), "{name}: {e}");
-            assert_eq!(check(&f, true, true).unwrap(), Some(Kind::File), "--force");
+            assert_eq!(
+                check(&f, Access::Write, Guard::Forced).unwrap(),
+                Some(Kind::File),
+                "--force"
+            );
         }
         std::fs::remove_dir_all(&d).unwrap();
     }

@@ -93,7 +93,7 @@ pub fn with_volume<R>(
         rw: Rw::RandRw,
         ..Workload::default()
     };
-    let (arrays, _, _) = crate::open_run(&topo, &w, true, &opts)?;
+    let (arrays, _, _) = crate::open_run(&topo, &w, crate::Access::Write, &opts)?;
     let crate::Arrays {
         mut members,
         sizes,
@@ -101,7 +101,15 @@ pub fn with_volume<R>(
         vol,
         ..
     } = arrays;
-    let mut life = crate::mark_active(&topo, &mut members, &vol, &asm, &sizes, true, &opts)?;
+    let mut life = crate::mark_active(
+        &topo,
+        &mut members,
+        &vol,
+        &asm,
+        &sizes,
+        crate::Access::Write,
+        &opts,
+    )?;
     let intent = crate::intent_for(&asm, &vol, life.events);
     let volume = Volume {
         vol: &vol,

@@ -10,7 +10,7 @@ use raidlab_core::topology::{
     check_members, classify, parse, split_root, ArrayOpts, Ast, Element, Opt,
 };
 use raidlab_core::units::parse_size;
-use raidlab_layout::{Level, ParityLayout};
+use raidlab_layout::{ArrayLayout, Level};
 use std::path::PathBuf;
 
 /// A leaf of a real topology.
@@ -61,8 +61,8 @@ pub enum RealNode {
         level: Level,
         /// Stripe unit (chunk), bytes.
         chunk: u64,
-        /// Parity layout (RAID 5/6).
-        layout: ParityLayout,
+        /// md's layout (RAID 5/6 parity, RAID 10 copies).
+        layout: ArrayLayout,
         /// Members.
         children: Vec<RealNode>,
         /// Hot spares (`spares=N`: the last N paths), each a `Member`.
@@ -132,7 +132,10 @@ impl RealNode {
     /// each side of nothing), and say whether this node itself has failed.
     fn fail_lost_arrays(&mut self) -> bool {
         let RealNode::Array {
-            level, children, ..
+            level,
+            layout,
+            children,
+            ..
         } = self
         else {
             return false;
@@ -148,7 +151,7 @@ impl RealNode {
             .filter(|(_, c)| matches!(c, RealNode::Missing))
             .map(|(i, _)| i)
             .collect();
-        !survives(*level, children.len(), &missing)
+        !level.survives(*layout, children.len(), &missing)
     }
 
     /// The error for a root that has lost too much.
@@ -173,12 +176,6 @@ impl RealNode {
             _ => Error::new(ErrorKind::Expression, "the volume is missing"),
         }
     }
-}
-
-/// Whether an array of `n` members at `level` still serves every byte with
-/// the members at `missing` gone.
-pub(crate) fn survives(level: Level, n: usize, missing: &[usize]) -> bool {
-    level.survives(n, missing)
 }
 
 /// A parsed real topology.
@@ -236,7 +233,9 @@ impl RealTopology {
                         "stripe={}",
                         raidlab_core::units::format_size(*chunk)
                     )];
-                    if matches!(level, Level::Raid5 | Level::Raid6) {
+                    if matches!(level, Level::Raid5 | Level::Raid6)
+                        || *layout != ArrayLayout::default_for(*level)
+                    {
                         opts.push(format!("layout={}", layout.word()));
                     }
                     if !spares.is_empty() {

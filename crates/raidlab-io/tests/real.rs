@@ -6,10 +6,10 @@ use realc::*;
 #[test]
 fn parity_matches_md_layout_after_random_writes() {
     let layouts = [
-        ("left-symmetric", ParityLayout::LeftSymmetric),
-        ("left-asymmetric", ParityLayout::LeftAsymmetric),
-        ("right-symmetric", ParityLayout::RightSymmetric),
-        ("right-asymmetric", ParityLayout::RightAsymmetric),
+        ("left-symmetric", ArrayLayout::LeftSymmetric),
+        ("left-asymmetric", ArrayLayout::LeftAsymmetric),
+        ("right-symmetric", ArrayLayout::RightSymmetric),
+        ("right-asymmetric", ArrayLayout::RightAsymmetric),
     ];
     for (i, engine) in engines().into_iter().enumerate() {
         for (j, (word, layout)) in layouts.iter().enumerate() {
@@ -55,7 +55,7 @@ fn raid4_keeps_md_level_4_layout_and_survives_a_loss() {
     check_parity(
         &f,
         Level::Raid4,
-        ParityLayout::LeftSymmetric,
+        ArrayLayout::LeftSymmetric,
         chunk as u64,
         1000,
     );
@@ -562,7 +562,7 @@ proptest::proptest! {
         proptest::prop_assert_eq!(bad, 0);
         if lose.is_none() && (word == "raid5" || word == "raid6") {
             let lv = if word == "raid5" { Level::Raid5 } else { Level::Raid6 };
-            let lay = [ParityLayout::LeftSymmetric, ParityLayout::LeftAsymmetric, ParityLayout::RightSymmetric, ParityLayout::RightAsymmetric][layout];
+            let lay = [ArrayLayout::LeftSymmetric, ArrayLayout::LeftAsymmetric, ArrayLayout::RightSymmetric, ArrayLayout::RightAsymmetric][layout];
             check_parity(&files, lv, lay, 1024 << chunk_k, size as usize / 512);
         }
     }

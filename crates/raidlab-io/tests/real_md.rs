@@ -41,6 +41,16 @@ fn mdadm_examines_every_member() {
             4,
             &["Raid Level : raid10", "Layout : near=2"],
         ),
+        (
+            "raid10[stripe=32k,layout=f2]",
+            4,
+            &["Raid Level : raid10", "Layout : far=2"],
+        ),
+        (
+            "raid10[stripe=16k,layout=o2]",
+            3,
+            &["Raid Level : raid10", "Layout : offset=2"],
+        ),
         ("concat", 2, &["Raid Level : linear"]),
     ];
     for (array, n, want) in cases {
@@ -79,6 +89,9 @@ fn mdadm_examines_every_member() {
             ]) {
                 assert!(text.contains(w), "{expr}, member {i}: no '{w}' in {text}");
             }
+            if array.starts_with("raid10") {
+                same_raid10_size(&expr, &text, *n);
+            }
         }
     }
     // Nested: each leaf describes its own array; the mirror's members are
@@ -99,6 +112,42 @@ fn mdadm_examines_every_member() {
     assert!(
         text.contains("raid0") && text.contains("raidlab:1"),
         "{text}"
+    );
+}
+
+/// mdadm works a RAID 10's size out from its layout and the members' used
+/// size itself: it must be the size raidlab's geometry gives.
+fn same_raid10_size(expr: &str, text: &str, n: usize) {
+    let field = |key: &str| -> u64 {
+        let at = text
+            .find(key)
+            .unwrap_or_else(|| panic!("{expr}: no {key} in {text}"));
+        text[at + key.len()..]
+            .split_whitespace()
+            .next()
+            .map(|v| v.trim_end_matches('K'))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{expr}: {key} unreadable in {text}"))
+    };
+    // mdadm leaves the used size out where it is all the device offers.
+    let used = if text.contains("Used Dev Size : ") {
+        field("Used Dev Size : ")
+    } else {
+        field("Avail Dev Size : ")
+    } * 512;
+    let chunk = field("Chunk Size : ") * 1024;
+    let layout = ["near=2", "far=2", "offset=2"]
+        .iter()
+        .zip([ArrayLayout::Near2, ArrayLayout::Far2, ArrayLayout::Offset2])
+        .find(|(w, _)| text.contains(&format!("Layout : {w}")))
+        .map(|(_, l)| l)
+        .expect("a RAID 10 layout");
+    let geo = Geometry::new(Level::Raid10, chunk, layout, &vec![used; n]).unwrap();
+    assert_eq!(geo.member_size(), used, "{expr}: used size in whole rows");
+    assert_eq!(
+        field("Array Size : ") * 1024,
+        geo.capacity(),
+        "{expr}: mdadm's array size is the geometry's"
     );
 }
 
@@ -195,7 +244,7 @@ fn an_unclean_array_is_resynced_before_it_runs_degraded() {
     // The crash: parity of every stripe left stale (as if the data writes
     // landed and the parity writes did not), and the array marked active.
     let sizes: Vec<u64> = f.iter().map(|p| data_area(p).len() as u64).collect();
-    let g = Geometry::new(Level::Raid5, chunk, ParityLayout::LeftSymmetric, &sizes).unwrap();
+    let g = Geometry::new(Level::Raid5, chunk, ArrayLayout::LeftSymmetric, &sizes).unwrap();
     for s in 0..g.member_size() / chunk {
         let (p, _) = g.parity_of(s);
         let mut all = std::fs::read(&f[p]).unwrap();
@@ -217,7 +266,7 @@ fn an_unclean_array_is_resynced_before_it_runs_degraded() {
     let meta = r.real.as_ref().unwrap().array.clone().unwrap();
     assert!(meta.resynced_bytes >= 1 << 20, "{meta:?}");
     assert_eq!(mismatches(&r).1, 0);
-    check_parity(&f, Level::Raid5, ParityLayout::LeftSymmetric, chunk, 1);
+    check_parity(&f, Level::Raid5, ArrayLayout::LeftSymmetric, chunk, 1);
     for i in 0..3 {
         let (checked, bad) = mismatches(&go(&degraded(i), "rw=read bs=16k size=1m", &o));
         assert!(checked > 0 && bad == 0, "member {i} lost: {bad} bad");
@@ -264,12 +313,19 @@ fn a_read_run_over_blank_members_reads_them_bare() {
 /// RAID 5 and mirrors tell the damaged block by its verify checksums).
 #[test]
 fn check_finds_and_repair_fixes_every_single_byte_corruption() {
-    for (level, n) in [("raid5", 4), ("raid6", 5), ("raid10", 4)] {
-        let d = TempDir::new(&format!("scrub-{level}"));
+    for (level, opt, n) in [
+        ("raid5", "", 4),
+        ("raid6", "", 5),
+        ("raid10", "", 4),
+        ("raid10", "layout=f2,", 4),
+        ("raid10", "layout=o2,", 3),
+    ] {
+        let d = TempDir::new(&format!("scrub-{level}-{n}"));
         let f = d.files(n);
         let members: Vec<String> = f.iter().map(|p| format!("{p}[size=3m]")).collect();
-        let expr = format!("{level}[stripe=16k]({})", members.join(","));
-        let plain = format!("{level}[stripe=16k]({})", f.join(","));
+        let expr = format!("{level}[{opt}stripe=16k]({})", members.join(","));
+        let plain = format!("{level}[{opt}stripe=16k]({})", f.join(","));
+        let level = format!("{level}[{opt}]");
         // 16k divides every volume here: the whole volume is written.
         go(&expr, "rw=write bs=16k", &opts(EngineKind::Psync, true));
         let clean = raidlab_io::scrub(&plain, false, false).unwrap();
@@ -333,8 +389,15 @@ fn check_finds_and_repair_fixes_every_single_byte_corruption() {
 #[test]
 fn rebuilt_members_carry_the_array() {
     let none = |_: u64, _: u64| {};
-    for (level, n) in [("raid5", 4), ("raid6", 5), ("raid10", 4), ("raid1", 3)] {
-        let d = TempDir::new(&format!("rebuild-{level}"));
+    for (level, opt, n) in [
+        ("raid5", "", 4),
+        ("raid6", "", 5),
+        ("raid10", "", 4),
+        ("raid10", "layout=f2,", 4),
+        ("raid10", "layout=o2,", 3),
+        ("raid1", "", 3),
+    ] {
+        let d = TempDir::new(&format!("rebuild-{level}-{n}"));
         let f = d.files(n);
         let with = |missing: &[usize]| {
             let m: Vec<&str> = (0..n)
@@ -346,7 +409,7 @@ fn rebuilt_members_carry_the_array() {
                     }
                 })
                 .collect();
-            format!("{level}[stripe=16k]({})", m.join(","))
+            format!("{level}[{opt}stripe=16k]({})", m.join(","))
         };
         let o = opts(EngineKind::Psync, true);
         let all = with(&[]);

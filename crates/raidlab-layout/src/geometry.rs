@@ -19,6 +19,15 @@ pub enum LayoutError {
     /// Members too small to hold one chunk.
     #[error("members are smaller than one stripe unit")]
     TooSmall,
+    /// A layout of another level (a parity layout on RAID 10, a RAID 10
+    /// copy layout on RAID 5/6).
+    #[error("layout={layout} does not apply to {level}")]
+    WrongLayout {
+        /// Level word.
+        level: &'static str,
+        /// Layout word.
+        layout: &'static str,
+    },
 }
 
 /// RAID level.
@@ -36,7 +45,8 @@ pub enum Level {
     Raid5,
     /// P + Q rotating parity.
     Raid6,
-    /// md raid10, near-2.
+    /// md raid10 with two copies of every chunk, placed as its
+    /// [`ArrayLayout`] says (near, far or offset).
     Raid10,
     /// Concatenation.
     Concat,
@@ -87,9 +97,10 @@ impl Level {
         }
     }
 
-    /// Whether an array of `n` members at this level still serves every
-    /// byte with the members at `missing` gone.
-    pub fn survives(self, n: usize, missing: &[usize]) -> bool {
+    /// Whether an array of `n` members at this level, laid out as
+    /// `layout`, still serves every byte with the members at `missing`
+    /// gone.
+    pub fn survives(self, layout: ArrayLayout, n: usize, missing: &[usize]) -> bool {
         match self {
             Level::Raid0 | Level::Concat => missing.is_empty(),
             Level::Raid1 => missing.len() < n,
@@ -98,6 +109,11 @@ impl Level {
             // near-2: chunk x lives on members 2x and 2x+1 (mod n). With n
             // even those are fixed pairs; with n odd every two neighbours
             // (m, m+1 mod n) share some chunk.
+            // far-2 and offset-2: a member's chunks have their copies on
+            // the next member (mod n), so no two neighbours may go.
+            Level::Raid10 if layout != ArrayLayout::Near2 => {
+                missing.iter().all(|&m| !missing.contains(&((m + 1) % n)))
+            }
             Level::Raid10 => missing.iter().all(|&m| {
                 let partner = if n.is_multiple_of(2) {
                     m ^ 1
@@ -110,10 +126,13 @@ impl Level {
     }
 }
 
-/// md's parity layouts.
+/// md's layout of an array (the superblock's one `layout` field): where a
+/// RAID 5/6 puts its parity, or where a RAID 10 puts its two copies
+/// (`drivers/md/raid10.c`'s geometry: near copies side by side, far
+/// copies a half-member away, offset copies one row down).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParityLayout {
-    /// md `left-symmetric` (default).
+pub enum ArrayLayout {
+    /// md `left-symmetric` (RAID 5/6 default).
     LeftSymmetric,
     /// md `left-asymmetric`.
     LeftAsymmetric,
@@ -121,28 +140,72 @@ pub enum ParityLayout {
     RightSymmetric,
     /// md `right-asymmetric`.
     RightAsymmetric,
+    /// RAID 10 `n2` (md's default): the two copies of a chunk side by side
+    /// on neighbouring members, in the same row.
+    Near2,
+    /// RAID 10 `f2`: the first half of every member holds the data striped
+    /// as RAID 0 over all members; the second half a copy of it, each
+    /// chunk on the next member.
+    Far2,
+    /// RAID 10 `o2`: every row of chunks is followed by a copy of itself,
+    /// each chunk on the next member.
+    Offset2,
 }
 
-impl ParityLayout {
-    /// md's word for the layout.
+impl ArrayLayout {
+    /// md's word for the layout (mdadm's `--layout` value).
     pub fn word(self) -> &'static str {
         match self {
-            ParityLayout::LeftSymmetric => "left-symmetric",
-            ParityLayout::LeftAsymmetric => "left-asymmetric",
-            ParityLayout::RightSymmetric => "right-symmetric",
-            ParityLayout::RightAsymmetric => "right-asymmetric",
+            ArrayLayout::LeftSymmetric => "left-symmetric",
+            ArrayLayout::LeftAsymmetric => "left-asymmetric",
+            ArrayLayout::RightSymmetric => "right-symmetric",
+            ArrayLayout::RightAsymmetric => "right-asymmetric",
+            ArrayLayout::Near2 => "n2",
+            ArrayLayout::Far2 => "f2",
+            ArrayLayout::Offset2 => "o2",
         }
     }
 
     /// Parse md's layout word (or its two-letter short form).
     pub fn from_word(s: &str) -> Option<Self> {
         Some(match s {
-            "left-symmetric" | "ls" => ParityLayout::LeftSymmetric,
-            "left-asymmetric" | "la" => ParityLayout::LeftAsymmetric,
-            "right-symmetric" | "rs" => ParityLayout::RightSymmetric,
-            "right-asymmetric" | "ra" => ParityLayout::RightAsymmetric,
+            "left-symmetric" | "ls" => ArrayLayout::LeftSymmetric,
+            "left-asymmetric" | "la" => ArrayLayout::LeftAsymmetric,
+            "right-symmetric" | "rs" => ArrayLayout::RightSymmetric,
+            "right-asymmetric" | "ra" => ArrayLayout::RightAsymmetric,
+            "n2" => ArrayLayout::Near2,
+            "f2" => ArrayLayout::Far2,
+            "o2" => ArrayLayout::Offset2,
             _ => return None,
         })
+    }
+
+    /// Whether the layout places RAID 10 copies (else RAID 5/6 parity).
+    pub fn is_mirror(self) -> bool {
+        matches!(
+            self,
+            ArrayLayout::Near2 | ArrayLayout::Far2 | ArrayLayout::Offset2
+        )
+    }
+
+    /// The layout an array of `level` has when none is given: md's
+    /// defaults, left-symmetric parity and near copies.
+    pub fn default_for(level: Level) -> Self {
+        if level == Level::Raid10 {
+            ArrayLayout::Near2
+        } else {
+            ArrayLayout::LeftSymmetric
+        }
+    }
+
+    /// Whether an array of `level` can take this layout (levels without
+    /// layouts take any and ignore it).
+    pub fn fits(self, level: Level) -> bool {
+        match level {
+            Level::Raid5 | Level::Raid6 => !self.is_mirror(),
+            Level::Raid10 => self.is_mirror(),
+            _ => true,
+        }
     }
 }
 
@@ -205,7 +268,7 @@ pub struct Geometry {
     /// log2 of `chunk` (a power of two), so locating a byte shifts
     /// instead of dividing.
     chunk_shift: u32,
-    layout: ParityLayout,
+    layout: ArrayLayout,
     member_size: u64,
     sizes: Vec<u64>,
 }
@@ -215,7 +278,7 @@ impl Geometry {
     pub fn new(
         level: Level,
         chunk: u64,
-        layout: ParityLayout,
+        layout: ArrayLayout,
         member_sizes: &[u64],
     ) -> Result<Self, LayoutError> {
         let n = member_sizes.len();
@@ -230,10 +293,21 @@ impl Geometry {
         if chunk < 512 || !chunk.is_power_of_two() {
             return Err(LayoutError::BadChunk(chunk));
         }
+        if !layout.fits(level) {
+            return Err(LayoutError::WrongLayout {
+                level: word,
+                layout: layout.word(),
+            });
+        }
         let min_size = *member_sizes.iter().min().unwrap_or(&0);
-        let member_size = match level {
-            Level::Raid1 => min_size & !511,
-            Level::Concat => 0,
+        let member_size = match (level, layout) {
+            (Level::Raid1, _) => min_size & !511,
+            (Level::Concat, _) => 0,
+            // Far and offset copies take whole pairs of chunk rows (md's
+            // calc_sectors: dev_sectors = 2 * (chunks / 2) chunks).
+            (Level::Raid10, ArrayLayout::Far2 | ArrayLayout::Offset2) => {
+                min_size / (2 * chunk) * 2 * chunk
+            }
             _ => min_size / chunk * chunk,
         };
         if level != Level::Concat && member_size == 0 {
@@ -257,6 +331,10 @@ impl Geometry {
     /// Members.
     pub fn members(&self) -> usize {
         self.n
+    }
+    /// md's layout.
+    pub fn layout(&self) -> ArrayLayout {
+        self.layout
     }
     /// Stripe unit.
     pub fn chunk(&self) -> u64 {
@@ -284,7 +362,7 @@ impl Geometry {
                 self.member_size * self.data_disks() as u64
             }
             Level::Raid1 => self.member_size,
-            Level::Raid10 => (self.member_size / self.chunk) * self.n as u64 / 2 * self.chunk,
+            Level::Raid10 => self.r10_chunks() * self.chunk,
             Level::Concat => self.sizes.iter().sum(),
         }
     }
@@ -295,20 +373,11 @@ impl Geometry {
         let r = (stripe % n) as usize;
         match self.level {
             Level::Raid4 => (self.n - 1, None),
-            Level::Raid5 => {
-                let pd = match self.layout {
-                    ParityLayout::LeftSymmetric | ParityLayout::LeftAsymmetric => self.n - 1 - r,
-                    ParityLayout::RightSymmetric | ParityLayout::RightAsymmetric => r,
-                };
-                (pd, None)
-            }
+            Level::Raid5 => (self.p_member(r), None),
             Level::Raid6 => {
-                let pd = match self.layout {
-                    ParityLayout::LeftSymmetric | ParityLayout::LeftAsymmetric => self.n - 1 - r,
-                    ParityLayout::RightSymmetric | ParityLayout::RightAsymmetric => r,
-                };
+                let pd = self.p_member(r);
                 let qd = match self.layout {
-                    ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric => (pd + 1) % self.n,
+                    ArrayLayout::LeftSymmetric | ArrayLayout::RightSymmetric => (pd + 1) % self.n,
                     _ => {
                         if pd == self.n - 1 {
                             0
@@ -323,13 +392,23 @@ impl Geometry {
         }
     }
 
+    /// P's member in a stripe `r` stripes into its rotation: right layouts
+    /// rotate it up from member 0, left layouts down from the last (the
+    /// only other layouts a RAID 5/6 geometry takes, checked in `new`).
+    fn p_member(&self, r: usize) -> usize {
+        match self.layout {
+            ArrayLayout::RightSymmetric | ArrayLayout::RightAsymmetric => r,
+            _ => self.n - 1 - r,
+        }
+    }
+
     /// Member holding data chunk `k` (0-based within the stripe) of `stripe`.
     /// Exactly md's `raid5_compute_sector`.
     pub fn data_member(&self, stripe: u64, k: usize) -> usize {
         let (pd, _) = self.parity_of(stripe);
         match (self.level, self.layout) {
             (Level::Raid4, _) => k,
-            (Level::Raid5, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => {
+            (Level::Raid5, ArrayLayout::LeftSymmetric | ArrayLayout::RightSymmetric) => {
                 (pd + 1 + k) % self.n
             }
             (Level::Raid5, _) => {
@@ -339,7 +418,7 @@ impl Geometry {
                     k
                 }
             }
-            (Level::Raid6, ParityLayout::LeftSymmetric | ParityLayout::RightSymmetric) => {
+            (Level::Raid6, ArrayLayout::LeftSymmetric | ArrayLayout::RightSymmetric) => {
                 (pd + 2 + k) % self.n
             }
             (Level::Raid6, _) => {
@@ -385,11 +464,8 @@ impl Geometry {
             ),
             Level::Raid1 => (0, vol_off),
             Level::Raid10 => {
-                let x = chunk * 2;
-                (
-                    (x % self.n as u64) as usize,
-                    (x / self.n as u64) * c + within,
-                )
+                let (m, row) = self.r10_primary(chunk);
+                (m, row * c + within)
             }
             Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 let dd = self.data_disks() as u64;
@@ -422,8 +498,8 @@ impl Geometry {
                 if off >= self.member_size {
                     return None;
                 }
-                let x = (off / c) * self.n as u64 + member as u64;
-                (x.is_multiple_of(2) && x / 2 * c < self.capacity()).then(|| x / 2 * c + off % c)
+                let k = self.r10_chunk_at(member, off / c)?;
+                Some(k * c + off % c)
             }
             Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 if off >= self.member_size {
@@ -441,11 +517,22 @@ impl Geometry {
         }
     }
 
-    /// The member byte range `[start, end)` a write of `len` bytes at volume
-    /// offset `off` may touch on some member, parity and copies included —
-    /// the same range on every member, as md's write-intent bitmap counts
-    /// (whole stripes for RAID 5/6, chunk rows for RAID 10).
-    pub fn member_span(&self, off: u64, len: u64) -> (u64, u64) {
+    /// The bytes md's write-intent bitmap covers: a member's (md's
+    /// `resync_max_sectors` is the members' used size), or the volume's on
+    /// RAID 10 (`raid10_run` sets it to the array's size).
+    pub fn bitmap_bytes(&self) -> u64 {
+        match self.level {
+            Level::Raid10 => self.capacity(),
+            _ => self.member_size,
+        }
+    }
+
+    /// The range `[start, end)` of [`bitmap_bytes`](Self::bitmap_bytes) a
+    /// write of `len` bytes at volume offset `off` dirties, as md's
+    /// write-intent bitmap counts it: the member bytes of the whole
+    /// stripes it touches (RAID 4/5/6), the same bytes (RAID 1), the
+    /// volume bytes themselves (RAID 10, whose bitmap is the volume's).
+    pub fn bitmap_span(&self, off: u64, len: u64) -> (u64, u64) {
         let c = self.chunk;
         let last = off + len.max(1) - 1;
         match self.level {
@@ -453,10 +540,7 @@ impl Geometry {
                 let sb = c * self.data_disks() as u64;
                 (off / sb * c, (last / sb + 1) * c)
             }
-            Level::Raid10 => {
-                let n = self.n as u64;
-                ((2 * (off / c)) / n * c, ((2 * (last / c) + 1) / n + 1) * c)
-            }
+            Level::Raid10 => (off, last + 1),
             Level::Raid0 => {
                 let n = self.n as u64;
                 (off / c / n * c, (last / c / n + 1) * c)
@@ -476,7 +560,13 @@ impl Geometry {
         let chunks = (off + len.max(1) - 1) / c - off / c + 1;
         match self.level {
             Level::Raid0 => chunks.min(n),
-            Level::Raid10 => (2 * chunks).min(n),
+            Level::Raid10 => match self.layout {
+                // A member's primary and copy are far apart: two commands.
+                ArrayLayout::Far2 => 2 * chunks.min(n),
+                // A row's copies lie just below it, one member on.
+                ArrayLayout::Offset2 => (chunks + 1).min(n),
+                _ => (2 * chunks).min(n),
+            },
             Level::Raid1 => n,
             Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 chunks.min(self.data_disks() as u64) + self.level.parity_members() as u64
@@ -496,16 +586,114 @@ impl Geometry {
             Level::Raid1 => out.extend((0..self.n).map(|m| (m, off))),
             Level::Raid10 => {
                 let c = self.chunk;
-                let x = (off / c) * self.n as u64 + member as u64;
-                let y = x + 1;
+                let (m, row) = self.r10_copy(member, off / c);
                 out.push((member, off));
-                out.push((
-                    (y % self.n as u64) as usize,
-                    (y / self.n as u64) * c + off % c,
-                ));
+                out.push((m, row * c + off % c));
             }
             _ => out.push((member, off)),
         }
+    }
+
+    /// The other copy of what a RAID 10 member holds at `off` (a primary's
+    /// copy, or a copy's primary); `None` where the member holds no data
+    /// there, or the level keeps no copies.
+    pub fn mirror_of(&self, member: usize, off: u64) -> Option<(usize, u64)> {
+        if self.level != Level::Raid10 || off >= self.member_size {
+            return None;
+        }
+        let (c, n) = (self.chunk, self.n as u64);
+        let row = off / c;
+        let (m, r) = match self.layout {
+            ArrayLayout::Far2 | ArrayLayout::Offset2 => {
+                if self.r10_chunk_at(member, row).is_some() {
+                    self.r10_copy(member, row)
+                } else {
+                    let back = match self.layout {
+                        ArrayLayout::Far2 => self.r10_far_stride(),
+                        _ => 1,
+                    };
+                    let prev = (member + self.n - 1) % self.n;
+                    self.r10_chunk_at(prev, row.checked_sub(back)?)?;
+                    (prev, row - back)
+                }
+            }
+            _ => {
+                // Near: the doubled chunk sequence; slots 2k and 2k + 1
+                // hold volume chunk k.
+                let x = row * n + member as u64;
+                if x / 2 >= self.r10_chunks() {
+                    return None;
+                }
+                let y = x ^ 1;
+                ((y % n) as usize, y / n)
+            }
+        };
+        Some((m, r * c + off % c))
+    }
+
+    /// The volume byte a member location holds, in either copy (RAID 10)
+    /// or as [`reverse`](Self::reverse) finds it.
+    pub fn held(&self, member: usize, off: u64) -> Option<u64> {
+        self.reverse(member, off).or_else(|| {
+            let (m, o) = self.mirror_of(member, off)?;
+            self.reverse(m, o)
+        })
+    }
+
+    /// Volume chunks of a RAID 10 (md's `raid10_size`): the members'
+    /// chunks times two halves for near copies, or whole halves for far
+    /// and offset copies.
+    fn r10_chunks(&self) -> u64 {
+        let (d, n) = (self.member_size / self.chunk, self.n as u64);
+        match self.layout {
+            ArrayLayout::Far2 | ArrayLayout::Offset2 => d / 2 * n,
+            _ => d * n / 2,
+        }
+    }
+
+    /// Chunk rows between a far copy and its primary: half the used rows.
+    fn r10_far_stride(&self) -> u64 {
+        self.member_size / self.chunk / 2
+    }
+
+    /// Member and chunk row of volume chunk `k`'s primary copy
+    /// (`__raid10_find_phys`, its first slot).
+    fn r10_primary(&self, k: u64) -> (usize, u64) {
+        let n = self.n as u64;
+        match self.layout {
+            ArrayLayout::Far2 => ((k % n) as usize, k / n),
+            ArrayLayout::Offset2 => ((k % n) as usize, 2 * (k / n)),
+            _ => (((2 * k) % n) as usize, 2 * k / n),
+        }
+    }
+
+    /// Member and chunk row of the second copy of the chunk whose primary
+    /// is at (`m`, `row`): the next slot of the doubled sequence (near),
+    /// the next member a half-member down (far) or one row down (offset).
+    fn r10_copy(&self, m: usize, row: u64) -> (usize, u64) {
+        let n = self.n as u64;
+        match self.layout {
+            ArrayLayout::Far2 => ((m + 1) % self.n, row + self.r10_far_stride()),
+            ArrayLayout::Offset2 => ((m + 1) % self.n, row + 1),
+            _ => {
+                let y = row * n + m as u64 + 1;
+                ((y % n) as usize, y / n)
+            }
+        }
+    }
+
+    /// The volume chunk whose primary copy is at (`m`, `row`), if one is.
+    fn r10_chunk_at(&self, m: usize, row: u64) -> Option<u64> {
+        let n = self.n as u64;
+        let k = match self.layout {
+            ArrayLayout::Far2 => (row < self.r10_far_stride()).then(|| row * n + m as u64)?,
+            ArrayLayout::Offset2 => row.is_multiple_of(2).then(|| row / 2 * n + m as u64)?,
+            _ => {
+                let x = row * n + m as u64;
+                x.is_multiple_of(2).then_some(x / 2)?
+            }
+        };
+        (k < self.r10_chunks()).then_some(k)
     }
 
     /// Split a volume extent into per-chunk pieces (primary copies), in volume order.
@@ -677,20 +865,29 @@ impl Geometry {
 mod tests {
     use super::*;
 
-    fn g(level: Level, n: usize, layout: ParityLayout) -> Geometry {
+    fn g(level: Level, n: usize, layout: ArrayLayout) -> Geometry {
         Geometry::new(level, 4096, layout, &vec![64 * 4096; n]).unwrap()
     }
 
     #[test]
     fn member_writes_count_chunks_copies_and_parity() {
-        let ls = ParityLayout::LeftSymmetric;
+        let ls = ArrayLayout::LeftSymmetric;
         let c = 4096;
         // One chunk, two chunks, and a write wider than the array.
         assert_eq!(g(Level::Raid0, 4, ls).member_writes(0, c), 1);
         assert_eq!(g(Level::Raid0, 4, ls).member_writes(c / 2, c), 2);
         assert_eq!(g(Level::Raid0, 4, ls).member_writes(0, 9 * c), 4);
-        assert_eq!(g(Level::Raid10, 8, ls).member_writes(0, c), 2);
-        assert_eq!(g(Level::Raid10, 4, ls).member_writes(0, 4 * c), 4);
+        let n2 = ArrayLayout::Near2;
+        assert_eq!(g(Level::Raid10, 8, n2).member_writes(0, c), 2);
+        assert_eq!(g(Level::Raid10, 4, n2).member_writes(0, 4 * c), 4);
+        assert_eq!(
+            g(Level::Raid10, 4, ArrayLayout::Far2).member_writes(0, 2 * c),
+            4
+        );
+        assert_eq!(
+            g(Level::Raid10, 4, ArrayLayout::Offset2).member_writes(0, 2 * c),
+            3
+        );
         assert_eq!(g(Level::Raid1, 3, ls).member_writes(0, 8 * c), 3);
         assert_eq!(g(Level::Raid5, 5, ls).member_writes(0, c), 2);
         assert_eq!(g(Level::Raid5, 5, ls).member_writes(0, 4 * c), 5);
@@ -701,7 +898,7 @@ mod tests {
     fn md_left_symmetric_table() {
         // md raid5 left-symmetric over 4 disks, chunks 0..: (from md(4) documentation)
         // stripe 0: D0 D1 D2 P ; stripe 1: D4 D5 P D3 ; stripe 2: D8 P D6 D7 ; stripe 3: P D9 D10 D11
-        let geo = g(Level::Raid5, 4, ParityLayout::LeftSymmetric);
+        let geo = g(Level::Raid5, 4, ArrayLayout::LeftSymmetric);
         let row = |s: u64| -> Vec<String> {
             (0..4)
                 .map(|m| {
@@ -721,14 +918,14 @@ mod tests {
 
     #[test]
     fn left_asymmetric_and_raid6() {
-        let geo = g(Level::Raid5, 4, ParityLayout::LeftAsymmetric);
+        let geo = g(Level::Raid5, 4, ArrayLayout::LeftAsymmetric);
         // stripe 1: D3 D4 P D5
         assert_eq!(geo.parity_of(1).0, 2);
         assert_eq!(
             (0..3).map(|k| geo.data_member(1, k)).collect::<Vec<_>>(),
             [0, 1, 3]
         );
-        let r6 = g(Level::Raid6, 5, ParityLayout::LeftSymmetric);
+        let r6 = g(Level::Raid6, 5, ArrayLayout::LeftSymmetric);
         assert_eq!(r6.parity_of(0), (4, Some(0)));
         assert_eq!(
             (0..3).map(|k| r6.data_member(0, k)).collect::<Vec<_>>(),
@@ -739,7 +936,7 @@ mod tests {
 
     #[test]
     fn raid10_near2_pairs() {
-        let geo = g(Level::Raid10, 4, ParityLayout::LeftSymmetric);
+        let geo = g(Level::Raid10, 4, ArrayLayout::Near2);
         let mut v = Vec::new();
         geo.copies(0, 0, &mut v);
         assert_eq!(v, [(0, 0), (1, 0)]);
@@ -753,7 +950,7 @@ mod tests {
         let geo = Geometry::new(
             Level::Raid5,
             65536,
-            ParityLayout::LeftSymmetric,
+            ArrayLayout::LeftSymmetric,
             &[1 << 30; 5],
         )
         .unwrap();
@@ -780,5 +977,90 @@ mod tests {
         geo.rmw_plan(0, 3 * 65536, &mut p);
         assert_eq!(p[0].kind, WriteKind::ReadModifyWrite);
         assert_eq!(p[0].reads.iter().map(|e| e.len).sum::<u64>(), 4 * 65536);
+    }
+
+    /// The volume chunk each member holds in each chunk row, `None` where
+    /// it holds none: the table of a RAID 10 layout.
+    fn r10_table(geo: &Geometry, rows: u64) -> Vec<Vec<Option<u64>>> {
+        (0..rows)
+            .map(|r| {
+                (0..geo.members())
+                    .map(|m| geo.held(m, r * geo.chunk()).map(|v| v / geo.chunk()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn raid10_far2_is_raid0_then_a_shifted_copy() {
+        // md(4), "far" layout over 4 devices of 8 chunk rows: the first
+        // half striped as RAID 0, the second half the same chunks each one
+        // device on (raid10.c: d += near_copies, s += stride).
+        let geo = Geometry::new(Level::Raid10, 4096, ArrayLayout::Far2, &[8 * 4096; 4]).unwrap();
+        assert_eq!(geo.capacity(), 16 * 4096);
+        let t = r10_table(&geo, 8);
+        let s = |v: [u64; 4]| v.map(Some).to_vec();
+        assert_eq!(t[0], s([0, 1, 2, 3]));
+        assert_eq!(t[1], s([4, 5, 6, 7]));
+        assert_eq!(t[4], s([3, 0, 1, 2]));
+        assert_eq!(t[7], s([15, 12, 13, 14]));
+        assert_eq!(geo.reverse(0, 4 * 4096), None, "a copy is not a primary");
+        assert_eq!(geo.mirror_of(3, 4096 + 5), Some((0, 5 * 4096 + 5)));
+        assert_eq!(geo.mirror_of(0, 5 * 4096 + 5), Some((3, 4096 + 5)));
+    }
+
+    #[test]
+    fn raid10_offset2_copies_each_row_one_row_down() {
+        // md(4), "offset" layout: every stripe is followed by a copy of
+        // itself rotated one device.
+        let geo = Geometry::new(Level::Raid10, 4096, ArrayLayout::Offset2, &[9 * 4096; 3]).unwrap();
+        // An odd row count leaves the last row unused (md's calc_sectors).
+        assert_eq!(geo.member_size(), 8 * 4096);
+        assert_eq!(geo.capacity(), 12 * 4096);
+        let t = r10_table(&geo, 4);
+        let s = |v: [u64; 3]| v.map(Some).to_vec();
+        assert_eq!(t[0], s([0, 1, 2]));
+        assert_eq!(t[1], s([2, 0, 1]));
+        assert_eq!(t[2], s([3, 4, 5]));
+        assert_eq!(t[3], s([5, 3, 4]));
+        assert_eq!(geo.mirror_of(0, 8 * 4096), None, "past the used rows");
+    }
+
+    #[test]
+    fn raid10_layouts_lose_data_with_neighbours_gone() {
+        let (n2, f2, o2) = (ArrayLayout::Near2, ArrayLayout::Far2, ArrayLayout::Offset2);
+        // Near with an even count pairs 0-1 and 2-3: 1 and 2 may both go.
+        assert!(Level::Raid10.survives(n2, 4, &[1, 2]));
+        // Far and offset put member m's copies on m + 1 (mod n).
+        assert!(!Level::Raid10.survives(f2, 4, &[1, 2]));
+        assert!(!Level::Raid10.survives(o2, 4, &[3, 0]));
+        assert!(Level::Raid10.survives(f2, 4, &[0, 2]));
+        assert!(Level::Raid10.survives(f2, 2, &[1]));
+        assert!(!Level::Raid10.survives(f2, 2, &[0, 1]));
+    }
+
+    #[test]
+    fn layouts_belong_to_their_levels() {
+        let err = Geometry::new(Level::Raid10, 4096, ArrayLayout::LeftSymmetric, &[65536; 4]);
+        assert!(
+            matches!(err, Err(LayoutError::WrongLayout { .. })),
+            "{err:?}"
+        );
+        let err = Geometry::new(Level::Raid5, 4096, ArrayLayout::Far2, &[65536; 4]);
+        assert!(
+            matches!(err, Err(LayoutError::WrongLayout { .. })),
+            "{err:?}"
+        );
+        assert!(Geometry::new(Level::Raid0, 4096, ArrayLayout::Far2, &[65536; 4]).is_ok());
+    }
+
+    #[test]
+    fn raid10_bitmap_covers_the_volume() {
+        let geo = g(Level::Raid10, 4, ArrayLayout::Near2);
+        assert_eq!(geo.bitmap_bytes(), geo.capacity());
+        assert_eq!(geo.bitmap_span(5000, 100), (5000, 5100));
+        let r5 = g(Level::Raid5, 4, ArrayLayout::LeftSymmetric);
+        assert_eq!(r5.bitmap_bytes(), r5.member_size());
+        assert_eq!(r5.bitmap_span(5000, 100), (0, 4096));
     }
 }

@@ -15,6 +15,4 @@
 mod geometry;
 pub mod gf;
 
-pub use geometry::{
-    Extent, Geometry, LayoutError, Level, ParityLayout, Piece, StripeOp, WriteKind,
-};
+pub use geometry::{ArrayLayout, Extent, Geometry, LayoutError, Level, Piece, StripeOp, WriteKind};

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use raidlab_layout::gf;
-use raidlab_layout::{Geometry, Level, ParityLayout, WriteKind};
+use raidlab_layout::{ArrayLayout, Geometry, Level, WriteKind};
 use std::collections::HashSet;
 
 fn level() -> impl Strategy<Value = Level> {
@@ -26,14 +26,18 @@ fn parity_level(pick: u8, n: usize) -> Level {
     }
 }
 
-fn layout() -> impl Strategy<Value = ParityLayout> {
+fn layout() -> impl Strategy<Value = ArrayLayout> {
     prop_oneof![
-        Just(ParityLayout::LeftSymmetric),
-        Just(ParityLayout::LeftAsymmetric),
-        Just(ParityLayout::RightSymmetric),
-        Just(ParityLayout::RightAsymmetric)
+        Just(ArrayLayout::LeftSymmetric),
+        Just(ArrayLayout::LeftAsymmetric),
+        Just(ArrayLayout::RightSymmetric),
+        Just(ArrayLayout::RightAsymmetric)
     ]
 }
+
+/// RAID 10's copy layouts.
+const MIRROR_LAYOUTS: [ArrayLayout; 3] =
+    [ArrayLayout::Near2, ArrayLayout::Far2, ArrayLayout::Offset2];
 
 fn geometry() -> impl Strategy<Value = Geometry> {
     (
@@ -41,12 +45,33 @@ fn geometry() -> impl Strategy<Value = Geometry> {
         4usize..9,
         0u32..3,
         layout(),
+        0usize..3,
         proptest::collection::vec(8u64..24, 9),
     )
-        .prop_map(|(lvl, n, cshift, lay, sizes)| {
+        .prop_map(|(lvl, n, cshift, lay, mirror, sizes)| {
             let chunk = 512u64 << cshift;
             let sizes: Vec<u64> = sizes[..n].iter().map(|s| s * 1024).collect();
+            let lay = if lvl == Level::Raid10 {
+                MIRROR_LAYOUTS[mirror]
+            } else {
+                lay
+            };
             Geometry::new(lvl, chunk, lay, &sizes).unwrap()
+        })
+}
+
+/// A RAID 10 of 2 to 8 members in any of its layouts.
+fn raid10() -> impl Strategy<Value = Geometry> {
+    (
+        2usize..9,
+        0u32..3,
+        0usize..3,
+        proptest::collection::vec(4u64..24, 8),
+    )
+        .prop_map(|(n, cshift, lay, sizes)| {
+            let chunk = 512u64 << cshift;
+            let sizes: Vec<u64> = sizes[..n].iter().map(|s| s * 1024).collect();
+            Geometry::new(Level::Raid10, chunk, MIRROR_LAYOUTS[lay], &sizes).unwrap()
         })
 }
 
@@ -109,7 +134,7 @@ proptest! {
             pcount[p] += 1;
             if let Some(q) = q { qcount[q] += 1; prop_assert_ne!(p, q); }
             let expect_p = match lay {
-                ParityLayout::LeftSymmetric | ParityLayout::LeftAsymmetric => n - 1 - s as usize,
+                ArrayLayout::LeftSymmetric | ArrayLayout::LeftAsymmetric => n - 1 - s as usize,
                 _ => s as usize,
             };
             prop_assert_eq!(p, expect_p);
@@ -175,7 +200,7 @@ proptest! {
     #[test]
     fn write_plans_cover_the_write(n in 3usize..8, a in 0u64..64, l in 1u64..64, pick in any::<u8>()) {
         let lvl = parity_level(pick, n);
-        let geo = Geometry::new(lvl, 4096, ParityLayout::LeftSymmetric, &vec![1 << 20; n]).unwrap();
+        let geo = Geometry::new(lvl, 4096, ArrayLayout::LeftSymmetric, &vec![1 << 20; n]).unwrap();
         let off = a * 1024;
         let len = l * 1024;
         let mut plan = Vec::new();
@@ -198,7 +223,7 @@ proptest! {
     #[test]
     fn rmw_plans_write_what_md_writes_and_read_it_first(n in 3usize..8, a in 0u64..64, l in 1u64..64, pick in any::<u8>()) {
         let lvl = parity_level(pick, n);
-        let geo = Geometry::new(lvl, 4096, ParityLayout::LeftSymmetric, &vec![1 << 20; n]).unwrap();
+        let geo = Geometry::new(lvl, 4096, ArrayLayout::LeftSymmetric, &vec![1 << 20; n]).unwrap();
         let (off, len) = (a * 1024, l * 1024);
         let (mut md, mut rmw) = (Vec::new(), Vec::new());
         geo.write_plan(off, len, &mut md);
@@ -220,5 +245,41 @@ fn raidlab_core_free_rng(mut s: u64) -> impl FnMut() -> u64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Every RAID 10 chunk has two copies on two members, inside the used
+    /// size, each the other's mirror, and no two chunks share a place.
+    #[test]
+    fn raid10_copies_pair_up_and_never_collide(geo in raid10()) {
+        let c = geo.chunk();
+        let mut places = HashSet::new();
+        let mut copies = Vec::new();
+        for k in 0..geo.capacity() / c {
+            let (m, o) = geo.locate(k * c);
+            prop_assert_eq!(geo.reverse(m, o), Some(k * c));
+            geo.copies(m, o, &mut copies);
+            prop_assert_eq!(copies.len(), 2);
+            let (p, q) = (copies[0], copies[1]);
+            prop_assert_ne!(p.0, q.0, "two copies on one member");
+            for &(mm, oo) in &copies {
+                prop_assert!(oo < geo.member_size());
+                prop_assert!(places.insert((mm, oo / c)), "chunk row used twice");
+                prop_assert_eq!(geo.held(mm, oo), Some(k * c));
+            }
+            prop_assert_eq!(geo.mirror_of(p.0, p.1), Some(q));
+            prop_assert_eq!(geo.mirror_of(q.0, q.1), Some(p));
+        }
+        // What no chunk uses holds nothing.
+        for m in 0..geo.members() {
+            for row in 0..geo.member_size() / c {
+                if !places.contains(&(m, row)) {
+                    prop_assert_eq!(geo.held(m, row * c), None);
+                }
+            }
+        }
     }
 }

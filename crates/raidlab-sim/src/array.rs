@@ -11,7 +11,7 @@ use crate::engine::events;
 use crate::engine::{ns, CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
 use crate::host::job_of;
 use raidlab_core::units::Ns;
-use raidlab_layout::{Extent, Geometry, Level, Piece, StripeOp, WriteKind};
+use raidlab_layout::{ArrayLayout, Extent, Geometry, Level, Piece, StripeOp, WriteKind};
 
 events! {
     /// An array's events: a planned request starts; its writes go out; the
@@ -74,8 +74,8 @@ const BITMAP_PAGE: u32 = 4096;
 /// `daemon_sleep`, at most what the array writes in 5 s).
 const BITMAP_PRUNE_AT: usize = 1 << 16;
 
-/// md's internal write-intent bitmap: when each region (`chunk` member
-/// bytes) was last written.
+/// md's internal write-intent bitmap: when each region (`chunk` bytes of
+/// what the bitmap covers, `Geometry::bitmap_bytes`) was last written.
 #[derive(Debug, Clone)]
 struct Bitmap {
     chunk: u64,
@@ -242,6 +242,11 @@ pub struct ArrayComp {
     bitmap: Option<Bitmap>,
     /// md's Partial Parity Log (RAID 5 `consistency=ppl`).
     ppl: bool,
+    /// Members that are disks, for md's read balancing (all `false` on a
+    /// hardware array, whose controller balances by load alone).
+    rotational: Vec<bool>,
+    /// Where each member's last command ended: md's `head_position`.
+    head: Vec<u64>,
 }
 
 fn push_merged(v: &mut Vec<Extent>, e: Extent) {
@@ -294,6 +299,8 @@ impl ArrayComp {
             rebuild: None,
             bitmap: None,
             ppl: false,
+            rotational: vec![false; n],
+            head: vec![0; n],
             id,
             host,
             geo,
@@ -318,6 +325,19 @@ impl ArrayComp {
     /// stripe", Documentation/md/raid5-ppl.rst), as a FUA write.
     pub fn with_ppl(&mut self) {
         self.ppl = true;
+    }
+
+    /// Balance reads as md does over members of which `rotational` says
+    /// which are disks (see [`pick_copy`](Self::pick_copy)).
+    pub fn with_rotational(&mut self, rotational: Vec<bool>) {
+        assert_eq!(rotational.len(), self.members.len());
+        self.rotational = rotational;
+    }
+
+    /// Whether the block layer sees the array as a disk: md marks an
+    /// array non-rotational only when every member is (`md_run`).
+    pub fn is_rotational(&self) -> bool {
+        self.rotational.iter().any(|&r| r)
     }
 
     /// Give the array md's internal write-intent bitmap of `chunk` bytes.
@@ -515,13 +535,8 @@ impl ArrayComp {
             len: r.len as u64,
         };
         if r.op == Op::Read {
-            let best = self
-                .copies
-                .iter()
-                .filter(|(m, off)| !self.unreadable(*m, *off))
-                .min_by_key(|(m, _)| self.outstanding[*m]);
-            match best {
-                Some(&b) => plan.reads.push(e(b)),
+            match self.pick_copy() {
+                Some(b) => plan.reads.push(e(b)),
                 None => self.reconstruct(m, off, r.len as u64, plan),
             }
         } else {
@@ -533,6 +548,36 @@ impl ArrayComp {
                     .map(|&c| e(c)),
             );
         }
+    }
+
+    /// The copy in `self.copies` a read goes to, as md's `read_balance`
+    /// chooses: a readable non-rotational copy with the fewest commands
+    /// pending where there is one (Shaohua Li, "md/raid1: read balance
+    /// chooses idlest disk for SSD", 2012; RAID 10 does the same); among
+    /// disks, the lowest address on RAID 10's far and offset layouts, so
+    /// reads keep to the first band and run as a RAID 0 of every member
+    /// (Keld Simonsen, "md: don't attempt read-balancing for raid10 'far'
+    /// layouts", 2008), else the first idle copy, else the one whose head
+    /// is nearest. `None`: no copy is readable.
+    fn pick_copy(&self) -> Option<(usize, u64)> {
+        let readable = || {
+            self.copies
+                .iter()
+                .copied()
+                .filter(|&(m, off)| !self.unreadable(m, off))
+        };
+        let flash = readable()
+            .filter(|&(m, _)| !self.rotational[m])
+            .min_by_key(|&(m, _)| self.outstanding[m]);
+        if flash.is_some() {
+            return flash;
+        }
+        if matches!(self.geo.layout(), ArrayLayout::Far2 | ArrayLayout::Offset2) {
+            return readable().min_by_key(|&(_, off)| off);
+        }
+        readable()
+            .find(|&(m, _)| self.outstanding[m] == 0)
+            .or_else(|| readable().min_by_key(|&(m, off)| off.abs_diff(self.head[m])))
     }
 
     /// Reads that rebuild `len` bytes at member offset `off` of the
@@ -577,13 +622,7 @@ impl ArrayComp {
         for pc in &self.pieces {
             self.geo
                 .copies(pc.member as usize, pc.member_off, &mut self.copies);
-            let best = self
-                .copies
-                .iter()
-                .filter(|(m, off)| !self.unreadable(*m, *off))
-                .min_by_key(|(m, _)| self.outstanding[*m])
-                .copied();
-            match best {
+            match self.pick_copy() {
                 Some((m, off)) => push_merged(
                     &mut plan.reads,
                     Extent {
@@ -814,7 +853,7 @@ impl ArrayComp {
             op,
             parent: id,
             pending: 0,
-            comp: CompId(0),
+            comp: CompId::nth(0),
             t0: ctx.now,
             creator_word: e.member,
             cost_pool: PoolId::NONE,
@@ -822,6 +861,7 @@ impl ArrayComp {
             phase: 0,
         });
         self.outstanding[e.member as usize] += 1;
+        self.head[e.member as usize] = e.offset + e.len;
         ctx.submit(self.members[e.member as usize], child);
     }
 
@@ -844,7 +884,7 @@ impl ArrayComp {
         if r.op != Op::Write || self.plans[plan_of(r)].rebuild {
             return false;
         }
-        let (a, b) = self.geo.member_span(r.offset, r.len as u64);
+        let (a, b) = self.geo.bitmap_span(r.offset, r.len as u64);
         bm.touch(a, b, ctx.now)
     }
 
@@ -921,14 +961,15 @@ impl ArrayComp {
                 self.reconstruct(slot, pos, len, &mut plan)
             }
             _ => {
-                // A mirror copy: the slot's chunk is volume chunk x / 2 of
-                // the doubled sequence (RAID 10), or the same bytes (RAID 1).
-                let (src, at) = self.mirror_source(slot, pos);
-                plan.reads.push(Extent {
-                    member: src as u32,
-                    offset: at,
-                    len,
-                });
+                // A mirror copy: the same bytes (RAID 1), or the other copy
+                // of what the slot's chunk holds (RAID 10).
+                if let Some((src, at)) = self.mirror_source(slot, pos) {
+                    plan.reads.push(Extent {
+                        member: src as u32,
+                        offset: at,
+                        len,
+                    });
+                }
             }
         }
         plan.writes.push(Extent {
@@ -948,25 +989,17 @@ impl ArrayComp {
     }
 
     /// Where a mirror rebuild copies `slot`'s chunk at `pos` from: the
-    /// same bytes on another member (RAID 1), or the other copy of the
-    /// volume chunk it holds (RAID 10: chunk x / 2 of the doubled sequence).
-    fn mirror_source(&self, slot: usize, pos: u64) -> (usize, u64) {
+    /// same bytes on another member (RAID 1), or the other copy of what it
+    /// holds (RAID 10, `None` where it holds no data).
+    fn mirror_source(&self, slot: usize, pos: u64) -> Option<(usize, u64)> {
         let n = self.members.len();
         if self.geo.level() != Level::Raid10 {
             let m = (0..n)
                 .find(|&m| m != slot && !self.failed[m])
                 .expect("a mirror keeps a copy");
-            return (m, pos);
+            return Some((m, pos));
         }
-        let c = self.geo.chunk();
-        let x = (pos / c) * n as u64 + slot as u64;
-        let (m0, o0) = self.geo.locate(x / 2 * c + pos % c);
-        let mut copies = Vec::new();
-        self.geo.copies(m0, o0, &mut copies);
-        copies
-            .into_iter()
-            .find(|&(m, _)| m != slot)
-            .expect("two copies")
+        self.geo.mirror_of(slot, pos)
     }
 
     /// A rebuild step's writes are done: advance, and pace the next.
@@ -1031,7 +1064,7 @@ impl ArrayComp {
 mod tests {
     use super::*;
     use crate::engine::{Call, Next, NONE};
-    use raidlab_layout::ParityLayout;
+    use raidlab_layout::ArrayLayout;
 
     /// The array is component 1, its host 0, its members 2, 3, ...; they
     /// are instant: every member command completes as it arrives.
@@ -1050,7 +1083,7 @@ mod tests {
             let geo = Geometry::new(
                 level,
                 CHUNK,
-                ParityLayout::LeftSymmetric,
+                ArrayLayout::default_for(level),
                 &vec![1 << 30; members],
             )
             .unwrap();
@@ -1064,8 +1097,8 @@ mod tests {
                 lock_ns: 0,
                 lock: PoolId::NONE,
             };
-            let ids = (0..members).map(|m| CompId(2 + m as u32)).collect();
-            let array = ArrayComp::new(CompId(1), CompId(0), geo, ids, costs, false);
+            let ids = (0..members).map(|m| CompId::nth(2 + m)).collect();
+            let array = ArrayComp::new(CompId::nth(1), CompId::nth(0), geo, ids, costs, false);
             Bench {
                 ctx,
                 array,
@@ -1079,21 +1112,21 @@ mod tests {
             let id = self
                 .ctx
                 .reqs
-                .alloc(Req::new(offset, len, op, CompId(1), self.ctx.now));
+                .alloc(Req::new(offset, len, op, CompId::nth(1), self.ctx.now));
             self.array.submit(&mut self.ctx, id);
             let mut done = false;
             while let Some(next) = self.ctx.next_step() {
                 match next {
-                    Next::Event(CompId(1), r, k) => self.array.event(&mut self.ctx, r, k),
-                    Next::Call(Call::Submit(CompId(m), r)) => {
+                    Next::Event(c, r, k) if c.index() == 1 => self.array.event(&mut self.ctx, r, k),
+                    Next::Call(Call::Submit(c, r)) => {
                         let q = self.ctx.reqs[r];
-                        self.seen.push((m as usize - 2, q.op, q.offset, q.len));
-                        self.ctx.complete(r, CompId(0));
+                        self.seen.push((c.index() - 2, q.op, q.offset, q.len));
+                        self.ctx.complete(r, CompId::nth(0));
                     }
-                    Next::Call(Call::ChildDone(CompId(1), parent, child)) => {
+                    Next::Call(Call::ChildDone(c, parent, child)) if c.index() == 1 => {
                         self.array.child_done(&mut self.ctx, parent, child)
                     }
-                    Next::Call(Call::ChildDone(CompId(0), NONE, r)) => {
+                    Next::Call(Call::ChildDone(c, NONE, r)) if c.index() == 0 => {
                         assert_eq!(r, id);
                         self.ctx.reqs.release(r);
                         done = true;

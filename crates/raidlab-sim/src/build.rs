@@ -100,7 +100,18 @@ pub(crate) struct CtrlCtx {
 impl Builder<'_> {
     pub(crate) fn push(&mut self, c: Comp) -> CompId {
         self.comps.push(c);
-        CompId((self.comps.len() - 1) as u32)
+        CompId::nth(self.comps.len() - 1)
+    }
+
+    /// Whether the host sees component `id` as a disk (the block layer's
+    /// `rotational` flag): a hard disk, or an md array with one among
+    /// its members; a missing member (no component) is neither.
+    fn rotational(&self, id: CompId) -> bool {
+        match self.comps.get(id.index()) {
+            Some(Comp::Hdd(_)) => true,
+            Some(Comp::Array(a)) => a.is_rotational(),
+            _ => false,
+        }
     }
 
     /// Count `bytes` more of model heap; refuse once over `MAX_SIM_BYTES`.
@@ -136,7 +147,7 @@ impl Builder<'_> {
         d: &Device,
         upstream: Option<u32>,
     ) -> Result<(CompId, u64), SimError> {
-        let id = CompId(self.comps.len() as u32);
+        let id = CompId::nth(self.comps.len());
         let seed = mix(self.seed, 0xD15C + self.devices);
         self.devices += 1;
         let (comp, report, cap) = match &d.model {
@@ -218,7 +229,7 @@ impl Builder<'_> {
             None => self.software_costs(a),
         };
         let cap = geo.capacity();
-        let id = CompId(self.comps.len() as u32);
+        let id = CompId::nth(self.comps.len());
         let mut comp = ArrayComp::new(
             id,
             HOST,
@@ -228,6 +239,9 @@ impl Builder<'_> {
             rmw_only,
         );
         comp.degrade(failed, rebuild);
+        if ctrl.is_none() && a.runs_md() {
+            comp.with_rotational(members.iter().map(|m| self.rotational(m.0)).collect());
+        }
         if let Some(c) = a.bitmap_chunk {
             comp.with_bitmap(c);
         }
@@ -331,7 +345,7 @@ impl Builder<'_> {
                 };
                 let mut cfg = volume_config(c, pools, nvol, is_dev, cap, geo);
                 cfg.fastpath = fastpath(c, &cfg, optimal);
-                let id = CompId(self.comps.len() as u32);
+                let id = CompId::nth(self.comps.len());
                 self.push(Comp::Ctrl(Box::new(CtrlVol::new(cfg, id, HOST, vid))));
                 out.push((id, cap));
             }
@@ -582,7 +596,7 @@ pub(crate) fn build(
 /// The span of controller volume `i` a workload over `span` bytes of the
 /// root volumes address.
 pub(crate) fn ctrl_span(sim: &Sim, i: usize, v: &CtrlVol, span: u64) -> u64 {
-    if sim.roots.contains(&CompId(i as u32)) {
+    if sim.roots.contains(&CompId::nth(i)) {
         span
     } else {
         (span as f64 / sim.cap as f64 * v.cfg.capacity as f64) as u64

@@ -665,7 +665,7 @@ impl CtrlVol {
             op,
             parent: id,
             pending: 0,
-            comp: CompId(0),
+            comp: CompId::nth(0),
             t0: at,
             creator_word: window,
             cost_pool: PoolId::NONE,
@@ -995,13 +995,13 @@ impl CtrlVol {
 mod tests {
     use super::*;
     use crate::engine::{Call, Next, NONE};
-    use raidlab_layout::ParityLayout;
+    use raidlab_layout::ArrayLayout;
 
     fn geometry(level: Level, n: usize) -> Geometry {
         Geometry::new(
             level,
             64 << 10,
-            ParityLayout::LeftSymmetric,
+            ArrayLayout::default_for(level),
             &vec![1 << 30; n],
         )
         .unwrap()
@@ -1092,7 +1092,7 @@ mod tests {
                 geo: None,
                 fastpath: FastPath::Off,
             };
-            let vol = CtrlVol::new(cfg, CompId(1), CompId(0), CompId(2));
+            let vol = CtrlVol::new(cfg, CompId::nth(1), CompId::nth(0), CompId::nth(2));
             Bench {
                 ctx,
                 vol,
@@ -1107,23 +1107,23 @@ mod tests {
             let id = self
                 .ctx
                 .reqs
-                .alloc(Req::new(offset, len, op, CompId(1), t0));
+                .alloc(Req::new(offset, len, op, CompId::nth(1), t0));
             self.vol.submit(&mut self.ctx, id);
             let mut latency = None;
             while let Some(next) = self.ctx.next_step() {
                 match next {
-                    Next::Event(CompId(1), r, k) => self.vol.event(&mut self.ctx, r, k),
-                    Next::Event(CompId(2), r, _) => self.ctx.complete(r, CompId(0)),
-                    Next::Call(Call::Submit(CompId(2), r)) => {
+                    Next::Event(c, r, k) if c.index() == 1 => self.vol.event(&mut self.ctx, r, k),
+                    Next::Event(c, r, _) if c.index() == 2 => self.ctx.complete(r, CompId::nth(0)),
+                    Next::Call(Call::Submit(c, r)) if c.index() == 2 => {
                         let q = self.ctx.reqs[r];
                         self.seen.push((q.op, q.offset, q.len));
                         let at = self.ctx.now + DEVICE_NS;
-                        self.ctx.schedule(at, CompId(2), r, 0);
+                        self.ctx.schedule(at, CompId::nth(2), r, 0);
                     }
-                    Next::Call(Call::ChildDone(CompId(1), parent, child)) => {
+                    Next::Call(Call::ChildDone(c, parent, child)) if c.index() == 1 => {
                         self.vol.child_done(&mut self.ctx, parent, child)
                     }
-                    Next::Call(Call::ChildDone(CompId(0), NONE, r)) => {
+                    Next::Call(Call::ChildDone(c, NONE, r)) if c.index() == 0 => {
                         assert_eq!(r, id);
                         self.ctx.reqs.release(r);
                         latency = Some(self.ctx.now - t0);

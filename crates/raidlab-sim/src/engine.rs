@@ -10,14 +10,15 @@ use raidlab_core::units::Ns;
 use std::hint::select_unpredictable;
 
 /// Declare an id: a `u32` index that only indexes what it names. Its field
-/// is the crate's own: code outside the simulator can hold and compare ids,
-/// never make one up.
+/// is this module's own: requests' and pools' ids come only from their
+/// allocators here, components' from the arena's slots (`CompId::nth`);
+/// nothing else can make one up from a bare integer.
 macro_rules! id {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(transparent)]
-        pub struct $name(pub(crate) u32);
+        pub struct $name(u32);
 
         impl $name {
             /// The id as an index into its table.
@@ -41,6 +42,23 @@ id!(
     /// Index of a shared resource pool.
     PoolId
 );
+
+impl CompId {
+    /// The host: the arena's first component.
+    pub(crate) const HOST: CompId = CompId(0);
+    /// No component (a failed member's place, a queue's sentinel).
+    pub(crate) const NONE: CompId = CompId(u32::MAX);
+
+    /// The id of the arena's `i`-th component; only the builder, which
+    /// owns the arena, and unit tests' hand-built arenas name slots.
+    pub(crate) fn nth(i: usize) -> CompId {
+        assert!(
+            i < u32::MAX as usize,
+            "component arena slot {i} out of range"
+        );
+        CompId(i as u32)
+    }
+}
 
 impl PoolId {
     /// No pool: a request's command work is paid by the component handling

@@ -51,22 +51,10 @@ use thiserror::Error;
 /// Why a simulation could not run (all are input errors).
 #[derive(Debug, Error)]
 pub enum SimError {
-    /// Block size above the volume (or the span).
-    #[error("block size {bs} bytes is larger than the volume ({cap} bytes)")]
-    BlockTooLarge {
-        /// Largest block size.
-        bs: u64,
-        /// Volume (or span) size.
-        cap: u64,
-    },
-    /// `size=` beyond the volume.
-    #[error("size={size} bytes is larger than the volume ({cap} bytes)")]
-    SizeTooLarge {
-        /// Requested span.
-        size: u64,
-        /// Volume size.
-        cap: u64,
-    },
+    /// The workload does not fit the volume (`size=` beyond it, or a block
+    /// larger than the span).
+    #[error("{0}")]
+    Span(#[from] raidlab_core::workload::SpanError),
     /// More volumes side by side than a host I/O can name.
     #[error("the root exposes {0} volumes; at most {max} can be addressed side by side", max = host::MAX_VOLUMES)]
     TooManyVolumes(usize),
@@ -143,10 +131,10 @@ enum Report {
     },
 }
 
-const HOST: CompId = CompId(0);
+const HOST: CompId = CompId::HOST;
 /// The component id of a missing member: never addressed (the array sends
 /// it nothing).
-const FAILED: CompId = CompId(u32::MAX);
+const FAILED: CompId = CompId::NONE;
 
 /// Most heap one simulation may hold in its component models (FTL tables,
 /// warmed controller caches): 1.5 GiB, so that with its queues, histograms
@@ -250,19 +238,7 @@ fn simulate_inner(
     }
     let mut heap = 0;
     let mut sim = build(topo, w, seed, &mut heap)?;
-    let span = w.size.unwrap_or(sim.cap);
-    if span > sim.cap {
-        return Err(SimError::SizeTooLarge {
-            size: span,
-            cap: sim.cap,
-        });
-    }
-    if w.max_bs() > span {
-        return Err(SimError::BlockTooLarge {
-            bs: w.max_bs(),
-            cap: span,
-        });
-    }
+    let span = w.span_on(sim.cap)?;
     // One stream per job and volume: bounded with the models' memory.
     let split_bytes = 16 * (w.bssplit.len() + w.bssplit_write.len()) as u64;
     // A replaying stream holds its own reader of the trace.

@@ -395,7 +395,7 @@ impl Fill {
             return None;
         }
         let caches = write_back_caches(&sim.comps)
-            .map(|(i, v)| (CompId(i as u32), ctrl_span(sim, i, v, span)))
+            .map(|(i, v)| (CompId::nth(i), ctrl_span(sim, i, v, span)))
             .collect();
         Some(Fill {
             caches,

@@ -56,7 +56,7 @@ fn array(members: usize) -> impl Strategy<Value = String> {
 fn topology() -> impl Strategy<Value = String> {
     (
         array(3),
-        0usize..8,
+        0usize..10,
         prop_oneof![
             Just("adaptec5085"),
             Just("megaraid9361"),
@@ -86,6 +86,10 @@ fn topology() -> impl Strategy<Value = String> {
                 6 => format!(
                     "{raid_ctrl}(raid5[stripe=64k,spares=1,rebuild_max=100m](2*x25e, missing, x25e))"
                 ),
+                // md's far and offset copies, over flash beside a disk
+                // (md reads its flash), and degraded.
+                8 => "raid10[stripe=16k,layout=f2](2*x25e,hdd-sas15k,s3500-80)".to_string(),
+                9 => "raid10[layout=o2,spares=1](x25e,missing,x25e,x25e,x25e)".to_string(),
                 _ => format!("raid0(raid1(2*x25e),{arr})"),
             }
         })

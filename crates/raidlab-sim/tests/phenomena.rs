@@ -957,3 +957,56 @@ fn p30_slc_cached_sequential_writes_fall_once_the_cache_fills() {
         "steady state starts with the cache used up: {steady} vs {plain_steady} MB/s"
     );
 }
+
+/// 52. md's RAID 10 far layout (`f2`) reads as a RAID 0 of all its disks:
+///     md reads a far array's copies from the lowest address, the first
+///     band, which holds the data striped over every member ("with this
+///     patch, read speed of an 'f2' array is comparable with a raid0 with
+///     the same number of devices", Neil Brown, kernel commit 22dfdf52,
+///     2006; "don't attempt read-balancing for raid10 'far' layouts",
+///     Keld Simonsen, 2008), where one large read of the near layout
+///     (`n2`) finds its chunks' first copies on half the disks. Writes pay
+///     for it: each member writes its primary and its copy half a disk
+///     apart ("though write speed is of course still very slow").
+#[test]
+fn p52_raid10_far_copies_read_as_raid0_and_write_slower() {
+    let r10 = |l: &str| format!("host(raid10[layout={l}](4*hdd-sas15k))");
+    let big = "rw=read bs=4m iodepth=1 runtime=1";
+    let (near, far) = (mbps(&r10("n2"), big), mbps(&r10("f2"), big));
+    let raid0 = mbps("host(raid0(4*hdd-sas15k))", big);
+    assert!(far > 1.7 * near, "f2 {far} MB/s, n2 {near} MB/s");
+    assert!(
+        (far / raid0 - 1.0).abs() < 0.1,
+        "f2 {far} MB/s reads as the RAID 0 of its disks, {raid0} MB/s"
+    );
+    let w = "rw=write bs=1m iodepth=8 runtime=1";
+    let (near_w, far_w) = (mbps(&r10("n2"), w), mbps(&r10("f2"), w));
+    assert!(
+        far_w < 0.85 * near_w,
+        "f2 writes {far_w} MB/s, n2 {near_w} MB/s"
+    );
+}
+
+/// 53. md sends a mirror's reads to its non-rotational members only: an md
+///     RAID 1 of an SSD and a disk reads at random as the SSD alone, and
+///     no read waits for the disk's seek ("read balance chooses idlest
+///     disk for SSD ... for hard disk and SSD mixed raid, doesn't use
+///     distance based algorithm", Shaohua Li, md/raid1, 2012; RAID 10's
+///     `read_balance` picks the least pending non-rotational copy too).
+#[test]
+fn p53_md_mirrors_read_from_their_flash_members() {
+    let w = "rw=randread bs=4k iodepth=16 runtime=0.5";
+    let mixed = run("host[profile=host2020](raid1(s3500-800,hdd-sas15k))", w);
+    let ssd = run("host[profile=host2020](s3500-800)", w);
+    assert!(
+        (mixed.summary.iops / ssd.summary.iops - 1.0).abs() < 0.03,
+        "mixed mirror {} reads/s, the SSD alone {}",
+        mixed.summary.iops,
+        ssd.summary.iops
+    );
+    assert!(
+        mixed.summary.lat_max_ms < 2.0,
+        "a read waited for the disk: max {} ms",
+        mixed.summary.lat_max_ms
+    );
+}

@@ -3,7 +3,7 @@
 use raidlab_core::preset::PresetDb;
 use raidlab_core::result::RunResult;
 use raidlab_core::topology::resolve;
-use raidlab_core::workload::Workload;
+use raidlab_core::workload::{SpanError, Workload};
 use raidlab_sim::{simulate, SimError};
 
 fn run(topo: &str, wl: &str) -> RunResult {
@@ -123,9 +123,15 @@ fn one_pass_without_runtime_issues_size_over_bs_per_job() {
 #[test]
 fn block_larger_than_volume_is_an_input_error() {
     let e = try_run("x25e", "rw=read bs=64k size=32k").unwrap_err();
-    assert!(matches!(e, SimError::BlockTooLarge { .. }), "{e}");
+    assert!(
+        matches!(e, SimError::Span(SpanError::BlockTooLarge { .. })),
+        "{e}"
+    );
     let e = try_run("x25e", "rw=read bs=4k size=1t").unwrap_err();
-    assert!(matches!(e, SimError::SizeTooLarge { .. }), "{e}");
+    assert!(
+        matches!(e, SimError::Span(SpanError::SizeTooLarge { .. })),
+        "{e}"
+    );
 }
 
 #[test]

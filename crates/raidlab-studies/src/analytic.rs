@@ -16,7 +16,7 @@
 use raidlab_core::analytic::{cost, Cost, Pattern};
 use raidlab_core::result::Summary;
 use raidlab_core::topology::{Device, Level, Node, Topology};
-use raidlab_core::workload::{Rw, Workload};
+use raidlab_core::workload::Workload;
 use raidlab_sim::{simulate, SimError};
 
 /// An analytic expectation for one run.
@@ -89,14 +89,10 @@ pub fn model_array(topo: &Topology) -> Option<(Level, &Device, u32)> {
 /// The model's pattern for a workload: all reads or all writes, random when
 /// at least half the I/Os are.
 pub fn pattern_of(w: &Workload) -> Option<Pattern> {
-    let reads = match w.rw {
-        Rw::Read | Rw::RandRead => true,
-        Rw::Write | Rw::RandWrite => false,
-        Rw::Rw | Rw::RandRw => match w.rwmixread {
-            100 => true,
-            0 => false,
-            _ => return None,
-        },
+    let reads = match (w.reads(), w.writes()) {
+        (true, false) => true,
+        (false, true) => false,
+        _ => return None,
     };
     let random = w.percentage_random >= 50;
     Some(match (random, reads) {

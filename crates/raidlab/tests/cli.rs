@@ -13,7 +13,7 @@ fn bad_input_gives_one_line_and_status_2() {
         ("raid5(2*x25e)", w, "raid5 with 2 active members"),
         ("raid6(3*x25e)", w, "raid6 with 3 active members"),
         ("raid0[stripe=100k](2*x25e)", w, "power of two"),
-        ("x25e", "rw=read bs=64k size=32k", "larger than the volume"),
+        ("x25e", "rw=read bs=64k size=32k", "larger than the span"),
         ("x25e", "rw=randread colour=blue", "unknown key 'colour'"),
         ("x25e", "rw=sideways", "rw=sideways"),
         ("adaptec5085(raid0(9*x25e))", w, "8 ports but 9 devices"),
@@ -21,6 +21,27 @@ fn bad_input_gives_one_line_and_status_2() {
         ("s3500-800", "rw=read bs=512 rate_iops=1", "at most 1e9 s"),
         ("x25e", "rw=read bs=1m rate=1k", "at most 60 s"),
         ("x25e", "rw=read rate_process=bursty", "rate_process=bursty"),
+        ("raid10[layout=ls](4*x25e)", w, "raid10 takes n2"),
+        (
+            "raid5[layout=f2](4*x25e)",
+            w,
+            "layout=f2: expected left-symmetric",
+        ),
+        (
+            "adaptec5085(raid10[layout=f2](4*x25e))",
+            w,
+            "layout=f2 is md's own RAID 10 layout; adaptec5085",
+        ),
+        (
+            "host(raid10[layout=o2,impl=lvm](4*x25e))",
+            w,
+            "layout=o2 is md's own",
+        ),
+        (
+            "raid10[layout=f2](x25e,missing,missing,x25e)",
+            w,
+            "its data is gone",
+        ),
         (
             "raid5[stripe=4k](3*x25e)",
             "rw=randread bs=64m iodepth=65536 runtime=0.05",

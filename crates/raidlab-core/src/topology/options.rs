@@ -10,7 +10,7 @@ pub struct ArrayOpts {
     /// `stripe=`, if given.
     pub stripe: Option<u64>,
     /// `layout=` (left-symmetric by default).
-    pub layout: ParityLayout,
+    pub layout: ArrayLayout,
     /// `spares=` and its column.
     pub spares: Option<(u32, usize)>,
     /// `impl=` and its column.
@@ -139,17 +139,19 @@ fn stripe_option(o: &Opt) -> Result<u64> {
     Ok(s)
 }
 
-/// `layout=`: a parity layout for RAID 5 and 6 (`None` for RAID 10's
-/// `n2`, its one layout).
-fn layout_option(level: Level, o: &Opt) -> Result<Option<ParityLayout>> {
+/// `layout=`: a parity layout for RAID 5 and 6, a copy layout for RAID 10
+/// (`None`: keep the level's default).
+fn layout_option(level: Level, o: &Opt) -> Result<Option<ArrayLayout>> {
     match level {
         Level::Raid4 => invalid(o.col, "raid4 has one layout, parity on its last member (md's level 4): no layout="),
-        Level::Raid5 | Level::Raid6 => ParityLayout::from_word(&o.value).map(Some).ok_or_else(|| Error::Invalid {
+        Level::Raid5 | Level::Raid6 => ArrayLayout::from_word(&o.value).filter(|l| !l.is_mirror()).map(Some).ok_or_else(|| Error::Invalid {
             col: o.col,
             msg: format!("layout={}: expected left-symmetric, left-asymmetric, right-symmetric or right-asymmetric", o.value),
         }),
-        Level::Raid10 if o.value == "n2" => Ok(None),
-        Level::Raid10 => invalid(o.col, format!("layout={}: raid10 supports n2 (near, 2 copies)", o.value)),
+        Level::Raid10 => ArrayLayout::from_word(&o.value).filter(|l| l.is_mirror()).map(Some).ok_or_else(|| Error::Invalid {
+            col: o.col,
+            msg: format!("layout={}: raid10 takes n2 (near copies, the default), f2 (far) or o2 (offset), two copies each", o.value),
+        }),
         _ => invalid(o.col, format!("layout applies to raid5, raid6 and raid10, not {}", level.word())),
     }
 }
@@ -172,7 +174,7 @@ fn rate_option(o: &Opt) -> Result<u64> {
 pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
     let mut a = ArrayOpts {
         stripe: None,
-        layout: ParityLayout::LeftSymmetric,
+        layout: ArrayLayout::default_for(level),
         spares: None,
         imp: None,
         rebuild_rates: (None, None, 0),

@@ -329,8 +329,9 @@ impl Resolver<'_> {
         if in_ctrl.is_none() && imp.is_none() {
             imp = Some("md".into());
         }
+        md_only_layout(layout, imp.as_deref(), in_ctrl, col)?;
         let (mut members, missing) = self.members(children, in_ctrl)?;
-        self.fill_missing(&mut members, &missing, level, spares, col)?;
+        self.fill_missing(&mut members, &missing, (level, layout), spares, col)?;
         let volumes: usize = members.iter().map(Node::volumes).sum();
         check_members(level, volumes.saturating_sub(spares as usize), col)?;
         // Without a stripe, the array takes its RAID implementation's
@@ -368,6 +369,30 @@ impl Resolver<'_> {
             col,
         })
     }
+}
+
+/// Far and offset RAID 10 copies are md's own layouts: refused on a
+/// controller's array (`in_ctrl`) or another software RAID (`imp`).
+fn md_only_layout(
+    layout: ArrayLayout,
+    imp: Option<&str>,
+    in_ctrl: Option<(f64, &str)>,
+    col: usize,
+) -> Result<()> {
+    if !matches!(layout, ArrayLayout::Far2 | ArrayLayout::Offset2) || imp == Some("md") {
+        return Ok(());
+    }
+    let by = in_ctrl.map_or_else(
+        || format!("impl={}", imp.unwrap_or("?")),
+        |c| c.1.to_string(),
+    );
+    invalid(
+        col,
+        format!(
+            "layout={} is md's own RAID 10 layout; {by} mirrors neighbouring members only (n2)",
+            layout.word()
+        ),
+    )
 }
 
 /// Where an array's `missing` members stand: (index among the members
@@ -429,7 +454,7 @@ impl Resolver<'_> {
         &mut self,
         members: &mut Vec<Node>,
         missing: &[Missing],
-        level: Level,
+        (level, layout): (Level, ArrayLayout),
         spares: u32,
         col: usize,
     ) -> Result<()> {
@@ -458,7 +483,7 @@ impl Resolver<'_> {
             .collect();
         // Spares hold nothing until they are rebuilt: the data must survive
         // on the members left.
-        if !level.survives(active, &lost) {
+        if !level.survives(layout, active, &lost) {
             return invalid(
                 col,
                 format!(

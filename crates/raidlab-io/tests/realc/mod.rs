@@ -5,7 +5,7 @@ pub use raidlab_core::topology::resolve;
 pub use raidlab_core::workload::Workload;
 pub use raidlab_io::backend::EngineKind;
 pub use raidlab_io::{run, RunOptions};
-pub use raidlab_layout::{gf, Geometry, Level, ParityLayout};
+pub use raidlab_layout::{gf, ArrayLayout, Geometry, Level};
 pub use std::path::{Path, PathBuf};
 
 pub struct TempDir(pub PathBuf);
@@ -84,7 +84,7 @@ pub fn mismatches(r: &raidlab_core::result::RunResult) -> (u64, u64) {
 pub fn check_parity(
     files: &[String],
     level: Level,
-    layout: ParityLayout,
+    layout: ArrayLayout,
     chunk: u64,
     min_units: usize,
 ) {

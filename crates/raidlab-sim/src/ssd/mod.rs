@@ -816,8 +816,8 @@ mod tests {
         let mut warm = WarmCache::default();
         let s = Ssd::new(
             "d#0".into(),
-            CompId(1),
-            CompId(0),
+            CompId::nth(1),
+            CompId::nth(0),
             p,
             true,
             0.0,
@@ -831,7 +831,7 @@ mod tests {
 
     fn request(ctx: &mut Ctx, offset: u64, len: u32, op: Op) -> ReqId {
         ctx.reqs
-            .alloc(Req::new(offset, len, op, CompId(1), ctx.now))
+            .alloc(Req::new(offset, len, op, CompId::nth(1), ctx.now))
     }
 
     /// Run the drive's events; returns (request, completion time) in
@@ -840,9 +840,11 @@ mod tests {
         let mut done = Vec::new();
         while let Some(next) = ctx.next_step() {
             match next {
-                Next::Event(CompId(1), r, k) => s.event(ctx, r, k),
-                Next::Call(Call::ChildDone(CompId(0), NONE, child)) => done.push((child, ctx.now)),
-                Next::Call(Call::Submit(CompId(1), r)) => s.submit(ctx, r),
+                Next::Event(c, r, k) if c.index() == 1 => s.event(ctx, r, k),
+                Next::Call(Call::ChildDone(c, NONE, child)) if c.index() == 0 => {
+                    done.push((child, ctx.now))
+                }
+                Next::Call(Call::Submit(c, r)) if c.index() == 1 => s.submit(ctx, r),
                 Next::Call(Call::Advise(..)) => {}
                 other => panic!("the drive alone made {other:?}"),
             }

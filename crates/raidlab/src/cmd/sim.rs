@@ -108,7 +108,10 @@ fn note_long_pass(topo: &Topology, w: &Workload) {
         ),
         None => {
             let bytes = w.size.unwrap_or(cap);
-            (bytes, bytes / w.bs.max(1) * w.numjobs as u64)
+            (
+                bytes,
+                (bytes as f64 / w.mean_bs().max(1.0)) as u64 * w.numjobs as u64,
+            )
         }
     };
     if ios as f64 > LONG_RUN_IOS {
