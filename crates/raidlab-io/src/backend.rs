@@ -19,7 +19,7 @@ use std::os::unix::fs::FileExt;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 /// Which back end runs member I/O.
@@ -799,5 +799,26 @@ impl Drop for Leaf<'_, '_> {
         if let Some(s) = self.slot {
             self.be.engine.drain(s, &self.be.sched);
         }
+    }
+}
+
+/// Drive one volume operation to completion on a psync back end.
+pub(crate) fn block_on<F: Future<Output = io::Result<()>>>(
+    be: &Backend<'_>,
+    fut: F,
+) -> io::Result<()> {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+            be.sched.ready.borrow_mut().clear();
+            return r;
+        }
+        if be.inflight() == 0 {
+            // Nothing in flight and not done: only a lock could hold it,
+            // and a resync takes none.
+            return Err(io::Error::other("resync stalled"));
+        }
+        be.wait()?;
     }
 }

@@ -1,7 +1,20 @@
 //! The real engine's commands besides `run`: `check`/`repair`, `create`,
 //! `rebuild`, the fio job of a workload, and the checks a sweep runs first.
 
-use super::*;
+use crate::backend::EngineKind;
+use crate::error::{Error, ErrorKind};
+pub use crate::lifecycle::CreateReport;
+use crate::lifecycle::{
+    assemble_arrays, check_aliases, create_made, create_replacements, data_areas, device_size,
+    needed_leaf_size, needs_array, open_members, resync_if_dirty, Arrays, OpenMode,
+};
+use crate::options::RunOptions;
+use crate::safety::{self, Access, Guard};
+use crate::topo::{self, RealTopology};
+use crate::{exec, md, meta};
+use raidlab_core::workload::{Rw, Workload};
+use std::fs::File;
+use std::time::Instant;
 
 /// Check that real runs made one after another on the same paths can all
 /// run: a member file that does not exist is created by the first run that
@@ -88,7 +101,7 @@ pub fn member_size(path: &str) -> std::io::Result<Option<u64>> {
 /// compare only) or `repair` sync action (rewrite what is wrong); see
 /// `scrub.rs`. An array not stopped cleanly is resynchronised by repair and
 /// refused by check.
-pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport, Error> {
+pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<crate::scrub::ScrubReport, Error> {
     let topo: RealTopology = topo::parse_real(expr)?;
     for m in &topo.members {
         if safety::check(
@@ -129,7 +142,7 @@ pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport
         .iter()
         .map(|m| m.path.display().to_string())
         .collect();
-    let report = scrub::scrub(&vol, &members, &vol.names(&paths), repair)
+    let report = crate::scrub::scrub(&vol, &members, &vol.names(&paths), repair)
         .map_err(|e| Error::io("scrubbing", e))?;
     if repair {
         for f in &members.files {
@@ -138,19 +151,6 @@ pub fn scrub(expr: &str, repair: bool, force: bool) -> Result<scrub::ScrubReport
         }
     }
     Ok(report)
-}
-
-/// What `create` did.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct CreateReport {
-    /// UUID of the root array.
-    pub uuid: String,
-    /// The members, in expression order.
-    pub members: Vec<String>,
-    /// Bytes of the volume.
-    pub capacity: u64,
-    /// Bytes rewritten by the initial resync (0 with `assume_clean`).
-    pub resynced_bytes: u64,
 }
 
 /// Create the arrays of `expr` over its members, as `mdadm --create` does:
@@ -220,14 +220,14 @@ pub fn rebuild(
         ));
     }
     let vol = exec::Vol::build(&topo.root, &data_areas(&sizes, &asm), &asm.offsets)?;
-    let pace = rebuild::Pace { max_rate, progress };
+    let pace = crate::rebuild::Pace { max_rate, progress };
     let used = vol.member_use(sizes.len());
     let record = |m: usize, bytes: u64| asm.write_recovery(&members.files, &sizes, &used, m, bytes);
-    let resume = rebuild::Resume {
+    let resume = crate::rebuild::Resume {
         from: &asm.resume,
         record: &record,
     };
-    let bytes = rebuild::rebuild(&vol, &members, &asm.rebuild, &pace, &resume)
+    let bytes = crate::rebuild::rebuild(&vol, &members, &asm.rebuild, &pace, &resume)
         .map_err(|e| Error::io("rebuilding", e))?;
     let events = asm.events + 1;
     asm.write(&members.files, &sizes, &used, events, true, &[])

@@ -9,9 +9,9 @@
 
 use crate::backend::Backend;
 use crate::buf::ABuf;
+use crate::error::{Error, ErrorKind};
 use crate::parity;
 use crate::topo::RealNode;
-use crate::{Error, ErrorKind};
 use raidlab_layout::{gf, Extent, Geometry, Level, Piece, StripeOp, WriteKind};
 use std::collections::HashSet;
 use std::future::Future;

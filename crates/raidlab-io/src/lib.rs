@@ -15,6 +15,7 @@
 //! * `lifecycle`, `outcome`, `commands`: a run's members and arrays
 //!   around it, its workers and result, and the other commands;
 //! * [`nbd`] and [`serve`]: the NBD server side and the served volume;
+//! * `error` and `options`: [`Error`] and [`RunOptions`];
 //! * `buf`: aligned buffers.
 //!
 //! The member I/O futures (`backend::Leaf`) borrow the caller's buffer
@@ -28,12 +29,14 @@
 pub mod backend;
 mod buf;
 mod commands;
+mod error;
 mod exec;
 mod intent;
 mod lifecycle;
 pub mod md;
 pub mod meta;
 pub mod nbd;
+mod options;
 mod outcome;
 pub mod parity;
 mod rebuild;
@@ -49,160 +52,18 @@ mod worker;
 pub use commands::{
     check_sequence, create, fio_job, member_size, rebuild, scrub, CreateReport, RebuildReport,
 };
+pub use error::{Error, ErrorKind};
 use lifecycle::*;
+pub use options::RunOptions;
 use outcome::*;
 
-use backend::{EngineKind, MemberCounters, Members};
-use raidlab_core::metrics::Metrics;
-use raidlab_core::pace::Pacer;
-use raidlab_core::result::{
-    round3, ArrayMeta, Component, HostStats, IoCounts, IoTotals, MemberStats, RealStats, RunResult,
-    SimStats, VerifyStats, BOTTLENECK_UTIL, VERSION,
-};
-use raidlab_core::workload::{job_streams, Io, Rw, Workload};
-use raidlab_layout::{ArrayLayout, Level};
-use safety::{Access, Guard};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use backend::EngineKind;
+use raidlab_core::result::{round3, HostStats, RealStats, RunResult, SimStats, VERSION};
+use raidlab_core::workload::{Io, Workload};
+use safety::Access;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Mutex;
 use std::time::Instant;
-use topo::{RealNode, RealTopology};
-
-/// What kind of thing went wrong in a real run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The expression cannot be run for real: its syntax, an impossible
-    /// array, or a construct only the simulator has.
-    Expression,
-    /// A member the safety rules refuse (a signature, a mount, a holder,
-    /// neither a file nor a block device).
-    Refused,
-    /// The workload does not fit: a span or block beyond the volume, or a
-    /// member that cannot be created at a size or would be too small.
-    Size,
-    /// The I/O engine asked for is not available here.
-    Engine,
-
-    /// An operation on a member failed (create, open, read, write).
-    Io,
-}
-
-/// An error of a real run: its kind, a message naming what and where,
-/// and the operating system's error beneath it, when there is one.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{msg}")]
-pub struct Error {
-    kind: ErrorKind,
-    msg: String,
-    /// The I/O error the message reports (kept for callers that act on
-    /// it: its `kind()`, its errno).
-    #[source]
-    source: Option<std::sync::Arc<std::io::Error>>,
-}
-
-impl PartialEq for Error {
-    /// Errors are equal when they say the same thing: the source's text is
-    /// already in the message.
-    fn eq(&self, o: &Error) -> bool {
-        self.kind == o.kind && self.msg == o.msg
-    }
-}
-
-impl Eq for Error {}
-
-impl Error {
-    /// An error of `kind`.
-    pub fn new(kind: ErrorKind, msg: impl Into<String>) -> Self {
-        Error {
-            kind,
-            msg: msg.into(),
-            source: None,
-        }
-    }
-
-    /// An I/O error `e` while doing `what` ("writing metadata"): the
-    /// message says both, and `e` stays the error's source.
-    pub fn io(what: impl std::fmt::Display, e: std::io::Error) -> Self {
-        Error {
-            kind: ErrorKind::Io,
-            msg: format!("{what}: {e}"),
-            source: Some(std::sync::Arc::new(e)),
-        }
-    }
-
-    /// An I/O error as it is, its text the message.
-    fn from_io(e: std::io::Error) -> Self {
-        Error {
-            kind: ErrorKind::Io,
-            msg: e.to_string(),
-            source: Some(std::sync::Arc::new(e)),
-        }
-    }
-
-    /// The operating system's error beneath this one, if any.
-    pub fn io_source(&self) -> Option<&std::io::Error> {
-        self.source.as_deref()
-    }
-
-    /// What kind of error this is.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// Whether the input was at fault (expression, member, workload) rather
-    /// than the run itself.
-    pub fn is_input(&self) -> bool {
-        matches!(
-            self.kind,
-            ErrorKind::Expression | ErrorKind::Refused | ErrorKind::Size
-        )
-    }
-}
-
-/// How to run.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// Back end; `None`: io_uring where the kernel has it, else psync.
-    pub engine: Option<EngineKind>,
-    /// Open members with O_DIRECT where the file system allows it.
-    pub direct: bool,
-    /// Write self-describing blocks and check every read.
-    pub verify: bool,
-    /// Write to devices that are in use or carry signatures.
-    pub force: bool,
-    /// Record each job's I/Os in issue order.
-    pub trace: bool,
-    /// Create new arrays over the members whatever metadata they carry
-    /// (`mdadm --create`); without it, members that carry metadata are
-    /// assembled and checked.
-    pub create: bool,
-    /// With `verify`: a file holding the generation of every block written
-    /// under verify (fio's verify state). Loaded when it exists, so blocks
-    /// older than recorded are stale; saved after a run that writes.
-    pub verify_state: Option<std::path::PathBuf>,
-}
-
-impl RunOptions {
-    /// The safety rules this run keeps (`force` lifts them).
-    pub fn guard(&self) -> safety::Guard {
-        safety::Guard::from_force(self.force)
-    }
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            engine: None,
-            direct: true,
-            verify: false,
-            force: false,
-            trace: false,
-            create: false,
-            verify_state: None,
-        }
-    }
-}
+use topo::RealTopology;
 
 /// A finished run.
 pub struct RunOutput {
@@ -343,27 +204,5 @@ fn shared_for<'a>(
         sync: w.sync,
         fsync: w.fsync,
         intent,
-    }
-}
-
-#[cfg(test)]
-mod error_tests {
-    use super::*;
-
-    #[test]
-    fn an_io_error_keeps_its_source() {
-        let e = Error::io(
-            "writing metadata",
-            std::io::Error::from_raw_os_error(libc::ENOSPC),
-        );
-        assert!(e.to_string().starts_with("writing metadata: "));
-        assert_eq!(
-            e.io_source().and_then(|s| s.raw_os_error()),
-            Some(libc::ENOSPC)
-        );
-        assert!(std::error::Error::source(&e).is_some());
-        assert!(!e.is_input());
-        let plain = Error::new(ErrorKind::Size, "too small");
-        assert!(plain.io_source().is_none());
     }
 }

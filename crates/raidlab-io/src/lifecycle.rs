@@ -2,7 +2,17 @@
 //! superblocks assembled, a dirty array resynchronised, spares rebuilt,
 //! the arrays marked active before writes and clean after them.
 
-use super::*;
+use crate::backend::{self, MemberCounters, Members};
+use crate::error::{Error, ErrorKind};
+use crate::options::RunOptions;
+use crate::safety::{self, Access, Guard};
+use crate::topo::{RealNode, RealTopology};
+use crate::{exec, intent, md, meta, rebuild, resync, verify};
+use raidlab_core::result::ArrayMeta;
+use raidlab_core::workload::Workload;
+use raidlab_layout::{ArrayLayout, Level};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 
 /// Member size each leaf needs for the volume to hold `span` bytes: its
 /// share of the data, plus md's data offset for a member of an array.
@@ -706,4 +716,17 @@ pub(crate) fn open_members(
         health: backend::Health::new(topo.members.iter().map(|m| m.fault.clone()).collect()),
     };
     Ok((members, sizes, all_direct))
+}
+
+/// What `create` did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CreateReport {
+    /// UUID of the root array.
+    pub uuid: String,
+    /// The members, in expression order.
+    pub members: Vec<String>,
+    /// Bytes of the volume.
+    pub capacity: u64,
+    /// Bytes rewritten by the initial resync (0 with `assume_clean`).
+    pub resynced_bytes: u64,
 }

@@ -11,9 +11,9 @@
 //! refused if it is also degraded (md's "dirty degraded array").
 
 use crate::buf::ABuf;
+use crate::error::{Error, ErrorKind};
 use crate::md::{self, Lineage, Superblock, ROLE_FAULTY};
 use crate::topo::{RealNode, RealTopology};
-use crate::{Error, ErrorKind};
 use raidlab_layout::Level;
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -2,7 +2,22 @@
 //! streams, verify-state checkpoints, and the result's engine, member and
 //! time blocks.
 
-use super::*;
+use crate::backend::{EngineKind, Members};
+use crate::error::{Error, ErrorKind};
+use crate::lifecycle::run_nonce;
+use crate::options::RunOptions;
+use crate::topo::RealTopology;
+use crate::{parity, safety, verify, worker};
+use raidlab_core::metrics::Metrics;
+use raidlab_core::pace::Pacer;
+use raidlab_core::result::{
+    round3, Component, IoCounts, IoTotals, MemberStats, RealStats, SimStats, VerifyStats,
+    BOTTLENECK_UTIL,
+};
+use raidlab_core::workload::{job_streams, Io, Workload};
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use std::time::Instant;
 
 /// The verify state file a run keeps: one that writes under `--verify`
 /// with `--verify-state FILE`.

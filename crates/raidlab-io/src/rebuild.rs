@@ -6,10 +6,10 @@
 //! replacement alone. A rate limit paces it as md's `speed_limit_max`
 //! does.
 
+use crate::backend::block_on;
 use crate::backend::{Backend, Members};
 use crate::buf::ABuf;
 use crate::exec::{Exec, VNode, Vol};
-use crate::resync::block_on;
 use raidlab_layout::{gf, Geometry, Level};
 use std::io;
 use std::time::{Duration, Instant};

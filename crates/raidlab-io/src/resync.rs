@@ -13,37 +13,14 @@
 //! A member whose I/O fails during the resync is failed, as during a run,
 //! and the resync carries on without it.
 
-use crate::backend::{Backend, Members, Tries};
+use crate::backend::{block_on, Backend, Members, Tries};
 use crate::buf::ABuf;
 use crate::exec::{Exec, VNode, Vol};
 use raidlab_layout::Level;
-use std::future::Future;
 use std::io;
-use std::task::{Context, Poll, Waker};
 
 /// Bytes a resync step aims at: rows of full stripes up to about 1 MiB.
 const STEP_BYTES: u64 = 1 << 20;
-
-/// Drive one volume operation to completion on a psync back end.
-pub(crate) fn block_on<F: Future<Output = io::Result<()>>>(
-    be: &Backend<'_>,
-    fut: F,
-) -> io::Result<()> {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
-            be.sched.ready.borrow_mut().clear();
-            return r;
-        }
-        if be.inflight() == 0 {
-            // Nothing in flight and not done: only a lock could hold it,
-            // and a resync takes none.
-            return Err(io::Error::other("resync stalled"));
-        }
-        be.wait()?;
-    }
-}
 
 /// Resynchronise every redundant array of `vol`; returns the bytes
 /// rewritten. With the root array's write-intent `bitmap`, only the rows

@@ -10,7 +10,7 @@
 //! commonest formats at the start of the device runs first, and alone
 //! where `blkid` is not installed.
 
-use crate::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind};
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

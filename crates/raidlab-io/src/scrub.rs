@@ -18,10 +18,10 @@
 //! with a member `missing` have nothing to compare and are reported as
 //! skipped; inner arrays are scrubbed first.
 
+use crate::backend::block_on;
 use crate::backend::{Backend, Members};
 use crate::buf::ABuf;
 use crate::exec::{Exec, VNode, Vol};
-use crate::resync::block_on;
 use crate::verify::{self, Judged};
 use raidlab_layout::{gf, Geometry, Level};
 use std::io;

@@ -10,9 +10,11 @@
 //! Requests from all connections go through one lock, one at a time: a
 //! parity array's read-modify-write then never races another.
 
+use crate::backend::block_on;
+use crate::error::{Error, ErrorKind};
 use crate::nbd::Store;
-use crate::resync::block_on;
-use crate::{backend::Backend, exec, Error, ErrorKind, RunOptions};
+use crate::options::RunOptions;
+use crate::{backend::Backend, exec};
 use raidlab_core::workload::{Rw, Workload};
 use std::io;
 use std::sync::Mutex;
@@ -93,24 +95,25 @@ pub fn with_volume<R>(
         rw: Rw::RandRw,
         ..Workload::default()
     };
-    let (arrays, _, _) = crate::open_run(&topo, &w, crate::Access::Write, &opts)?;
-    let crate::Arrays {
+    let (arrays, _, _) =
+        crate::lifecycle::open_run(&topo, &w, crate::safety::Access::Write, &opts)?;
+    let crate::lifecycle::Arrays {
         mut members,
         sizes,
         asm,
         vol,
         ..
     } = arrays;
-    let mut life = crate::mark_active(
+    let mut life = crate::lifecycle::mark_active(
         &topo,
         &mut members,
         &vol,
         &asm,
         &sizes,
-        crate::Access::Write,
+        crate::safety::Access::Write,
         &opts,
     )?;
-    let intent = crate::intent_for(&asm, &vol, life.events);
+    let intent = crate::lifecycle::intent_for(&asm, &vol, life.events);
     let volume = Volume {
         vol: &vol,
         members: &members,
@@ -119,7 +122,7 @@ pub fn with_volume<R>(
     };
     let out = serve(&volume);
     if asm.has_metadata() {
-        crate::mark_clean(&mut topo, &members, &asm, &sizes, &mut life)?;
+        crate::lifecycle::mark_clean(&mut topo, &members, &asm, &sizes, &mut life)?;
     } else {
         for f in &members.files {
             f.sync_data()

@@ -5,7 +5,7 @@
 //! and nested arrays are executed by raidlab's own software RAID; a
 //! `host(...)` wrapper is accepted; controllers are simulator-only.
 
-use crate::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind};
 use raidlab_core::topology::{
     check_members, classify, parse, split_root, ArrayOpts, Ast, Element, Opt,
 };

@@ -13,6 +13,9 @@ use crate::host::job_of;
 use raidlab_core::units::Ns;
 use raidlab_layout::{ArrayLayout, Extent, Geometry, Level, Piece, StripeOp, WriteKind};
 
+mod bitmap;
+use bitmap::{Bitmap, BITMAP_PAGE, BITMAP_PRUNE_AT};
+
 events! {
     /// An array's events: a planned request starts; its writes go out; the
     /// next rebuild step starts; a mapped request takes the barrier lock.
@@ -61,47 +64,6 @@ events! {
 /// adds `io->header_page` and each `sh->ppl_page`, PAGE_SIZE each, and
 /// `ppl_log_stripe` adds no partial parity for a full-stripe write).
 const PPL_PAGE: u64 = 4096;
-
-/// md's bitmap daemon clears a region's bit once the region has had no
-/// write for `daemon_sleep`: 5 s by default (drivers/md/md-bitmap.c,
-/// `mddev->bitmap_info.daemon_sleep = 5 * HZ`); a write to a region whose
-/// bit is clear must set it, on every member, before it is issued.
-const BITMAP_DAEMON_SLEEP: Ns = 5_000_000_000;
-/// md writes the bitmap a page at a time: 4 KiB per member per update.
-const BITMAP_PAGE: u32 = 4096;
-/// Regions remembered before the ones whose bits have cleared are first
-/// dropped (the map then holds the regions written in the last
-/// `daemon_sleep`, at most what the array writes in 5 s).
-const BITMAP_PRUNE_AT: usize = 1 << 16;
-
-/// md's internal write-intent bitmap: when each region (`chunk` bytes of
-/// what the bitmap covers, `Geometry::bitmap_bytes`) was last written.
-#[derive(Debug, Clone)]
-struct Bitmap {
-    chunk: u64,
-    last: std::collections::HashMap<u64, Ns>,
-    /// Size at which cleared regions are next dropped: twice what was left
-    /// after the last drop, so pruning costs O(1) per write amortised.
-    prune_at: usize,
-}
-
-impl Bitmap {
-    /// A write over member bytes `a..b` at `now`: whether some region's
-    /// bit was clear (the bitmap must be written first); every region is
-    /// marked written.
-    fn touch(&mut self, a: u64, b: u64, now: Ns) -> bool {
-        let mut clear = false;
-        for r in a / self.chunk..=(b.max(a + 1) - 1) / self.chunk {
-            let t = self.last.insert(r, now);
-            clear |= t.is_none_or(|t| now >= t + BITMAP_DAEMON_SLEEP);
-        }
-        if self.last.len() > self.prune_at {
-            self.last.retain(|_, t| now < *t + BITMAP_DAEMON_SLEEP);
-            self.prune_at = BITMAP_PRUNE_AT.max(2 * self.last.len());
-        }
-        clear
-    }
-}
 
 /// What running this array costs, and on which resources.
 #[derive(Debug, Clone, Copy)]
@@ -1064,6 +1026,7 @@ impl ArrayComp {
 mod tests {
     use super::*;
     use crate::engine::{Call, Next, NONE};
+    use bitmap::BITMAP_DAEMON_SLEEP;
     use raidlab_layout::ArrayLayout;
 
     /// The array is component 1, its host 0, its members 2, 3, ...; they
