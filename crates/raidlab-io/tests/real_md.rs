@@ -306,6 +306,17 @@ fn a_read_run_over_blank_members_reads_them_bare() {
     assert!(!again.real.unwrap().array.unwrap().created);
 }
 
+/// Redundant arrays the scrub and rebuild tests run over: (level, array
+/// options before the stripe, members), md's three RAID 10 layouts among
+/// them.
+const PARITY_AND_COPIES: &[(&str, &str, usize)] = &[
+    ("raid5", "", 4),
+    ("raid6", "", 5),
+    ("raid10", "", 4),
+    ("raid10", "layout=f2,", 4),
+    ("raid10", "layout=o2,", 3),
+];
+
 /// Scrubbing: every single-byte corruption of data, parity (P or Q) or a
 /// mirror copy is found by check — one 4 KiB block, mismatch_cnt 8, on
 /// the member and at the offset corrupted — and repair restores every
@@ -313,13 +324,7 @@ fn a_read_run_over_blank_members_reads_them_bare() {
 /// RAID 5 and mirrors tell the damaged block by its verify checksums).
 #[test]
 fn check_finds_and_repair_fixes_every_single_byte_corruption() {
-    for (level, opt, n) in [
-        ("raid5", "", 4),
-        ("raid6", "", 5),
-        ("raid10", "", 4),
-        ("raid10", "layout=f2,", 4),
-        ("raid10", "layout=o2,", 3),
-    ] {
+    for &(level, opt, n) in PARITY_AND_COPIES {
         let d = TempDir::new(&format!("scrub-{level}-{n}"));
         let f = d.files(n);
         let members: Vec<String> = f.iter().map(|p| format!("{p}[size=3m]")).collect();
@@ -389,14 +394,7 @@ fn check_finds_and_repair_fixes_every_single_byte_corruption() {
 #[test]
 fn rebuilt_members_carry_the_array() {
     let none = |_: u64, _: u64| {};
-    for (level, opt, n) in [
-        ("raid5", "", 4),
-        ("raid6", "", 5),
-        ("raid10", "", 4),
-        ("raid10", "layout=f2,", 4),
-        ("raid10", "layout=o2,", 3),
-        ("raid1", "", 3),
-    ] {
+    for &(level, opt, n) in PARITY_AND_COPIES.iter().chain(&[("raid1", "", 3)]) {
         let d = TempDir::new(&format!("rebuild-{level}-{n}"));
         let f = d.files(n);
         let with = |missing: &[usize]| {

@@ -544,9 +544,15 @@ pub fn planned_workload(text: &str) -> Result<String, PlanError> {
     })
 }
 
-/// Each candidate's classic-model figure under a single all-read or
-/// all-write workload with an IOPS or MB/s objective (none otherwise: no
-/// pruning then).
+/// Each candidate's classic-model figure under a single workload with an
+/// IOPS or MB/s objective (none otherwise: no pruning then). A mix of
+/// reads and writes is bounded by the classic mixed model: an I/O's mean
+/// time is its read share over the array's read rate plus its write share
+/// over its write rate, each the drives' own under the workload made
+/// all-read or all-write, times the level's multiple. Behind a write-back
+/// cache a mix's writes are counted as free: the cache acknowledges them
+/// from memory, and over a run shorter than its fill the drives serve the
+/// reads alone.
 pub fn set_bounds(cands: &mut [Candidate], q: &Question, db: &PresetDb) -> Result<(), PlanError> {
     let per_io = match q.objective {
         Objective::Iops => true,
@@ -561,29 +567,92 @@ pub fn set_bounds(cands: &mut [Candidate], q: &Question, db: &PresetDb) -> Resul
         // A trace's mix and sizes are its own: no classic-model bound.
         return Ok(());
     }
-    let Some(pattern) = crate::analytic::pattern_of(&w) else {
-        return Ok(());
-    };
-    let mut figures: Vec<(String, u32, f64)> = Vec::new();
+    let parts = bound_parts(&w);
+    let mut figures: Vec<(String, u32, Vec<f64>)> = Vec::new();
     for c in cands.iter_mut() {
-        let fig = match figures
+        let figs = match figures
             .iter()
             .find(|(d, op, _)| *d == c.drive && *op == c.op_pct)
         {
-            Some((_, _, f)) => *f,
+            Some((_, _, f)) => f.clone(),
             None => {
                 let leaf = match c.op_pct {
                     0 => c.drive.clone(),
                     op => format!("{}[op={op}%]", c.drive),
                 };
-                let f = one_drive(&leaf, &w, db, q.seed, per_io)?;
-                figures.push((c.drive.clone(), c.op_pct, f));
+                let f = parts
+                    .iter()
+                    .map(|(_, part, _)| one_drive(&leaf, part, db, q.seed, per_io))
+                    .collect::<Result<Vec<f64>, PlanError>>()?;
+                figures.push((c.drive.clone(), c.op_pct, f.clone()));
                 f
             }
         };
-        c.bound = data_multiple(c, pattern).map(|m| m * fig);
+        let cached = parts.len() > 1 && writes_back(&c.topology, db)?;
+        c.bound = mixed_bound(c, &parts, &figs, cached);
     }
     Ok(())
+}
+
+/// Whether some controller of `expr` caches writes (write-back).
+fn writes_back(expr: &str, db: &PresetDb) -> Result<bool, PlanError> {
+    fn any(n: &Node) -> bool {
+        match n {
+            Node::Device(_) => false,
+            Node::Controller(c) => c.write_back || c.children.iter().any(any),
+            Node::Array(a) => a.members.iter().any(any),
+        }
+    }
+    let t = resolve(expr, db).map_err(|e| PlanError::Input(e.to_string()))?;
+    let cached = t.roots().any(any);
+    Ok(cached)
+}
+
+/// The all-read and all-write workloads a mix is bounded by, each with
+/// its pattern and its share of the I/Os; a workload of one direction is
+/// its own single part.
+fn bound_parts(w: &Workload) -> Vec<(Pattern, Workload, f64)> {
+    if let Some(p) = crate::analytic::pattern_of(w) {
+        return vec![(p, w.clone(), 1.0)];
+    }
+    let random = w.percentage_random >= 50;
+    let read = f64::from(w.rwmixread) / 100.0;
+    let one = |reads: bool| {
+        let mut part = w.clone();
+        part.rw = match (random, reads) {
+            (true, true) => raidlab_core::workload::Rw::RandRead,
+            (true, false) => raidlab_core::workload::Rw::RandWrite,
+            (false, true) => raidlab_core::workload::Rw::Read,
+            (false, false) => raidlab_core::workload::Rw::Write,
+        };
+        part
+    };
+    let (rp, wp) = if random {
+        (Pattern::SmallRandomRead, Pattern::SmallRandomWrite)
+    } else {
+        (Pattern::LargeSequentialRead, Pattern::LargeSequentialWrite)
+    };
+    vec![(rp, one(true), read), (wp, one(false), 1.0 - read)]
+}
+
+/// A candidate's bound from its drives' figures under each part: the
+/// harmonic mix of the parts' array rates by their shares (a mix's writes
+/// free where `cached`); `None` where the classic model has no multiple
+/// for the candidate's level.
+fn mixed_bound(
+    c: &Candidate,
+    parts: &[(Pattern, Workload, f64)],
+    figs: &[f64],
+    cached: bool,
+) -> Option<f64> {
+    let mut time = 0.0;
+    for ((pattern, part, share), fig) in parts.iter().zip(figs) {
+        let rate = data_multiple(c, *pattern)? * fig;
+        if (part.reads() || !cached) && *share > 0.0 {
+            time += share / rate;
+        }
+    }
+    (time > 0.0).then(|| 1.0 / time)
 }
 
 /// One drive (`leaf`, e.g. `x25e[op=20%]`) alone under `w`, cut to its
@@ -786,10 +855,41 @@ pub struct Outcome {
     pub worn: usize,
 }
 
-/// Simulated time of the screening pass: a quarter second holds 10^4
+/// Longest simulated time of a screening run: a quarter second holds 10^4
 /// I/Os at the ≥ 40,000 IOPS of any SSD array (a ±1 % mean), a twentieth
-/// of the time of the final measurement.
+/// of the time of the final measurement. A candidate without a
+/// classic-model figure screens this long.
 pub const SCREEN_RUNTIME_NS: raidlab_core::units::Ns = 250_000_000;
+/// Shortest simulated time of a screening run: 20 ms, five rounds of 4 ms,
+/// each still longer than a write-back destage or a flash program takes.
+pub const SCREEN_MIN_NS: raidlab_core::units::Ns = 20_000_000;
+/// Host I/Os a screening run aims at: 2 × 10^4, a ±0.7 % counting error
+/// on the mean (1/√n), within the screening's keep-three margin
+/// ([`SCREEN_KEEP`]).
+pub const SCREEN_IOS: f64 = 2e4;
+
+/// The simulated time a candidate is screened for: long enough for
+/// [`SCREEN_IOS`] I/Os at its classic-model figure (an upper bound, so it
+/// runs at least that many at the rate it reaches, within a factor of the
+/// bound's margin), between [`SCREEN_MIN_NS`] and [`SCREEN_RUNTIME_NS`].
+fn screen_runtime(c: &Candidate, q: &Question) -> raidlab_core::units::Ns {
+    let Some(bound) = c.bound else {
+        return SCREEN_RUNTIME_NS;
+    };
+    let per_s = match q.objective {
+        Objective::Mbps => {
+            let mean_bs = q
+                .workloads
+                .first()
+                .and_then(|(t, _)| Workload::parse(t).ok())
+                .map_or(4096.0, |w| w.mean_bs());
+            bound * 1e6 / mean_bs
+        }
+        _ => bound,
+    };
+    let ns = SCREEN_IOS / per_s.max(1.0) * 1e9;
+    (ns as raidlab_core::units::Ns).clamp(SCREEN_MIN_NS, SCREEN_RUNTIME_NS)
+}
 /// Candidates screened between two pruning checks (16: eight per core on
 /// the 2-core machines CI runs on, so both cores stay busy).
 pub const SCREEN_BATCH: usize = 16;
@@ -1006,7 +1106,8 @@ fn screen_rows(
     threads: usize,
 ) -> Result<Vec<Row>, PlanError> {
     let out = raidlab_core::par::map(positions.len(), threads, &|_, _| {}, |i| {
-        evaluate_for(&cands[positions[i]], q, db, Some(SCREEN_RUNTIME_NS))
+        let c = &cands[positions[i]];
+        evaluate_for(c, q, db, Some(screen_runtime(c, q)))
     });
     out.into_iter().collect()
 }

@@ -121,6 +121,12 @@ fn plan_table_labels_every_column_on_a_host_profile() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Before it simulates, one line says how much it will look at.
+    let first_line = stderr(&out).lines().next().unwrap_or_default().to_string();
+    assert!(
+        first_line.starts_with("plan: ") && first_line.contains(" configurations to consider, "),
+        "{first_line}"
+    );
     let mut json_args = args.to_vec();
     json_args.extend(["--format", "json"]);
     let v = json_of(&json_args);

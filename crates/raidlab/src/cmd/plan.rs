@@ -33,9 +33,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
         top: args.top.max(1),
         exhaustive: args.exhaustive,
     };
+    // Every input is checked before the line that says what will run.
+    let shard = args.shard.as_deref().map(shard::parse).transpose()?;
+    eprintln!("{}", plan_intro(cands.len(), effort));
     let progress = progress_bar("plan");
-    if let Some(s) = &args.shard {
-        let s = shard::parse(s)?;
+    if let Some(s) = shard {
         let work = plan::run_shard(&cands, &q, &db, effort, s, &progress)?;
         let doc = shard::document(&args, &texts, s, cands.len(), &work);
         return emit(&args.output, &json_text(&doc)?);
@@ -43,6 +45,29 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let mut out = plan::run(cands, &q, &db, effort, &progress)?;
     plan::degrade(&mut out.rows, &q, &db, effort.threads, effort.top);
     render(&args, &q, &out)
+}
+
+/// The line `plan` prints before it simulates: how many configurations
+/// it will look at, and how.
+fn plan_intro(n: usize, effort: Effort) -> String {
+    let how = if effort.exhaustive {
+        "each simulated in full (--exhaustive)".to_string()
+    } else if n > effort.top * plan::SCREEN_KEEP {
+        format!(
+            "screening them with runs of {}-{} ms, then the best {} in full, on {} thread{}",
+            plan::SCREEN_MIN_NS / 1_000_000,
+            plan::SCREEN_RUNTIME_NS / 1_000_000,
+            effort.top * plan::SCREEN_KEEP,
+            effort.threads,
+            if effort.threads == 1 { "" } else { "s" }
+        )
+    } else {
+        "each simulated in full".to_string()
+    };
+    format!(
+        "plan: {n} configuration{} to consider, {how}",
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// The presets (built-in plus the files' `texts`), the question and its
@@ -308,7 +333,7 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
 /// The ranked table.
 fn table(q: &Question, out: &Outcome, top: usize) -> String {
     let mut o = format!(
-        "workload   {}\nquestion   {} usable, survive {} failure(s), objective {}\nconsidered {} configurations: {} pruned by the analytic model, {} by a {} s screening run, {} measured; {} short of --min-years\n\n",
+        "workload   {}\nquestion   {} usable, survive {} failure(s), objective {}\nconsidered {} configurations: {} pruned by the analytic model, {} by a screening run of at most {} s, {} measured; {} short of --min-years\n\n",
         workload_text(q),
         gb(q.capacity),
         q.survive,
