@@ -14,7 +14,7 @@ use crate::buf::ABuf;
 use crate::error::{Error, ErrorKind};
 use crate::md::{self, Lineage, Superblock, ROLE_FAULTY};
 use crate::topo::{RealNode, RealTopology};
-use raidlab_layout::Level;
+use raidlab_layout::{ArrayLayout, Geometry, Level};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -166,8 +166,11 @@ pub struct Assembly {
 /// A root array's internal write-intent bitmap, as found or chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BitmapInfo {
-    /// Member bytes per bit.
+    /// Bytes per bit (of a member, or of a RAID 10's volume).
     pub chunk: u64,
+    /// A RAID 10 root's chunk, layout and member count: its bitmap covers
+    /// the volume ([`bitmap_covers`]); `None` for other levels.
+    pub volume: VolumeBitmap,
     /// The bits the members hold (ORed over them): chunks that may need a
     /// resync. Empty for a new array.
     pub dirty: Vec<u8>,
@@ -180,6 +183,34 @@ impl BitmapInfo {
             .get((k / 8) as usize)
             .is_some_and(|b| b & (1 << (k % 8)) != 0)
     }
+}
+
+/// A RAID 10 root's chunk, layout and member count, whose bitmap covers
+/// its volume.
+pub type VolumeBitmap = Option<(u64, ArrayLayout, usize)>;
+
+/// Whether the root's bitmap covers its volume: md's RAID 10 sets
+/// `resync_max_sectors` to the array's size (`raid10_run`); every other
+/// level's bitmap covers a member.
+fn volume_bitmap(root: &RealNode) -> VolumeBitmap {
+    match root {
+        RealNode::Array {
+            level: Level::Raid10,
+            chunk,
+            layout,
+            children,
+            ..
+        } => Some((*chunk, *layout, children.len())),
+        _ => None,
+    }
+}
+
+/// The bytes a bitmap covers over members of `data` bytes each: the
+/// volume's ([`Geometry::bitmap_bytes`]) under `volume`, else `data`.
+pub fn bitmap_covers(volume: VolumeBitmap, data: u64) -> u64 {
+    volume
+        .and_then(|(c, l, n)| Geometry::new(Level::Raid10, c, l, &vec![data; n]).ok())
+        .map_or(data, |g| g.bitmap_bytes())
 }
 
 /// Whether the root array gets an internal bitmap: a redundant array whose
@@ -342,8 +373,10 @@ fn create_arrays(
             .min()
             .unwrap_or(0)
             .saturating_sub(md::SUPER_OFFSET + md::BITMAP_OFFSET);
+        let volume = volume_bitmap(&topo.root);
         BitmapInfo {
-            chunk: bitmap_chunk(data, room),
+            chunk: bitmap_chunk(bitmap_covers(volume, data), room),
+            volume,
             dirty: Vec::new(),
         }
     });
@@ -567,7 +600,8 @@ pub fn assemble(
     }
     let recorded = recorded_sizes(&current, sizes, &offsets, &path_of)?;
     let bitmap = if fsb.bitmap && bitmap_eligible(&topo.root) {
-        Some(found_bitmap(&current, files, sizes, &offsets)?)
+        let volume = volume_bitmap(&topo.root);
+        Some(found_bitmap(&current, files, sizes, &offsets, volume)?)
     } else {
         None
     };
@@ -594,11 +628,12 @@ fn found_bitmap(
     files: &[File],
     sizes: &[u64],
     offsets: &[u64],
+    volume: VolumeBitmap,
 ) -> Result<BitmapInfo, Error> {
     let mut info: Option<BitmapInfo> = None;
     for (l, _, _) in current {
         let m = l.member;
-        let data = sizes[m] - offsets[m];
+        let data = bitmap_covers(volume, sizes[m] - offsets[m]);
         let room = offsets[m].saturating_sub(md::SUPER_OFFSET + md::BITMAP_OFFSET);
         let bm = read_bitmap(&files[m], bitmap_chunk(data, room).min(md::BITMAP_CHUNK), data)
             .map_err(|e| Error::io("reading a bitmap", e))?
@@ -607,6 +642,7 @@ fn found_bitmap(
             None => {
                 info = Some(BitmapInfo {
                     chunk: bm.chunk,
+                    volume,
                     dirty: bm.bits,
                 })
             }
@@ -745,13 +781,14 @@ fn array_name(path: &[u16]) -> String {
 impl Assembly {
     /// The bitmap of this array with no bits set, as written at event
     /// `events`, in an aligned buffer.
-    pub fn cleared_bitmap(&self, chunk: u64, used: u64, events: u64) -> ABuf {
-        let bits = md::Bitmap::nbits(used / 512, chunk).div_ceil(8) as usize;
+    pub fn cleared_bitmap(&self, info: &BitmapInfo, used: u64, events: u64) -> ABuf {
+        let (chunk, sync_size) = (info.chunk, bitmap_covers(info.volume, used) / 512);
+        let bits = md::Bitmap::nbits(sync_size, chunk).div_ceil(8) as usize;
         let bm = md::Bitmap {
             uuid: self.root_uuid,
             events,
             events_cleared: events,
-            sync_size: used / 512,
+            sync_size,
             chunk,
             bits: vec![0; bits],
         };
@@ -928,7 +965,7 @@ impl Assembly {
         if let Some(bm) = &self.bitmap {
             // Every write run starts from a clean bitmap: an unclean stop
             // was resynchronised before.
-            let cleared = self.cleared_bitmap(bm.chunk, self.used_by(l, used), sb.events);
+            let cleared = self.cleared_bitmap(bm, self.used_by(l, used), sb.events);
             files[l.member].write_all_at(&cleared, md::SUPER_OFFSET + md::BITMAP_OFFSET)?;
         }
         Ok(())

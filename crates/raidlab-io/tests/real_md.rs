@@ -90,7 +90,12 @@ fn mdadm_examines_every_member() {
                 assert!(text.contains(w), "{expr}, member {i}: no '{w}' in {text}");
             }
             if array.starts_with("raid10") {
-                same_raid10_size(&expr, &text, *n);
+                let capacity = same_raid10_size(&expr, &text, *n);
+                // md's RAID 10 bitmap covers the volume, not a member.
+                let all = std::fs::read(p).unwrap();
+                let at = (raidlab_io::md::SUPER_OFFSET + raidlab_io::md::BITMAP_OFFSET) as usize;
+                let bm = raidlab_io::md::Bitmap::decode(&all[at..at + 4096]).expect("a bitmap");
+                assert_eq!(bm.sync_size * 512, capacity, "{expr}: bitmap sync size");
             }
         }
     }
@@ -116,8 +121,8 @@ fn mdadm_examines_every_member() {
 }
 
 /// mdadm works a RAID 10's size out from its layout and the members' used
-/// size itself: it must be the size raidlab's geometry gives.
-fn same_raid10_size(expr: &str, text: &str, n: usize) {
+/// size itself: it must be the size raidlab's geometry gives (returned).
+fn same_raid10_size(expr: &str, text: &str, n: usize) -> u64 {
     let field = |key: &str| -> u64 {
         let at = text
             .find(key)
@@ -149,6 +154,7 @@ fn same_raid10_size(expr: &str, text: &str, n: usize) {
         geo.capacity(),
         "{expr}: mdadm's array size is the geometry's"
     );
+    geo.capacity()
 }
 
 /// Members that are not where the expression puts them are refused before
