@@ -608,13 +608,11 @@ impl Geometry {
                 if self.r10_chunk_at(member, row).is_some() {
                     self.r10_copy(member, row)
                 } else {
-                    let back = match self.layout {
-                        ArrayLayout::Far2 => self.r10_far_stride(),
-                        _ => 1,
-                    };
+                    // A copy: its primary is a member back, rows up.
                     let prev = (member + self.n - 1) % self.n;
-                    self.r10_chunk_at(prev, row.checked_sub(back)?)?;
-                    (prev, row - back)
+                    let up = row.checked_sub(self.r10_copy_rows())?;
+                    self.r10_chunk_at(prev, up)?;
+                    (prev, up)
                 }
             }
             _ => {
@@ -651,9 +649,13 @@ impl Geometry {
         }
     }
 
-    /// Chunk rows between a far copy and its primary: half the used rows.
-    fn r10_far_stride(&self) -> u64 {
-        self.member_size / self.chunk / 2
+    /// Chunk rows between a far copy and its primary (half the used
+    /// rows), or an offset copy and its primary (one).
+    fn r10_copy_rows(&self) -> u64 {
+        match self.layout {
+            ArrayLayout::Far2 => self.member_size / self.chunk / 2,
+            _ => 1,
+        }
     }
 
     /// Member and chunk row of volume chunk `k`'s primary copy
@@ -673,8 +675,9 @@ impl Geometry {
     fn r10_copy(&self, m: usize, row: u64) -> (usize, u64) {
         let n = self.n as u64;
         match self.layout {
-            ArrayLayout::Far2 => ((m + 1) % self.n, row + self.r10_far_stride()),
-            ArrayLayout::Offset2 => ((m + 1) % self.n, row + 1),
+            ArrayLayout::Far2 | ArrayLayout::Offset2 => {
+                ((m + 1) % self.n, row + self.r10_copy_rows())
+            }
             _ => {
                 let y = row * n + m as u64 + 1;
                 ((y % n) as usize, y / n)
@@ -686,7 +689,7 @@ impl Geometry {
     fn r10_chunk_at(&self, m: usize, row: u64) -> Option<u64> {
         let n = self.n as u64;
         let k = match self.layout {
-            ArrayLayout::Far2 => (row < self.r10_far_stride()).then(|| row * n + m as u64)?,
+            ArrayLayout::Far2 => (row < self.r10_copy_rows()).then(|| row * n + m as u64)?,
             ArrayLayout::Offset2 => row.is_multiple_of(2).then(|| row / 2 * n + m as u64)?,
             _ => {
                 let x = row * n + m as u64;
