@@ -491,6 +491,14 @@ pub struct SwImplParams {
     /// LKML 2022-09).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub raid10_lock_us: f64,
+    /// md writes the last page of its write-intent bitmap rounded up to the
+    /// members' optimal I/O size (Linux 6.4 and later: Jon Derrick, kernel
+    /// commit 8745faa95611, "md: Use optimal I/O size for last bitmap
+    /// page", 2023); `false`: rounded up to the 512-byte logical block
+    /// only, so a partly used last page reaches the drives as a write of
+    /// less than their 4 KiB unit (`write_sb_page` before that commit).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bitmap_io_opt: bool,
     /// RAID levels the implementation builds (`raid0`, `raid5`, ...);
     /// empty: every level. Intel VROC's platforms list raid0, raid1,
     /// raid10 and raid5 (`mdadm --detail-platform`).

@@ -14,7 +14,7 @@ use raidlab_core::units::Ns;
 use raidlab_layout::{ArrayLayout, Extent, Geometry, Level, Piece, StripeOp, WriteKind};
 
 mod bitmap;
-use bitmap::{Bitmap, BITMAP_PAGE, BITMAP_PRUNE_AT};
+use bitmap::{Bitmap, BITMAP_PAGE};
 
 events! {
     /// An array's events: a planned request starts; its writes go out; the
@@ -302,13 +302,10 @@ impl ArrayComp {
         self.rotational.iter().any(|&r| r)
     }
 
-    /// Give the array md's internal write-intent bitmap of `chunk` bytes.
-    pub fn with_bitmap(&mut self, chunk: u64) {
-        self.bitmap = Some(Bitmap {
-            chunk,
-            last: std::collections::HashMap::new(),
-            prune_at: BITMAP_PRUNE_AT,
-        });
+    /// Give the array md's internal write-intent bitmap of `chunk` bytes;
+    /// `io_opt`: the kernel writes the bitmap's last page whole.
+    pub fn with_bitmap(&mut self, chunk: u64, io_opt: bool) {
+        self.bitmap = Some(Bitmap::new(chunk, self.geo.bitmap_bytes(), io_opt));
     }
 
     /// The array's geometry.
@@ -836,23 +833,24 @@ impl ArrayComp {
         }
     }
 
-    /// Whether host write `id` finds a clear bit in the array's bitmap
-    /// (rebuild writes and flushes do not set bits).
-    fn bitmap_clear(&mut self, ctx: &Ctx, id: ReqId) -> bool {
+    /// The bitmap page host write `id` must write first, if it finds a
+    /// clear bit in the array's bitmap (rebuild writes and flushes do not
+    /// set bits): its member offset and length.
+    fn bitmap_clear(&mut self, ctx: &Ctx, id: ReqId) -> Option<(u64, u64)> {
         let r = &ctx.reqs[id];
-        let Some(bm) = self.bitmap.as_mut() else {
-            return false;
-        };
+        let bm = self.bitmap.as_mut()?;
         if r.op != Op::Write || self.plans[plan_of(r)].rebuild {
-            return false;
+            return None;
         }
         let (a, b) = self.geo.bitmap_span(r.offset, r.len as u64);
-        bm.touch(a, b, ctx.now)
+        let page = bm.touch(a, b, ctx.now)?;
+        Some(bm.page_io(page))
     }
 
-    /// The bitmap page written (`Op::Write`) or flushed (`Op::Flush`) on
-    /// every member still in the array.
-    fn bitmap_io(&mut self, ctx: &mut Ctx, id: ReqId, op: Op) {
+    /// The bitmap page at member bytes `(offset, len)` written
+    /// (`Op::Write`) or flushed (`Op::Flush`) on every member still in the
+    /// array.
+    fn bitmap_io(&mut self, ctx: &mut Ctx, id: ReqId, op: Op, (offset, len): (u64, u64)) {
         let live: Vec<usize> = (0..self.members.len())
             .filter(|&m| !self.failed[m])
             .collect();
@@ -860,8 +858,8 @@ impl ArrayComp {
         for m in live {
             let page = Extent {
                 member: m as u32,
-                offset: 0,
-                len: u64::from(BITMAP_PAGE),
+                offset,
+                len,
             };
             self.send(ctx, id, op, &page);
         }
@@ -871,9 +869,9 @@ impl ArrayComp {
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         match Ev::from_code(kind) {
             Ev::Go => {
-                if self.bitmap_clear(ctx, id) {
+                if let Some(page) = self.bitmap_clear(ctx, id) {
                     ctx.reqs[id].phase = Phase::Bitmap.into();
-                    self.bitmap_io(ctx, id, Op::Write);
+                    self.bitmap_io(ctx, id, Op::Write, page);
                 } else {
                     self.go(ctx, id);
                 }
@@ -988,7 +986,7 @@ impl ArrayComp {
         match Phase::from_code(r.phase) {
             Phase::Bitmap => {
                 r.phase = Phase::BitmapFlush.into();
-                self.bitmap_io(ctx, id, Op::Flush);
+                self.bitmap_io(ctx, id, Op::Flush, (0, u64::from(BITMAP_PAGE)));
                 return;
             }
             Phase::BitmapFlush => {
@@ -1026,7 +1024,6 @@ impl ArrayComp {
 mod tests {
     use super::*;
     use crate::engine::{Call, Next, NONE};
-    use bitmap::BITMAP_DAEMON_SLEEP;
     use raidlab_layout::ArrayLayout;
 
     /// The array is component 1, its host 0, its members 2, 3, ...; they
@@ -1100,30 +1097,6 @@ mod tests {
             }
             done
         }
-    }
-
-    /// A region's bit is clear at its first write and again once 5 s
-    /// have passed without one; regions whose bits have cleared are
-    /// dropped, so the map holds at most what 5 s of writes touched.
-    #[test]
-    fn bitmap_bits_clear_after_daemon_sleep_and_the_map_stays_bounded() {
-        let mut bm = Bitmap {
-            chunk: 4096,
-            last: std::collections::HashMap::new(),
-            prune_at: BITMAP_PRUNE_AT,
-        };
-        assert!(bm.touch(0, 4096, 1));
-        assert!(!bm.touch(0, 4096, 2));
-        assert!(bm.touch(0, 4096, 2 + BITMAP_DAEMON_SLEEP));
-        // A million distinct regions, one per 10 us: 5 s holds 500,000.
-        for i in 0..1_000_000u64 {
-            bm.touch(
-                i * 4096,
-                i * 4096 + 1,
-                10 * BITMAP_DAEMON_SLEEP + i * 10_000,
-            );
-        }
-        assert!(bm.last.len() <= 2 * 500_000 + 1, "{}", bm.last.len());
     }
 
     #[test]

@@ -243,7 +243,12 @@ impl Builder<'_> {
             comp.with_rotational(members.iter().map(|m| self.rotational(m.0)).collect());
         }
         if let Some(c) = a.bitmap_chunk {
-            comp.with_bitmap(c);
+            let io_opt = self
+                .host
+                .impls
+                .get(a.imp.as_deref().unwrap_or("md"))
+                .is_some_and(|imp| imp.bitmap_io_opt);
+            comp.with_bitmap(c, io_opt);
         }
         if a.ppl {
             comp.with_ppl();

@@ -645,13 +645,37 @@ impl Ssd {
         if self.ra.iter().any(|w| first < w.1 && last >= w.0) {
             self.ra = [(0, 0, 0); 2];
         }
+        let merged = self.read_partial_units(t, r, first, last);
         let done = if self.wc {
-            t.max(self.buffered_write(data_start, r.len, first, last))
+            merged.max(self.buffered_write(data_start, r.len, first, last))
         } else {
             let filled = data_start + xfer_ns(r.len as u64, self.fill_mbps);
-            self.write_through(t.max(filled), first, last)
+            self.write_through(merged.max(filled), first, last)
         };
         ctx.schedule(done, self.id, id, Ev::Done);
+    }
+
+    /// A page-mapped drive maps whole 4 KiB units, so a write that covers
+    /// its first or last unit only in part must merge it with the unit's
+    /// old data: read from the flash from `t`, unless the unit still waits
+    /// in the write buffer. Returns when the old data is in (`t` when no
+    /// read is needed). This is the device-side read-modify-write of a
+    /// sub-4 KiB write that Jon Derrick measured on a Solidigm P5520 (kernel
+    /// commit 8745faa95611, 2023). A block-mapped FTL writes sectors into
+    /// its log blocks as they come, and its merges copy the rest.
+    fn read_partial_units(&mut self, t: Ns, r: &Req, first: u64, last: u64) -> Ns {
+        if self.blocks.is_some() {
+            return t;
+        }
+        let head = !r.offset.is_multiple_of(UNIT);
+        let tail = !(r.offset + r.len as u64).is_multiple_of(UNIT);
+        let mut ready = t;
+        for (partial, u) in [(head, first), (tail && (first != last || !head), last)] {
+            if partial && !self.buf.pending.contains(&self.ftl.fold(u)) {
+                ready = ready.max(self.nand_read(t, u, u, 0).1);
+            }
+        }
+        ready
     }
 
     /// A collection's relocated pages are programmed through the same path
