@@ -9,7 +9,8 @@ use raidlab_layout::{ArrayLayout, Level};
 impl Topology {
     /// The expression with every option the run used written out: stripe
     /// units and layouts, controller modes and cache policies, drive write
-    /// caches, over-provisioning and the state each SSD starts in, the host.
+    /// caches, over-provisioning and the state each SSD starts in, the host
+    /// (its profile, cores, clock and kernel).
     /// `state` is the starting state a device ends up with (the workload's,
     /// its own, or the rule's).
     pub fn canonical(&self, state: impl Fn(&Device) -> SsdState + Copy) -> String {
@@ -18,9 +19,10 @@ impl Topology {
             .as_ref()
             .map_or(String::new(), |p| format!("profile={p},"));
         format!(
-            "host[{profile}cores={},ghz={}]({})",
+            "host[{profile}cores={},ghz={},kernel={}]({})",
             self.host.cores,
             self.host.ghz,
+            self.host.kernel,
             children(self.roots(), state)
         )
     }

@@ -12,6 +12,7 @@ pub mod analytic;
 mod canonical;
 pub mod error;
 pub mod ioreq;
+pub mod kernel;
 pub mod metrics;
 pub mod pace;
 pub mod par;

@@ -16,6 +16,7 @@
 //! parameters below.
 
 use crate::error::{Error, Result};
+use crate::kernel::Kernel;
 use raidlab_layout::Level;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -491,14 +492,6 @@ pub struct SwImplParams {
     /// LKML 2022-09).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub raid10_lock_us: f64,
-    /// md writes the last page of its write-intent bitmap rounded up to the
-    /// members' optimal I/O size (Linux 6.4 and later: Jon Derrick, kernel
-    /// commit 8745faa95611, "md: Use optimal I/O size for last bitmap
-    /// page", 2023); `false`: rounded up to the 512-byte logical block
-    /// only, so a partly used last page reaches the drives as a write of
-    /// less than their 4 KiB unit (`write_sb_page` before that commit).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub bitmap_io_opt: bool,
     /// RAID levels the implementation builds (`raid0`, `raid5`, ...);
     /// empty: every level. Intel VROC's platforms list raid0, raid1,
     /// raid10 and raid5 (`mdadm --detail-platform`).
@@ -551,6 +544,12 @@ pub struct HostParams {
     /// 6.x, not 5.x (false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub md_polls: bool,
+    /// The Linux release the host runs (`kernel = "5.10"`), which decides
+    /// md's read balancing over flash mirrors, RAID 10's barrier lock and
+    /// the size of the bitmap's last page write (see [`Kernel`]'s
+    /// predicates); a preset that names none runs [`Kernel::newest`].
+    #[serde(default)]
+    pub kernel: Kernel,
     /// Software RAID implementation profiles: `md`, `lvm`, `windows`.
     pub impls: BTreeMap<String, SwImplParams>,
 }

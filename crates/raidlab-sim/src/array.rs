@@ -207,6 +207,10 @@ pub struct ArrayComp {
     /// Members that are disks, for md's read balancing (all `false` on a
     /// hardware array, whose controller balances by load alone).
     rotational: Vec<bool>,
+    /// Reads go to the idlest non-rotational copy where there is one (md
+    /// since Linux 3.6 for RAID 1, 5.3 for RAID 10; hardware arrays);
+    /// `false`: every copy is chosen as a disk's is.
+    idlest_flash: bool,
     /// Where each member's last command ended: md's `head_position`.
     head: Vec<u64>,
 }
@@ -262,6 +266,7 @@ impl ArrayComp {
             bitmap: None,
             ppl: false,
             rotational: vec![false; n],
+            idlest_flash: true,
             head: vec![0; n],
             id,
             host,
@@ -290,10 +295,13 @@ impl ArrayComp {
     }
 
     /// Balance reads as md does over members of which `rotational` says
-    /// which are disks (see [`pick_copy`](Self::pick_copy)).
-    pub fn with_rotational(&mut self, rotational: Vec<bool>) {
+    /// which are disks (see [`pick_copy`](Self::pick_copy)); `idlest_flash`:
+    /// the kernel's md sends reads to the idlest flash copy, else it
+    /// chooses among flash copies as among disks.
+    pub fn with_rotational(&mut self, rotational: Vec<bool>, idlest_flash: bool) {
         assert_eq!(rotational.len(), self.members.len());
         self.rotational = rotational;
+        self.idlest_flash = idlest_flash;
     }
 
     /// Whether the block layer sees the array as a disk: md marks an
@@ -512,8 +520,9 @@ impl ArrayComp {
     /// The copy in `self.copies` a read goes to, as md's `read_balance`
     /// chooses: a readable non-rotational copy with the fewest commands
     /// pending where there is one (Shaohua Li, "md/raid1: read balance
-    /// chooses idlest disk for SSD", 2012; RAID 10 does the same); among
-    /// disks, the lowest address on RAID 10's far and offset layouts, so
+    /// chooses idlest disk for SSD", 2012; RAID 10 the same since Guoqing
+    /// Jiang's patch of 2019, `idlest_flash` says whether the kernel has
+    /// them); among disks (and every copy without them), the lowest address on RAID 10's far and offset layouts, so
     /// reads keep to the first band and run as a RAID 0 of every member
     /// (Keld Simonsen, "md: don't attempt read-balancing for raid10 'far'
     /// layouts", 2008), else the first idle copy, else the one whose head
@@ -526,7 +535,7 @@ impl ArrayComp {
                 .filter(|&(m, off)| !self.unreadable(m, off))
         };
         let flash = readable()
-            .filter(|&(m, _)| !self.rotational[m])
+            .filter(|&(m, _)| self.idlest_flash && !self.rotational[m])
             .min_by_key(|&(m, _)| self.outstanding[m]);
         if flash.is_some() {
             return flash;

@@ -240,15 +240,18 @@ impl Builder<'_> {
         );
         comp.degrade(failed, rebuild);
         if ctrl.is_none() && a.runs_md() {
-            comp.with_rotational(members.iter().map(|m| self.rotational(m.0)).collect());
+            let kernel = self.host.kernel;
+            let idlest_flash = match a.level {
+                Level::Raid10 => kernel.md_raid10_reads_idlest_flash(),
+                _ => kernel.md_raid1_reads_idlest_flash(),
+            };
+            comp.with_rotational(
+                members.iter().map(|m| self.rotational(m.0)).collect(),
+                idlest_flash,
+            );
         }
         if let Some(c) = a.bitmap_chunk {
-            let io_opt = self
-                .host
-                .impls
-                .get(a.imp.as_deref().unwrap_or("md"))
-                .is_some_and(|imp| imp.bitmap_io_opt);
-            comp.with_bitmap(c, io_opt);
+            comp.with_bitmap(c, self.host.kernel.md_bitmap_io_opt());
         }
         if a.ppl {
             comp.with_ppl();
@@ -289,7 +292,7 @@ impl Builder<'_> {
         } else {
             None
         };
-        let lock_ns = if a.level == Level::Raid10 {
+        let lock_ns = if a.level == Level::Raid10 && !self.host.kernel.md_raid10_lockless() {
             (us(imp.raid10_lock_us) as f64 * k) as Ns
         } else {
             0

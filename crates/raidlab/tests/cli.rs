@@ -23,6 +23,16 @@ fn bad_input_gives_one_line_and_status_2() {
         ("x25e", "rw=read rate_process=bursty", "rate_process=bursty"),
         ("raid10[layout=ls](4*x25e)", w, "raid10 takes n2"),
         (
+            "host[kernel=banana](x25e)",
+            w,
+            "kernel=banana: expected a Linux release",
+        ),
+        (
+            "host[kernel=6](x25e)",
+            w,
+            "kernel=6: expected a Linux release",
+        ),
+        (
             "raid5[layout=f2](4*x25e)",
             w,
             "layout=f2: expected left-symmetric",

@@ -2,6 +2,7 @@
 //! controllers, arrays and the host with their options and defaults.
 
 use super::*;
+use crate::kernel::KernelParseError;
 
 pub(crate) fn invalid<T>(col: usize, msg: impl Into<String>) -> Result<T> {
     Err(Error::Invalid {
@@ -790,7 +791,7 @@ pub(crate) fn check_impl(a: &Array, name: &str, imp: &SwImplParams) -> Result<()
     Ok(())
 }
 
-/// Apply `host[cores=..,ghz=..]` to the host profile.
+/// Apply `host[cores=..,ghz=..,kernel=..]` to the host profile.
 /// `profile=NAME`: the host preset NAME in place of the default `host`
 /// (its cores and clock may still be set by `cores=` and `ghz=`).
 pub(crate) fn host_profile(
@@ -842,7 +843,16 @@ pub(crate) fn host_options(host: &mut HostParams, opts: &[Opt]) -> Result<()> {
                         msg: format!("ghz={}: expected a clock such as 3.0", o.value),
                     })?
             }
-            _ => return unknown_key(o, "host", "profile, cores, ghz"),
+            "kernel" => {
+                host.kernel = o
+                    .value
+                    .parse()
+                    .map_err(|e: KernelParseError| Error::Invalid {
+                        col: o.col,
+                        msg: e.to_string(),
+                    })?
+            }
+            _ => return unknown_key(o, "host", "profile, cores, ghz, kernel"),
         }
     }
     Ok(())

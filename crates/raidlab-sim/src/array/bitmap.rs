@@ -37,7 +37,7 @@ pub(super) struct Bitmap {
     prune_at: usize,
     /// Pages the bitmap spans, superblock included.
     pages: u64,
-    /// Bytes the last page goes out with (see `SwImplParams::bitmap_io_opt`).
+    /// Bytes the last page goes out with (see `Kernel::md_bitmap_io_opt`).
     last_page_len: u32,
 }
 
