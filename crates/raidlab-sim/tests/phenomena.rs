@@ -799,6 +799,34 @@ fn p27_md_raid0_over_many_nvme_drives_is_cpu_bound() {
     assert!(md.host.cpu_util_pct < 50.0, "most cores are idle");
 }
 
+/// Phenomenon 56: with few submitting threads, md RAID 0 of four NVMe
+/// drives reads 4 KiB at random below one of its drives alone, and 512 KiB
+/// at nearly four times one drive. A job is one thread: at 4 KiB it is
+/// bound by its own per-I/O CPU (block layer and driver, 1.64 µs on
+/// host2020: Axboe's 608K reads per core), and md's request and member
+/// work in the submitting thread (`md_submit_bio`) comes on top, so each
+/// job submits fewer I/Os to the array than to a bare drive; at 512 KiB
+/// the drives' transfers, not the thread, set the pace.
+#[test]
+fn p56_few_threads_read_less_from_an_nvme_raid0_than_from_one_drive_at_4k() {
+    let one = "host[profile=host2020](pm9a3)";
+    let md = "host[profile=host2020](raid0(4*pm9a3))";
+    for jobs in [1, 2] {
+        let w = format!("rw=randread bs=4k iodepth=32 numjobs={jobs} runtime=0.3");
+        let (drive, array) = (iops(one, &w), iops(md, &w));
+        assert!(
+            array < drive,
+            "{jobs} jobs: RAID 0 {array} vs one drive {drive} IOPS"
+        );
+    }
+    let w = "rw=randread bs=512k iodepth=32 numjobs=2 runtime=0.3";
+    let (drive, array) = (mbps(one, w), mbps(md, w));
+    assert!(
+        array > 3.5 * drive,
+        "512 KiB: RAID 0 {array} vs one drive {drive} MB/s"
+    );
+}
+
 /// Phenomenon 28: chunk size moves an NVMe md RAID 0's throughput and tail
 /// latency by large factors. md splits a request at every chunk boundary
 /// and pays a bio per piece (raid0's make_request bio_split loop), so a
