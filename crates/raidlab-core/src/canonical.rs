@@ -105,7 +105,14 @@ fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
         opts.push(format!("group_thread_cnt={}", a.group_threads));
     }
     if let Some(c) = a.bitmap_chunk {
-        opts.push(format!("bitmap=internal,bitmap_chunk={}", format_size(c)));
+        match &a.bitmap_device {
+            Some(d) => opts.push(format!(
+                "bitmap=external,bitmap_chunk={},bitmap_device={}",
+                format_size(c),
+                d.preset
+            )),
+            None => opts.push(format!("bitmap=internal,bitmap_chunk={}", format_size(c))),
+        }
     }
     if a.ppl {
         opts.push("consistency=ppl".into());
@@ -153,6 +160,8 @@ mod tests {
             "raid6[group_thread_cnt=4](6*pm9a3)",
             "raid1[bitmap_chunk=4k](2*x25e)",
             "raid5[bitmap=internal](4*s3500-480)",
+            "raid1[bitmap_device=x25e](2*hdd-sas15k)",
+            "host[kernel=5.2](raid10[bitmap=external,bitmap_chunk=1m,bitmap_device=pm9a3](4*x25e))",
             "raid5[consistency=ppl](4*s3500-480)",
             "host[profile=host2020](raid5[impl=vroc,consistency=ppl](4*pm9a3))",
             "raid0[impl=lvm](areca1680[mode=jbod](2*x25e[wc=off]), 2*s3500-80[state=fob])",

@@ -226,9 +226,12 @@ pub struct Array {
     /// md's `group_thread_cnt`: stripe-handling workers beside raid5d
     /// (RAID 4/5/6 in md only; 0, md's default, leaves raid5d alone).
     pub group_threads: u32,
-    /// md's internal write-intent bitmap: its chunk in bytes (`None`: no
-    /// bitmap, the simulator's default).
+    /// md's write-intent bitmap: its chunk in bytes (`None`: no bitmap,
+    /// the simulator's default).
     pub bitmap_chunk: Option<u64>,
+    /// The drive an external bitmap's file lives on (`bitmap_device=`);
+    /// `None` with a chunk: an internal bitmap, on every member.
+    pub bitmap_device: Option<Box<Device>>,
     /// md's Partial Parity Log (`consistency=ppl`, mdadm's
     /// `--consistency-policy=ppl`): RAID 5 only.
     pub ppl: bool,

@@ -437,10 +437,10 @@ fn array(
             o.rebuild_rates.2
         )));
     }
-    if o.bitmap.2 > 0 {
+    if o.bitmap.col > 0 {
         return Err(expression(format!(
-            "bitmap/bitmap_chunk at column {}: simulator-only; raidlab run keeps md's internal bitmap with its own chunk",
-            o.bitmap.2
+            "bitmap/bitmap_chunk/bitmap_device at column {}: simulator-only; raidlab run keeps md's internal bitmap with its own chunk",
+            o.bitmap.col
         )));
     }
     if let Some((_, c)) = o.consistency {

@@ -37,6 +37,10 @@ fn member_of(r: &Req) -> usize {
     r.creator_word as usize
 }
 
+/// The `creator_word` of a write to an external bitmap's file, which goes
+/// to no member.
+const BITMAP_FILE: u32 = u32::MAX;
+
 events! {
     /// Where an array's request is (`Req::phase`), in the order they come.
     Phase {
@@ -202,6 +206,8 @@ pub struct ArrayComp {
     rebuild: Option<Rebuild>,
     /// md's write-intent bitmap, if the array has one.
     bitmap: Option<Bitmap>,
+    /// The drive holding the bitmap's file, for an external bitmap.
+    bitmap_file: Option<CompId>,
     /// md's Partial Parity Log (RAID 5 `consistency=ppl`).
     ppl: bool,
     /// Members that are disks, for md's read balancing (all `false` on a
@@ -264,6 +270,7 @@ impl ArrayComp {
             failed: vec![false; n],
             rebuild: None,
             bitmap: None,
+            bitmap_file: None,
             ppl: false,
             rotational: vec![false; n],
             idlest_flash: true,
@@ -310,10 +317,12 @@ impl ArrayComp {
         self.rotational.iter().any(|&r| r)
     }
 
-    /// Give the array md's internal write-intent bitmap of `chunk` bytes;
-    /// `io_opt`: the kernel writes the bitmap's last page whole.
-    pub fn with_bitmap(&mut self, chunk: u64, io_opt: bool) {
+    /// Give the array md's write-intent bitmap of `chunk` bytes: internal
+    /// (on every member; `io_opt`: the kernel writes its last page whole),
+    /// or in a file on the drive `external`.
+    pub fn with_bitmap(&mut self, chunk: u64, io_opt: bool, external: Option<CompId>) {
         self.bitmap = Some(Bitmap::new(chunk, self.geo.bitmap_bytes(), io_opt));
+        self.bitmap_file = external;
     }
 
     /// The array's geometry.
@@ -860,6 +869,10 @@ impl ArrayComp {
     /// (`Op::Write`) or flushed (`Op::Flush`) on every member still in the
     /// array.
     fn bitmap_io(&mut self, ctx: &mut Ctx, id: ReqId, op: Op, (offset, len): (u64, u64)) {
+        if let Some(file) = self.bitmap_file {
+            self.bitmap_file_write(ctx, id, file, offset);
+            return;
+        }
         let live: Vec<usize> = (0..self.members.len())
             .filter(|&m| !self.failed[m])
             .collect();
@@ -872,6 +885,28 @@ impl ArrayComp {
             };
             self.send(ctx, id, op, &page);
         }
+    }
+
+    /// An external bitmap's page written to its file on drive `file`: a
+    /// whole page (the file's blocks, `write_file_page` in md-bitmap.c,
+    /// submitted REQ_SYNC and waited for, with no cache flush), and no
+    /// member I/O.
+    fn bitmap_file_write(&mut self, ctx: &mut Ctx, id: ReqId, file: CompId, offset: u64) {
+        ctx.reqs[id].pending = 1;
+        let child = ctx.reqs.alloc(Req {
+            offset,
+            len: BITMAP_PAGE,
+            op: Op::Write,
+            parent: id,
+            pending: 0,
+            comp: CompId::nth(0),
+            t0: ctx.now,
+            creator_word: BITMAP_FILE,
+            cost_pool: PoolId::NONE,
+            handler_word: 0,
+            phase: 0,
+        });
+        ctx.submit(file, child);
     }
 
     /// A timed event of this array.
@@ -983,8 +1018,9 @@ impl ArrayComp {
 
     /// A member request finished.
     pub fn child_done(&mut self, ctx: &mut Ctx, id: ReqId, child: ReqId) {
-        let m = member_of(&ctx.reqs[child]);
-        self.outstanding[m] -= 1;
+        if ctx.reqs[child].creator_word != BITMAP_FILE {
+            self.outstanding[member_of(&ctx.reqs[child])] -= 1;
+        }
         ctx.reqs.release(child);
         let r = &mut ctx.reqs[id];
         r.pending -= 1;
@@ -993,6 +1029,12 @@ impl ArrayComp {
         }
         let p = plan_of(r);
         match Phase::from_code(r.phase) {
+            Phase::Bitmap if self.bitmap_file.is_some() => {
+                // A file's page write is waited for, not flushed.
+                r.phase = Phase::Reads.into();
+                self.go(ctx, id);
+                return;
+            }
             Phase::Bitmap => {
                 r.phase = Phase::BitmapFlush.into();
                 self.bitmap_io(ctx, id, Op::Flush, (0, u64::from(BITMAP_PAGE)));

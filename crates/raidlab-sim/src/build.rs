@@ -229,6 +229,12 @@ impl Builder<'_> {
             None => self.software_costs(a),
         };
         let cap = geo.capacity();
+        // An external bitmap's drive, built before the array so that the
+        // array's id is the slot it is pushed into.
+        let bitmap_file = match &a.bitmap_device {
+            Some(d) => Some(self.device(d, self.host.pcie_gen)?.0),
+            None => None,
+        };
         let id = CompId::nth(self.comps.len());
         let mut comp = ArrayComp::new(
             id,
@@ -251,7 +257,7 @@ impl Builder<'_> {
             );
         }
         if let Some(c) = a.bitmap_chunk {
-            comp.with_bitmap(c, self.host.kernel.md_bitmap_io_opt());
+            comp.with_bitmap(c, self.host.kernel.md_bitmap_io_opt(), bitmap_file);
         }
         if a.ppl {
             comp.with_ppl();

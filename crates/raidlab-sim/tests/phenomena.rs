@@ -767,6 +767,32 @@ fn p55_md_raid10_reads_its_flash_mirrors_by_load_only_from_linux_5_3() {
     );
 }
 
+/// Phenomenon 57: an internal write-intent bitmap lives on the members, so
+/// on a mirror of disks every bit set costs each disk a seek to the bitmap
+/// and a cache flush before the data goes out; an external bitmap (mdadm's
+/// `--bitmap=FILE`, kept in a file on another drive) costs the members
+/// nothing, its page going to that drive as one synchronous write
+/// (md-bitmap.c `write_file_page`: REQ_SYNC, no flush). With 4 KiB regions
+/// every random write sets a bit: internal, a 15k rpm mirror writes well
+/// under two thirds of what it writes without a bitmap; external on an SSD,
+/// nearly as much as without.
+#[test]
+fn p57_an_external_bitmap_on_an_ssd_spares_a_disk_mirror_its_seeks() {
+    let w = "rw=randwrite bs=4k iodepth=1 runtime=2";
+    let mirror = |b: &str| iops(&format!("raid1[{b}](2*hdd-sas15k)"), w);
+    let none = mirror("bitmap=none");
+    let internal = mirror("bitmap_chunk=4k");
+    let external = mirror("bitmap_chunk=4k,bitmap_device=x25e");
+    assert!(
+        internal < 0.6 * none,
+        "internal {internal} vs none {none} IOPS"
+    );
+    assert!(
+        external > 0.95 * none,
+        "external on an SSD {external} vs none {none} IOPS"
+    );
+}
+
 /// Phenomenon 27: md RAID 0 over many NVMe drives is bound by the CPU of
 /// the threads that submit to it well before the drives are. md maps each
 /// RAID 0/1/10 request in the submitting thread's context

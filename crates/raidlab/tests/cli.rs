@@ -28,6 +28,26 @@ fn bad_input_gives_one_line_and_status_2() {
             "kernel=banana: expected a Linux release",
         ),
         (
+            "raid1[bitmap=external](2*x25e)",
+            w,
+            "needs bitmap_device=PRESET",
+        ),
+        (
+            "raid1[bitmap=internal,bitmap_device=x25e](2*x25e)",
+            w,
+            "bitmap_device is for an external bitmap",
+        ),
+        (
+            "raid1[bitmap_device=nosuch](2*x25e)",
+            w,
+            "unknown preset 'nosuch'",
+        ),
+        (
+            "raid1[bitmap=sideways](2*x25e)",
+            w,
+            "expected internal, external or none",
+        ),
+        (
             "host[kernel=6](x25e)",
             w,
             "kernel=6: expected a Linux release",

@@ -20,11 +20,44 @@ pub struct ArrayOpts {
     pub rebuild_rates: (Option<u64>, Option<u64>, usize),
     /// `group_thread_cnt=` and its column.
     pub group_threads: Option<(u32, usize)>,
-    /// `bitmap=internal|none` (true for internal), `bitmap_chunk=`, and
-    /// the column of the first given.
-    pub bitmap: (Option<bool>, Option<u64>, usize),
+    /// `bitmap=`, `bitmap_chunk=` and `bitmap_device=`.
+    pub bitmap: BitmapOpts,
     /// `consistency=ppl|resync` (true for ppl) and its column.
     pub consistency: Option<(bool, usize)>,
+}
+
+/// An array's bitmap options as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BitmapOpts {
+    /// `bitmap=`: internal, external or none.
+    pub kind: Option<BitmapKind>,
+    /// `bitmap_chunk=`, bytes.
+    pub chunk: Option<u64>,
+    /// `bitmap_device=PRESET` and its column: the drive an external
+    /// bitmap's file lives on.
+    pub device: Option<(String, usize)>,
+    /// Column of the first bitmap option given (0: none).
+    pub col: usize,
+}
+
+/// Where md keeps an array's write-intent bitmap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BitmapKind {
+    /// In the members' metadata, written to every member.
+    Internal,
+    /// In a file on another drive (mdadm's `--bitmap=FILE`).
+    External,
+    /// No bitmap.
+    None,
+}
+
+/// The bitmap an array's options ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BitmapChoice {
+    /// Its region, bytes.
+    pub chunk: u64,
+    /// An external bitmap's drive: preset name and column.
+    pub device: Option<(String, usize)>,
 }
 
 /// mdadm's default bitmap chunk for an internal bitmap: 64 MiB (mdadm(8),
@@ -33,22 +66,36 @@ pub struct ArrayOpts {
 /// available space").
 pub const MD_BITMAP_CHUNK: u64 = 64 << 20;
 
-/// `bitmap=internal|none` or `bitmap_chunk=SIZE` (a power of two from 4k,
-/// mdadm's smallest, to 1t) on an array with redundancy.
+/// `bitmap=internal|external|none`, `bitmap_chunk=SIZE` (a power of two
+/// from 4k, mdadm's smallest, to 1t) or `bitmap_device=PRESET` on an array
+/// with redundancy.
 pub(crate) fn bitmap_option(a: &mut ArrayOpts, level: Level, o: &Opt) -> Result<()> {
     if matches!(level, Level::Raid0 | Level::Concat) {
         return invalid(o.col, format!("{}: a write-intent bitmap needs redundancy (raid1, raid4, raid5, raid6, raid10), not {}", o.key, level.word()));
     }
-    if a.bitmap.2 == 0 {
-        a.bitmap.2 = o.col;
+    if a.bitmap.col == 0 {
+        a.bitmap.col = o.col;
     }
-    if o.key == "bitmap" {
-        a.bitmap.0 = Some(match o.value.as_str() {
-            "internal" => true,
-            "none" => false,
-            v => return invalid(o.col, format!("bitmap={v}: expected internal or none")),
-        });
-        return Ok(());
+    match o.key.as_str() {
+        "bitmap" => {
+            a.bitmap.kind = Some(match o.value.as_str() {
+                "internal" => BitmapKind::Internal,
+                "external" => BitmapKind::External,
+                "none" => BitmapKind::None,
+                v => {
+                    return invalid(
+                        o.col,
+                        format!("bitmap={v}: expected internal, external or none"),
+                    )
+                }
+            });
+            return Ok(());
+        }
+        "bitmap_device" => {
+            a.bitmap.device = Some((o.value.clone(), o.col));
+            return Ok(());
+        }
+        _ => {}
     }
     let c = parse_size(&o.value)
         .ok()
@@ -60,27 +107,51 @@ pub(crate) fn bitmap_option(a: &mut ArrayOpts, level: Level, o: &Opt) -> Result<
                 o.value
             ),
         })?;
-    a.bitmap.1 = Some(c);
+    a.bitmap.chunk = Some(c);
     Ok(())
 }
 
-/// The bitmap chunk an array's options ask for: `bitmap_chunk=` implies
-/// an internal bitmap; md only.
-pub(crate) fn bitmap_chunk(
-    bitmap: (Option<bool>, Option<u64>, usize),
+/// The bitmap an array's options ask for: its chunk, and the drive of an
+/// external one (`bitmap_chunk=` alone implies an internal bitmap,
+/// `bitmap_device=` an external one); md only.
+pub(crate) fn bitmap_choice(
+    bitmap: &BitmapOpts,
     imp: Option<&str>,
-) -> Result<Option<u64>> {
-    let (on, chunk, col) = bitmap;
+) -> Result<Option<BitmapChoice>> {
+    let col = bitmap.col;
     if col > 0 && !md_family(imp) {
         return invalid(
             col,
-            "bitmap and bitmap_chunk are md's write-intent bitmap; this array is not md",
+            "bitmap, bitmap_chunk and bitmap_device are md's write-intent bitmap; this array is not md",
         );
     }
-    match (on, chunk) {
-        (Some(false), Some(_)) => invalid(col, "bitmap=none with a bitmap_chunk"),
-        (Some(false), None) | (None, None) => Ok(None),
-        (_, c) => Ok(Some(c.unwrap_or(MD_BITMAP_CHUNK))),
+    let kind = bitmap.kind.unwrap_or(match (&bitmap.device, bitmap.chunk) {
+        (Some(_), _) => BitmapKind::External,
+        (None, Some(_)) => BitmapKind::Internal,
+        (None, None) => BitmapKind::None,
+    });
+    let chunk = bitmap.chunk.unwrap_or(MD_BITMAP_CHUNK);
+    match (kind, &bitmap.device) {
+        (BitmapKind::None, _) if bitmap.chunk.is_some() || bitmap.device.is_some() => {
+            invalid(col, "bitmap=none with a bitmap_chunk or bitmap_device")
+        }
+        (BitmapKind::None, _) => Ok(None),
+        (BitmapKind::Internal, Some((_, dcol))) => invalid(
+            *dcol,
+            "bitmap_device is for an external bitmap; bitmap=internal keeps it on the members",
+        ),
+        (BitmapKind::Internal, None) => Ok(Some(BitmapChoice {
+            chunk,
+            device: None,
+        })),
+        (BitmapKind::External, None) => invalid(
+            col,
+            "bitmap=external needs bitmap_device=PRESET, the drive its file lives on",
+        ),
+        (BitmapKind::External, Some(d)) => Ok(Some(BitmapChoice {
+            chunk,
+            device: Some(d.clone()),
+        })),
     }
 }
 
@@ -179,7 +250,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
         imp: None,
         rebuild_rates: (None, None, 0),
         group_threads: None,
-        bitmap: (None, None, 0),
+        bitmap: BitmapOpts::default(),
         consistency: None,
     };
     for o in opts {
@@ -197,7 +268,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 })?;
                 a.spares = Some((n, o.col));
             }
-            "bitmap" | "bitmap_chunk" => bitmap_option(&mut a, level, o)?,
+            "bitmap" | "bitmap_chunk" | "bitmap_device" => bitmap_option(&mut a, level, o)?,
             "consistency" => a.consistency = Some((consistency_option(level, o)?, o.col)),
             "group_thread_cnt" => {
                 if level.parity_members() == 0 {
@@ -231,7 +302,7 @@ pub fn array_options(level: Level, opts: &[Opt]) -> Result<ArrayOpts> {
                 return unknown_key(
                     o,
                     "an array",
-                    "stripe, layout, spares, impl, rebuild_min, rebuild_max, group_thread_cnt, bitmap, bitmap_chunk, consistency",
+                    "stripe, layout, spares, impl, rebuild_min, rebuild_max, group_thread_cnt, bitmap, bitmap_chunk, bitmap_device, consistency",
                 )
             }
         }

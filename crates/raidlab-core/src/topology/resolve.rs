@@ -340,7 +340,12 @@ impl Resolver<'_> {
         // (filled in by `default_stripes` once the tree is built).
         let stripe = stripe.unwrap_or(0);
         let rebuild_rates = rebuild_rates(o.rebuild_rates)?;
-        let bitmap_chunk = bitmap_chunk(o.bitmap, imp.as_deref())?;
+        let bitmap = bitmap_choice(&o.bitmap, imp.as_deref())?;
+        let bitmap_chunk = bitmap.as_ref().map(|b| b.chunk);
+        let bitmap_device = match bitmap.and_then(|b| b.device) {
+            Some((name, dcol)) => Some(Box::new(self.bitmap_device(&name, dcol)?)),
+            None => None,
+        };
         let ppl = ppl_policy(
             o.consistency,
             bitmap_chunk.is_some(),
@@ -366,9 +371,22 @@ impl Resolver<'_> {
             rebuild_rates,
             group_threads,
             bitmap_chunk,
+            bitmap_device,
             ppl,
             col,
         })
+    }
+
+    /// The drive of preset `name` an external bitmap's file lives on: an
+    /// SSD or a disk of its own, attached to the host.
+    fn bitmap_device(&mut self, name: &str, col: usize) -> Result<Device> {
+        match self.leaf_devices(name, 1, &[], col, None)?.pop() {
+            Some(Node::Device(d)) => Ok(d),
+            _ => invalid(
+                col,
+                format!("bitmap_device={name}: expected an SSD or disk preset"),
+            ),
+        }
     }
 }
 
