@@ -510,6 +510,7 @@ impl Ssd {
     /// A command the drive has admitted: its read or write path.
     #[inline]
     fn start(&mut self, ctx: &mut Ctx, id: ReqId) {
+        self.nand.set_now(ctx.now);
         let r = ctx.reqs[id];
         if r.op == Op::Flush {
             return self.start_flush(ctx, id);

@@ -56,6 +56,21 @@ impl Calendar {
         }
     }
 
+    /// Forget the intervals that end by `now`: every booking from here on
+    /// starts no earlier than the simulation's present, so no gap before
+    /// it can be used (they count as the floor), and the search below
+    /// runs over the transfers still to come.
+    #[inline]
+    pub fn forget_before(&mut self, now: Ns) {
+        while let Some(&(_, end)) = self.busy.front() {
+            if end > now {
+                break;
+            }
+            self.floor = self.floor.max(end);
+            self.busy.pop_front();
+        }
+    }
+
     /// Book `dur` in the first gap at or after `at` that holds it (after
     /// the last booking when in order); returns the transfer's end.
     pub fn reserve(&mut self, at: Ns, dur: Ns) -> Ns {
@@ -194,6 +209,9 @@ pub struct Nand {
     /// Page cache program (`cache_program`): a page's transfer may overlap
     /// the die's program under way.
     cache_program: bool,
+    /// The simulation's present, as the drive last saw it: no operation
+    /// is booked before it.
+    now: Ns,
 }
 
 impl Nand {
@@ -222,7 +240,24 @@ impl Nand {
             cache_program: p.cache_program,
             ppb: ((p.pages_per_block as f64 * block_scale).round() as u64).max(1),
             reserve: p.gc_free_blocks as u64,
+            now: 0,
         }
+    }
+
+    /// The simulation's clock has reached `now`: operations are booked from
+    /// here on.
+    #[inline]
+    pub fn set_now(&mut self, now: Ns) {
+        debug_assert!(now >= self.now, "time runs forward");
+        self.now = now;
+    }
+
+    /// Channel `ch`'s calendar, its past forgotten.
+    #[inline]
+    fn channel(&mut self, ch: usize) -> &mut Calendar {
+        let c = &mut self.channels[ch];
+        c.forget_before(self.now);
+        c
     }
 
     /// A block-mapped FTL's merge, started no earlier than `at`, on the
@@ -307,7 +342,7 @@ impl Nand {
         } else {
             xfer_ns(bytes, self.ch_mbps)
         };
-        let t = self.channels[ch].reserve(t, x);
+        let t = self.channel(ch).reserve(t, x);
         // The die's register is busy until its data has left.
         let d = &mut self.dies[die as usize];
         d.free_at = d.free_at.max(t);
@@ -379,7 +414,8 @@ impl Nand {
         } else {
             at.max(self.dies[die as usize].free_at)
         };
-        let t = self.channels[ch].reserve(at, self.t_xfer_page);
+        let x = self.t_xfer_page;
+        let t = self.channel(ch).reserve(at, x);
         let s = self.program_start(die, t);
         let pacing = self.pacing;
         let d = &mut self.dies[die as usize];
@@ -509,6 +545,27 @@ mod tests {
         let mut c = Calendar::new(true);
         assert_eq!(c.reserve(100, 10), 110);
         assert_eq!(c.reserve(0, 10), 120, "waits behind the earlier booking");
+    }
+
+    /// Forgetting what ended by the present changes no booking made from
+    /// the present on: a calendar that forgets and one that does not book
+    /// the same transfers at the same times.
+    #[test]
+    fn forgetting_the_past_changes_no_booking_from_the_present_on() {
+        let (mut forgets, mut keeps) = (Calendar::default(), Calendar::default());
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut now = 0;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            now += x % 50;
+            let at = now + (x >> 20) % 400;
+            let dur = 1 + (x >> 40) % 30;
+            forgets.forget_before(now);
+            assert_eq!(forgets.reserve(at, dur), keeps.reserve(at, dur));
+            assert!(forgets.busy.len() <= keeps.busy.len());
+        }
     }
 
     #[test]
