@@ -246,26 +246,40 @@ impl Builder<'_> {
         );
         comp.degrade(failed, rebuild);
         if ctrl.is_none() && a.runs_md() {
-            let kernel = self.host.kernel;
-            let idlest_flash = match a.level {
-                Level::Raid10 => kernel.md_raid10_reads_idlest_flash(),
-                _ => kernel.md_raid1_reads_idlest_flash(),
-            };
-            comp.with_rotational(
-                members.iter().map(|m| self.rotational(m.0)).collect(),
-                idlest_flash,
-            );
-        }
-        if let Some(c) = a.bitmap_chunk {
-            comp.with_bitmap(c, self.host.kernel.md_bitmap_io_opt(), bitmap_file);
-        }
-        if a.ppl {
-            comp.with_ppl();
+            self.md_features(&mut comp, a, &members, bitmap_file);
         }
         self.push(Comp::Array(Box::new(comp)));
         self.arrays
             .push((id, format!("{} at column {}", a.level.word(), a.col)));
         Ok((id, cap))
+    }
+
+    /// What md does that other RAID does not, as the host's kernel does
+    /// it: read balancing by the members' kind, the write-intent bitmap
+    /// (on the members, or in a file on `bitmap_file`) and the Partial
+    /// Parity Log.
+    fn md_features(
+        &self,
+        comp: &mut ArrayComp,
+        a: &Array,
+        members: &[(CompId, u64)],
+        bitmap_file: Option<CompId>,
+    ) {
+        let kernel = self.host.kernel;
+        let idlest_flash = match a.level {
+            Level::Raid10 => kernel.md_raid10_reads_idlest_flash(),
+            _ => kernel.md_raid1_reads_idlest_flash(),
+        };
+        comp.with_rotational(
+            members.iter().map(|m| self.rotational(m.0)).collect(),
+            idlest_flash,
+        );
+        if let Some(c) = a.bitmap_chunk {
+            comp.with_bitmap(c, kernel.md_bitmap_io_opt(), bitmap_file);
+        }
+        if a.ppl {
+            comp.with_ppl();
+        }
     }
 
     /// What running a host software array costs, and whether its parity
