@@ -37,6 +37,20 @@ impl Kernel {
         self.at_least(3, 6)
     }
 
+    /// md RAID 4/5/6 can hand stripe handling to worker threads
+    /// (`group_thread_cnt`): Linux 3.12 (Shaohua Li, "raid5: offload stripe
+    /// handle to workqueue", commit 851c30c9, 2013).
+    pub fn md_raid5_workers(self) -> bool {
+        self.at_least(3, 12)
+    }
+
+    /// md RAID 5 can keep a Partial Parity Log (`consistency=ppl`): Linux
+    /// 4.12 (Artur Paszkiewicz, "raid5-ppl: Partial Parity Log write
+    /// logging implementation", 2017).
+    pub fn md_ppl(self) -> bool {
+        self.at_least(4, 12)
+    }
+
     /// md RAID 10 likewise: Linux 5.3 (Guoqing Jiang, "md/raid10: read
     /// balance chooses idlest disk for SSD", 2019, after Andy Smith's
     /// report of a RAID 10 of an NVMe and a SATA SSD reading at random 3
@@ -162,5 +176,7 @@ mod tests {
         );
         assert!(!k("6.0").md_raid10_lockless() && k("6.1").md_raid10_lockless());
         assert!(!k("6.3").md_bitmap_io_opt() && k("6.4").md_bitmap_io_opt());
+        assert!(!k("3.11").md_raid5_workers() && k("3.12").md_raid5_workers());
+        assert!(!k("4.11").md_ppl() && k("4.12").md_ppl());
     }
 }

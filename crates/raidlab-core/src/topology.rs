@@ -408,10 +408,13 @@ mod tests {
     #[test]
     fn ppl_and_vroc_are_checked() {
         let ok = |e: &str| resolve(e, &db()).unwrap_or_else(|x| panic!("{e}: {x}"));
-        let Node::Array(a) = ok("raid5[consistency=ppl](4*x25e)").root else {
+        let Node::Array(a) = ok("host[kernel=4.12](raid5[consistency=ppl](4*x25e))").root else {
             panic!()
         };
         assert!(a.ppl);
+        // md's log came in Linux 4.12; the default host runs 3.10.
+        assert!(err("raid5[consistency=ppl](4*x25e)").contains("came in Linux 4.12"));
+        assert!(err("raid5[group_thread_cnt=2](4*x25e)").contains("came in Linux 3.12"));
         let Node::Array(a) = ok("raid5[consistency=resync](4*x25e)").root else {
             panic!()
         };
@@ -424,7 +427,7 @@ mod tests {
         );
         assert!(err("raid5[impl=windows,consistency=ppl](3*x25e)").contains("not md"));
         assert!(err("adaptec5085(raid5[consistency=ppl](3*x25e))").contains("not md"));
-        assert!(err("raid5[consistency=ppl](65*x25e)").contains("at most 64"));
+        assert!(err("host[kernel=5.10](raid5[consistency=ppl](65*x25e))").contains("at most 64"));
         let h = "host[profile=host2020]";
         let Node::Array(a) = ok(&format!("{h}(raid5[impl=vroc](4*pm9a3))")).root else {
             panic!()
