@@ -33,6 +33,16 @@ fn bad_input_gives_one_line_and_status_2() {
             "needs bitmap_device=PRESET",
         ),
         (
+            "raid5[consistency=ppl](4*x25e)",
+            w,
+            "came in Linux 4.12; this host runs 3.10",
+        ),
+        (
+            "host[kernel=3.11](raid5[group_thread_cnt=2](4*x25e))",
+            w,
+            "came in Linux 3.12; this host runs 3.11",
+        ),
+        (
             "raid1[bitmap=internal,bitmap_device=x25e](2*x25e)",
             w,
             "bitmap_device is for an external bitmap",
