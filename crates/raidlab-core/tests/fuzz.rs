@@ -42,6 +42,11 @@ fn token() -> impl Strategy<Value = String> {
         Just("consistency=ppl".to_string()),
         Just("impl=vroc".to_string()),
         Just("host[profile=host2020]".to_string()),
+        Just("host[kernel=".to_string()),
+        Just("bitmap_device=".to_string()),
+        Just("bitmap=external".to_string()),
+        Just("group_thread_cnt=2".to_string()),
+        "[0-9]{1,2}\\.[0-9]{1,3}(\\.[0-9]{0,4})?",
         "[0-9]{1,6}",
         "\\PC{0,3}",
     ]

@@ -86,6 +86,10 @@ fn topology() -> impl Strategy<Value = String> {
                 6 => format!(
                     "{raid_ctrl}(raid5[stripe=64k,spares=1,rebuild_max=100m](2*x25e, missing, x25e))"
                 ),
+                // md's write-intent bitmap, in a file on a drive of its
+                // own and on the members of an older kernel (whose last
+                // bitmap page writes fall below a 4 KiB unit), degraded.
+                7 => "host[kernel=6.3](raid1(raid1[bitmap_chunk=4k,bitmap_device=x25e](x25e,missing,s3500-80),raid10[bitmap_chunk=16k](4*s3500-80)))".to_string(),
                 // md's far and offset copies, over flash beside a disk
                 // (md reads its flash), and degraded.
                 8 => "raid10[stripe=16k,layout=f2](2*x25e,hdd-sas15k,s3500-80)".to_string(),
