@@ -34,6 +34,10 @@ fn plan_of(r: &Req) -> usize {
 
 /// The member a member command went to (its creator's word).
 fn member_of(r: &Req) -> usize {
+    debug_assert_ne!(
+        r.creator_word, BITMAP_FILE,
+        "a bitmap file write has no member"
+    );
     r.creator_word as usize
 }
 

@@ -748,7 +748,8 @@ pub(crate) fn default_stripes(n: &mut Node, ctrl_default: Option<u64>, host: &Ho
 
 /// Check every host software array against its implementation's profile
 /// in host preset `profile`: the profile exists and takes the array's
-/// level, member count and stripe unit.
+/// level, member count and stripe unit, and the host's kernel has the md
+/// features the array asks for.
 pub(crate) fn check_impls(n: &Node, host: &HostParams, profile: &str) -> Result<()> {
     let Node::Array(a) = n else {
         if let Node::Controller(c) = n {
@@ -769,6 +770,7 @@ pub(crate) fn check_impls(n: &Node, host: &HostParams, profile: &str) -> Result<
         };
         check_impl(a, name, imp)?;
     }
+    check_kernel(a, host)?;
     a.members
         .iter()
         .try_for_each(|m| check_impls(m, host, profile))
@@ -776,30 +778,24 @@ pub(crate) fn check_impls(n: &Node, host: &HostParams, profile: &str) -> Result<
 
 /// md features the host's kernel does not have yet are refused: stripe
 /// workers before Linux 3.12, the Partial Parity Log before 4.12.
-pub(crate) fn check_kernel(n: &Node, host: &HostParams) -> Result<()> {
+fn check_kernel(a: &Array, host: &HostParams) -> Result<()> {
     let k = host.kernel;
     let too_old = |what: &str, since: &str| {
         format!("{what} came in Linux {since}; this host runs {k} (set host[kernel=...] or a newer profile, e.g. host[profile=host2020](...))")
     };
-    match n {
-        Node::Array(a) => {
-            if a.group_threads > 0 && !k.md_raid5_workers() {
-                return invalid(
-                    a.col,
-                    too_old("group_thread_cnt, md's stripe workers,", "3.12"),
-                );
-            }
-            if a.ppl && !k.md_ppl() {
-                return invalid(
-                    a.col,
-                    too_old("consistency=ppl, md's Partial Parity Log,", "4.12"),
-                );
-            }
-            a.members.iter().try_for_each(|m| check_kernel(m, host))
-        }
-        Node::Controller(c) => c.children.iter().try_for_each(|m| check_kernel(m, host)),
-        Node::Device(_) => Ok(()),
+    if a.group_threads > 0 && !k.md_raid5_workers() {
+        return invalid(
+            a.col,
+            too_old("group_thread_cnt, md's stripe workers,", "3.12"),
+        );
     }
+    if a.ppl && !k.md_ppl() {
+        return invalid(
+            a.col,
+            too_old("consistency=ppl, md's Partial Parity Log,", "4.12"),
+        );
+    }
+    Ok(())
 }
 
 /// Array `a` within what implementation `name` builds.
@@ -928,7 +924,6 @@ pub fn resolve(expr: &str, db: &PresetDb) -> Result<Topology> {
     }
     for n in &mut nodes {
         check_impls(n, &host, profile.as_deref().unwrap_or("host"))?;
-        check_kernel(n, &host)?;
         default_stripes(n, None, &host);
     }
     let root = nodes.remove(0);
