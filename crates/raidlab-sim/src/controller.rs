@@ -574,11 +574,7 @@ impl CtrlVol {
                 Op::Read => !self.holds(r.offset, r.offset + r.len as u64),
                 Op::Flush => unreachable!("flushes take their own path"),
             };
-        let command = if self
-            .cfg
-            .fastpath
-            .takes(r.op, r.len as u64, self.cfg.geo.as_ref())
-        {
+        let command = if self.cuts_through(&r) {
             0
         } else {
             self.cfg.cmd_ns
@@ -692,7 +688,30 @@ impl CtrlVol {
             let from = if arrived { at.saturating_sub(pass) } else { at };
             t = t.max(ctx.reserve(p.dma, from, pass));
         }
-        ctx.schedule(t + self.cfg.fw_latency, self.id, id, Ev::Done);
+        let latency = self.completion_latency(&ctx.reqs[id]);
+        ctx.schedule(t + latency, self.id, id, Ev::Done);
+    }
+
+    /// Does the host command take FastPath (the cut-through path)?
+    #[inline]
+    fn cuts_through(&self, r: &Req) -> bool {
+        self.cfg
+            .fastpath
+            .takes(r.op, r.len as u64, self.cfg.geo.as_ref())
+    }
+
+    /// The firmware's fixed latency a host command's completion pays: none
+    /// for one that took FastPath, which hands the command to its drives and
+    /// their completion back without the firmware's processing (LSI's
+    /// cut-through I/O: the same processing whose per-command cost it
+    /// skips).
+    #[inline]
+    fn completion_latency(&self, r: &Req) -> Ns {
+        if self.cuts_through(r) {
+            0
+        } else {
+            self.cfg.fw_latency
+        }
     }
 
     fn sequential(&mut self, offset: u64, end: u64) -> bool {
@@ -984,7 +1003,8 @@ impl CtrlVol {
             }
             Op::Write => {
                 self.read_cache.insert(c.offset, c.offset + c.len as u64);
-                ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, Ev::Done)
+                let latency = self.completion_latency(&ctx.reqs[id]);
+                ctx.schedule(ctx.now + latency, self.id, id, Ev::Done)
             }
             Op::Flush => ctx.schedule(ctx.now + self.cfg.fw_latency, self.id, id, Ev::Done),
         }

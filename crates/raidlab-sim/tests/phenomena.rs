@@ -355,9 +355,12 @@ fn p16_steady_state_does_not_depend_on_the_start() {
     let db = PresetDb::builtin();
     for (topo, wl) in [
         (
-            // Near its drives' limit, the full cache drains slowly (about
-            // 15 s): rounds of 0.8 s leave room for that within 25 rounds.
-            "megaraid9361(raid10(8*s3500-800))",
+            // The controller's RAID-on-chip is the limit; the full cache
+            // drains in a few seconds. (SATA drives preconditioned by random
+            // writes, as a MegaRAID 9361 of S3500s, relax toward a mix's own
+            // collection balance over tens of seconds, from either start,
+            // a drift within the window's bounds: not what this tests.)
+            "megaraid9560(raid10(8*pm9a3))",
             "rw=randrw rwmixread=80 bs=8k numjobs=4 iodepth=32 runtime=4",
         ),
         (

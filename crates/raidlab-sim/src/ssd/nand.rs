@@ -5,13 +5,17 @@
 //! gap of its calendar after the page is ready.
 //!
 //! Operations are placed on the timelines in dispatch order (the firmware's
-//! per-die queues are FIFO), so no event is needed per NAND operation.
+//! per-die queues are FIFO, except that reads overtake queued programs and
+//! GC work, below), so no event is needed per NAND operation.
 //!
-//! Garbage collection runs in the background of a die: host reads go ahead
-//! of queued GC work (firmware read priority and program/erase suspend) and
-//! wait at most for the GC operation in progress, pushing the GC backlog back
-//! by their own time; host programs wait for the backlog, because they need
-//! the blocks it frees.
+//! Host reads go ahead of the host programs queued on their die (firmware
+//! read-first scheduling) and wait for the program under way, or only for
+//! its loop under way where the flash suspends programs. Garbage collection
+//! runs in the background of a die: host reads go ahead of queued GC work
+//! (firmware read priority and program/erase suspend) and wait at most for
+//! the GC operation in progress, pushing the GC backlog back by their own
+//! time; host programs wait for the backlog, because they need the blocks
+//! it frees.
 
 use crate::engine::{us, xfer_ns};
 use crate::ssd::ftl::GcWork;
@@ -354,10 +358,13 @@ impl Nand {
     }
 
     /// When a host read of `die` arriving at `at` starts its array read.
-    /// Host programs running or queued then are suspended at the end of the
-    /// program loop under way (loops of `t_suspend`) and resume after the
-    /// read, later by its time, when the flash suspends;
-    /// otherwise the read waits for them. Queued GC waits for the read
+    /// The firmware issues a die's reads ahead of the programs queued for it
+    /// (read-first transaction scheduling: Jung et al., "Sprinkler", HPCA
+    /// 2014, as MQSim's `TSU_OutOfOrder` serves a chip's user reads before
+    /// its queued writes), so the read waits only for the host program
+    /// under way; on a flash that suspends, only for the end of that
+    /// program's loop under way (loops of `t_suspend`). The programs behind
+    /// it start later by the read's time. Queued GC waits for the read
     /// either way; the GC operation in progress does not, except that a
     /// flash that suspends programs suspends GC's too (the read then waits
     /// the suspend, or a GC read).
@@ -365,17 +372,30 @@ impl Nand {
     fn read_start(&mut self, at: Ns, die: u32, t_read: Ns) -> Ns {
         let t_suspend = self.t_suspend;
         let op = self.t_prog.max(t_read);
+        // Where the host programs on the die can give way to the read:
+        // between a program's loops when the flash suspends; otherwise only
+        // between programs, a program's data going into the die's register
+        // just before it where the flash has no cache register to take it
+        // during the program before.
+        let grain = if t_suspend > 0 {
+            t_suspend
+        } else if self.cache_program {
+            self.t_prog
+        } else {
+            self.t_prog + self.t_xfer_page
+        };
         let d = &mut self.dies[die as usize];
         let after_reads = d.read_free.max(at);
-        let mut s = if t_suspend > 0 && d.prog_until > after_reads {
-            // A program is a train of program-and-verify loops and stops
-            // only where one ends (NAND makers' suspend: the die enters its
+        let mut s = if grain > 0 && d.prog_until > after_reads {
+            // The programs booked on the die are taken as a train of
+            // `grain`-long steps ending where the last one does. A program
+            // is itself a train of program-and-verify loops and stops only
+            // where one ends (NAND makers' suspend: the die enters its
             // suspend state after the verify of the loop under way, e.g.
-            // US patents 11,574,683 and 11,646,087). Loops of `t_suspend`
-            // end at whole loops before the program's end, so the read waits
-            // out the rest of the loop under way; the program, paused at the
-            // loop's end, resumes after the read, later by its time.
-            let wait = (d.prog_until - after_reads) % t_suspend;
+            // US patents 11,574,683 and 11,646,087). Either way the read
+            // waits out the rest of the step under way; the programs,
+            // paused there, resume after the read, later by its time.
+            let wait = (d.prog_until - after_reads) % grain;
             d.prog_until += t_read;
             d.free_at += t_read;
             after_reads + wait
@@ -606,6 +626,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_read_goes_ahead_of_the_programs_queued_behind_the_one_under_way() {
+        // The X25-E's flash neither suspends nor caches a program's data, so
+        // the second program's data goes into the die after the first.
+        let mut n = x25e();
+        let first = n.program(0, 0);
+        let second = n.program(0, 0);
+        assert!(second > first + n.t_prog, "booked one after the other");
+        let t_read = n.t_read;
+        // A read arriving during the first waits for it alone, then reads;
+        // the second program starts later by the read.
+        let done = n.read(first - 1_000, 0, 0, 4096);
+        assert!(done < second, "{done} vs second program end {second}");
+        assert!(
+            done >= first + t_read,
+            "{done} vs first program end {first}"
+        );
+        assert_eq!(n.dies[0].prog_until, second + t_read);
+    }
+
     /// A drive whose flash suspends programs for reads after `suspend_us`.
     fn suspending(suspend_us: f64) -> Nand {
         let db = PresetDb::builtin();
@@ -623,7 +663,8 @@ mod tests {
         let done = plain.program(0, 0);
         assert_eq!(sus.program(0, 0), done);
         let t_read = plain.t_read;
-        // Without suspend the read waits for the program; with it, the end
+        // Without suspend the read waits for the program under way (its data
+        // already going into the die); with it, the end
         // of the program loop under way (loops of 20 us counted back from
         // the program's end), and the program ends later by the read.
         let waited = plain.read(1_000, 0, 0, 4096);
