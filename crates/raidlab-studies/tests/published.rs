@@ -99,10 +99,13 @@ fn within(what: &str, s: ErrorStats, median: f64, p90: f64) {
 /// mechanisms since (the Areca's one cache task, the Adaptec's RAID-layer
 /// latency and per-line mapping; whole stripes gathered for sequential
 /// write streams, lines mapped ahead of them, read-ahead that fetches only
-/// what it lacks; Table 12's ports without NCQ) bring them to 10.5 % /
-/// 41.2 % (together 9.4 % / 38.9 %). The aim (issue 51) is 10 % / 30 %
-/// together and a median of 15 % for each document; these bounds are a
-/// ratchet below it.
+/// what it lacks; Table 12's ports without NCQ) brought them to 10.5 % /
+/// 41.2 % (together 9.4 % / 38.9 %); admin2015 run as TKperf runs (two jobs
+/// of 16), the S3500's flash read time from its die's data sheet and reads
+/// ahead of queued programs bring them to 10.2 % / 41.2 % (together 8.9 % /
+/// 37.7 %). The aim (issue 51) is 10 % / 30 % together and a median of 15 %
+/// for each document; these bounds are a ratchet below it, and each
+/// document's median meets the aim.
 #[test]
 #[ignore = "slow tier: simulates 622 published rows; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
 fn slow_held_out_document_measurements_all_simulate_and_do_not_drift() {
@@ -123,16 +126,16 @@ fn slow_held_out_document_measurements_all_simulate_and_do_not_drift() {
     within(
         "the four documents",
         ErrorStats::of(all.iter().copied()),
-        9.8,
-        40.0,
+        9.5,
+        39.0,
     );
-    // Per document: petrov2010 and jdev2009 meet the aim; admin2015 (22 %)
-    // and intel2013 (16 %) are held where they stand.
+    // Per document, each within the aim of 15 %: petrov2010 10.1 %,
+    // jdev2009 5.1 %, admin2015 7.7 %, intel2013 9.7 %.
     for (doc, bound) in [
         ("petrov2010", 10.8),
         ("jdev2009", 6.0),
-        ("admin2015", 23.0),
-        ("intel2013", 17.0),
+        ("admin2015", 10.0),
+        ("intel2013", 12.0),
     ] {
         let d = ErrorStats::of(all.iter().copied().filter(|r| r.row.source == doc));
         assert!(
