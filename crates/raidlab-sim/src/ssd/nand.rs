@@ -176,6 +176,22 @@ pub fn page_read_times(mean: Ns, bits: u32) -> [Ns; 4] {
     t
 }
 
+/// Where the host programs booked on a die can give way to a host read:
+/// between a program's loops when the flash suspends; otherwise only
+/// between programs, a program's data going into the die's register just
+/// before it where the flash has no cache register to take it during the
+/// program before.
+fn give_way_step(p: &SsdParams) -> Ns {
+    let suspend = us(p.program_suspend_us);
+    if suspend > 0 {
+        suspend
+    } else if p.cache_program {
+        us(p.program_us)
+    } else {
+        us(p.program_us) + xfer_ns(p.page_kb as u64 * 1024, p.channel_mbps)
+    }
+}
+
 /// Timelines and timings of one drive's flash.
 pub struct Nand {
     /// One timeline per die (die d sits on channel d % channels). Private:
@@ -199,6 +215,9 @@ pub struct Nand {
     page_types: u32,
     /// Time to suspend a program for a read (0: programs are not suspended).
     t_suspend: Ns,
+    /// Where a die's booked host programs can give way to a host read: see
+    /// [`give_way_step`].
+    t_give_way: Ns,
     t_prog: Ns,
     t_erase: Ns,
     ch_mbps: f64,
@@ -235,6 +254,7 @@ impl Nand {
             t_read_page: page_read_times(us(p.read_us), p.cell_bits.max(1)),
             page_types: p.cell_bits.max(1),
             t_suspend: us(p.program_suspend_us),
+            t_give_way: give_way_step(p),
             t_prog: us(p.program_us),
             t_erase: (us(p.erase_us) as f64 * block_scale) as Ns,
             ch_mbps: p.channel_mbps,
@@ -372,18 +392,7 @@ impl Nand {
     fn read_start(&mut self, at: Ns, die: u32, t_read: Ns) -> Ns {
         let t_suspend = self.t_suspend;
         let op = self.t_prog.max(t_read);
-        // Where the host programs on the die can give way to the read:
-        // between a program's loops when the flash suspends; otherwise only
-        // between programs, a program's data going into the die's register
-        // just before it where the flash has no cache register to take it
-        // during the program before.
-        let grain = if t_suspend > 0 {
-            t_suspend
-        } else if self.cache_program {
-            self.t_prog
-        } else {
-            self.t_prog + self.t_xfer_page
-        };
+        let grain = self.t_give_way;
         let d = &mut self.dies[die as usize];
         let after_reads = d.read_free.max(at);
         let mut s = if grain > 0 && d.prog_until > after_reads {
