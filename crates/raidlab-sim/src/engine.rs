@@ -323,18 +323,24 @@ impl Pool {
             v[0] = s + dur;
             return s + dur;
         }
-        // Busy servers sit at the end, and there are usually few of them
-        // (a big host's cores mostly idle): look back from the end a little
-        // before searching the whole.
-        let mut idle = v.len();
-        let floor = idle.saturating_sub(SCAN_BACK);
-        while idle > floor && v[idle - 1] > now {
-            idle -= 1;
-        }
-        if idle == floor && idle > 0 && v[idle - 1] > now {
-            idle = v[..idle].partition_point(|&f| f <= now);
-        }
-        let best = idle.saturating_sub(1);
+        let best = if v[0] > now {
+            // Every server busy (a saturated drive's firmware cores): the
+            // first to free takes the job.
+            0
+        } else {
+            // Busy servers sit at the end, and there are usually few of them
+            // (a big host's cores mostly idle): look back from the end a
+            // little before searching the whole.
+            let mut idle = v.len();
+            let floor = idle.saturating_sub(SCAN_BACK);
+            while idle > floor && v[idle - 1] > now {
+                idle -= 1;
+            }
+            if idle == floor && v[idle - 1] > now {
+                idle = v[..idle].partition_point(|&f| f <= now);
+            }
+            idle - 1
+        };
         let end = v[best].max(now) + dur;
         // The new time is no earlier than the old: move it right past the
         // times below it, keeping the order (usually few: a shift loop, not
