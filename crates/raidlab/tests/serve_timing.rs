@@ -111,9 +111,9 @@ fn round_trip(d: &std::path::Path, rw: &str) -> Seen {
 
 /// The round trip around one case: measured just before and just after it
 /// in the case's direction, the larger of each figure. On a machine of two
-/// cores the protocol's cost moves with whatever else runs (a p99 of 41 to
-/// 63 µs between runs of the same build), so one measurement at the start
-/// misjudges the cases that run minutes later.
+/// cores the protocol's cost moves with whatever else runs (the read round
+/// trip's p99 ranged from 64 to 82 µs over one run's cases), so one
+/// measurement at the start misjudges the cases that run minutes later.
 fn round_trip_around(before: Seen, after: Seen) -> Seen {
     Seen {
         iops: before.iops.min(after.iops),
