@@ -91,18 +91,21 @@ fn sim(topo: &str, rw: &str, qd: u32) -> Seen {
 /// Seconds each measurement of the round trip lasts.
 const ROUND_TRIP_SECONDS: u32 = 2;
 
-/// The NBD round trip on this machine: fio's `rw` at queue depth 1 against
-/// a served file in the page cache (mean and p99, µs). A write's round trip
-/// carries its data the other way, so each direction is measured as it is
-/// used.
-fn round_trip(d: &std::path::Path, rw: &str) -> Seen {
+/// The file the round trip is measured against: 64 MiB written once, so
+/// that it sits in the page cache and no measurement waits on its
+/// write-back.
+fn null_image(d: &std::path::Path) -> std::path::PathBuf {
     let img = d.join("null.img");
-    std::fs::File::create(&img)
-        .unwrap()
-        .set_len(64 << 20)
-        .unwrap();
     std::fs::write(&img, vec![1u8; 64 << 20]).unwrap();
-    let sock = d.join("null.sock");
+    img
+}
+
+/// The NBD round trip on this machine: fio's `rw` at queue depth 1 against
+/// `img` served from the page cache (mean and p99, µs). A write's round
+/// trip carries its data the other way, so each direction is measured as
+/// it is used.
+fn round_trip(img: &std::path::Path, rw: &str) -> Seen {
+    let sock = img.with_extension("sock");
     let child = serve(img.to_str().unwrap(), &sock, &["--force"]);
     let seen = fio_for(&sock, rw, 1, ROUND_TRIP_SECONDS);
     stop(child);
@@ -112,7 +115,7 @@ fn round_trip(d: &std::path::Path, rw: &str) -> Seen {
 /// The round trip around one case: measured just before and just after it
 /// in the case's direction, the larger of each figure. On a machine of two
 /// cores the protocol's cost moves with whatever else runs (the read round
-/// trip's p99 ranged from 64 to 82 µs over one run's cases), so one
+/// trip's p99 ranged from 63 to 84 µs over two runs' cases), so one
 /// measurement at the start misjudges the cases that run minutes later.
 fn round_trip_around(before: Seen, after: Seen) -> Seen {
     Seen {
@@ -127,6 +130,7 @@ fn round_trip_around(before: Seen, after: Seen) -> Seen {
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed")]
 fn slow_served_simulated_arrays_answer_as_the_model_does() {
     let d = dir("t");
+    let null = null_image(&d);
     let mut kept_up = 0;
     let mut lines = Vec::new();
     for topo in [
@@ -137,7 +141,7 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
         for rw in ["randread", "randwrite"] {
             for qd in [1, 32] {
                 let want = sim(topo, rw, qd);
-                let before = round_trip(&d, rw);
+                let before = round_trip(&null, rw);
                 let sock = d.join("s.sock");
                 let report = d.join("drift.json");
                 let prep = format!("rw={rw} bs=4k iodepth={qd}");
@@ -148,7 +152,7 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                 );
                 let got = fio(&sock, rw, qd);
                 let err = stop(child);
-                let rt = round_trip_around(before, round_trip(&d, rw));
+                let rt = round_trip_around(before, round_trip(&null, rw));
                 let drift: serde_json::Value =
                     serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
                 let case = format!(
