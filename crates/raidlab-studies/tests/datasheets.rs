@@ -13,12 +13,14 @@ use std::collections::BTreeSet;
 /// meet their figures within a fraction of a percent.
 const STALE_PCT: f64 = 5.0;
 
+/// The project's `data/datasheets/`.
+fn datasheets_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/datasheets")
+}
+
 /// The rows of one file in `data/datasheets/`.
 fn rows_of(file: &str) -> Vec<Row> {
-    let path = format!(
-        "{}/../../data/datasheets/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = datasheets_dir().join(file);
     let text = std::fs::read_to_string(&path).expect("datasheet file");
     parse_csv(&text).expect("datasheet CSV")
 }
@@ -129,8 +131,7 @@ fn sequential(row: &Row) -> Option<&'static str> {
 
 #[test]
 fn every_ssd_preset_meets_its_sequential_capacity_points() {
-    let dir = format!("{}/../../data/datasheets", env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
+    let mut files: Vec<String> = std::fs::read_dir(datasheets_dir())
         .expect("data/datasheets")
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .filter(|f| f.ends_with(".csv"))
