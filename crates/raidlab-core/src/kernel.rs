@@ -66,6 +66,17 @@ impl Kernel {
         self.at_least(6, 1)
     }
 
+    /// md's resync and recovery, finding the array busy with other I/O
+    /// while above `speed_limit_min`, wait for their own requests in flight
+    /// to complete instead of sleeping until their speed falls to that
+    /// minimum: Linux 4.1 (NeilBrown, "md: allow resync to go faster when
+    /// there is competing IO", commit ac8fa4196d20, 2015). Yu Kuai's
+    /// "md: add a new api sync_io_depth" (2025) describes the result: sync
+    /// I/O depth is limited to one while the array is busy.
+    pub fn md_resync_drains_when_busy(self) -> bool {
+        self.at_least(4, 1)
+    }
+
     /// md writes the last page of its write-intent bitmap at the members'
     /// optimal I/O size, not just its used sectors: Linux 6.4 (Jon Derrick,
     /// "md: Use optimal I/O size for last bitmap page", commit
@@ -178,5 +189,6 @@ mod tests {
         assert!(!k("6.3").md_bitmap_io_opt() && k("6.4").md_bitmap_io_opt());
         assert!(!k("3.11").md_raid5_workers() && k("3.12").md_raid5_workers());
         assert!(!k("4.11").md_ppl() && k("4.12").md_ppl());
+        assert!(!k("4.0").md_resync_drains_when_busy() && k("4.1").md_resync_drains_when_busy());
     }
 }

@@ -110,9 +110,11 @@ struct Plan {
 
 /// md's recovery onto a spare that took a missing member's place: chunk
 /// rows rebuilt in turn, paced as md paces resync (`md_do_sync`): while the
-/// speed measured over its recent marks is above `speed_limit_min` and
-/// either above `speed_limit_max` or the array is not idle, it sleeps half
-/// a second before going on. Rates are in bytes per second here.
+/// speed measured over its recent marks is above `speed_limit_min`, it
+/// sleeps half a second before going on when above `speed_limit_max`;
+/// when the array is not idle it sleeps likewise before Linux 4.1 and from
+/// 4.1 waits until its own steps in flight are done ([`Pace`]). Rates are
+/// in bytes per second here.
 #[derive(Debug, Clone)]
 pub struct Rebuild {
     /// The slot being rebuilt.
@@ -141,6 +143,26 @@ pub struct Rebuild {
     busy_above: u64,
     /// When the rebuild finished.
     pub finished: Option<Ns>,
+    /// A busy array makes the next step wait for the steps in flight
+    /// (Linux 4.1 and later), not sleep.
+    drain_when_busy: bool,
+    /// Step slots waiting for the steps in flight to finish.
+    parked: Vec<ReqId>,
+    /// Bytes issued since the pace was last checked (Linux 4.1 and later
+    /// check it once a `RESYNC_WINDOW`).
+    since_check: u64,
+}
+
+/// What the rebuild's next step does, as `md_do_sync` decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pace {
+    /// Go on now.
+    Go,
+    /// Sleep `THROTTLE` first (`msleep(500)`).
+    Sleep,
+    /// Wait until no step is in flight (`wait_event(recovery_wait,
+    /// !recovery_active)`, Linux 4.1 and later).
+    Drain,
 }
 
 /// md takes a speed mark every 3 s (`SYNC_MARK_STEP`)...
@@ -149,10 +171,19 @@ const MARK_STEP: Ns = 3_000_000_000;
 const MARKS: usize = 10;
 /// md sleeps 500 ms when the resync is going too fast (`msleep(500)`).
 const THROTTLE: Ns = 500_000_000;
+/// md checks its pace once per window of resync I/O issued: 32 pages,
+/// 128 KiB (`window = 32 * (PAGE_SIZE / 512)` sectors in `md_do_sync`).
+const RESYNC_WINDOW: u64 = 128 * 1024;
 
 impl Rebuild {
-    /// A rebuild of `slot` of an array of `members`, between the two rates.
-    pub fn new(slot: usize, members: usize, min_rate: f64, max_rate: f64) -> Self {
+    /// A rebuild of `slot` of an array of `members`, between the two rates;
+    /// `drain_when_busy`: pace a busy array as Linux 4.1 and later do.
+    pub fn new(
+        slot: usize,
+        members: usize,
+        (min_rate, max_rate): (f64, f64),
+        drain_when_busy: bool,
+    ) -> Self {
         assert!(min_rate > 0.0 && max_rate >= min_rate, "rebuild rates");
         Rebuild {
             slot,
@@ -166,11 +197,30 @@ impl Rebuild {
             busy: 0,
             busy_above: 64 * 512 * members as u64,
             finished: None,
+            drain_when_busy,
+            parked: Vec::new(),
+            since_check: 0,
         }
     }
 
-    /// Whether the next step must wait (md's throttle), checked at `now`.
-    fn throttled(&mut self, now: Ns) -> bool {
+    /// Whether the pace is checked before the next step: before every
+    /// step, or from Linux 4.1 once a window has been issued since the
+    /// last check.
+    fn check_due(&self) -> bool {
+        !self.drain_when_busy || self.since_check >= RESYNC_WINDOW
+    }
+
+    /// A step of `len` bytes goes out: it opens a new window when the
+    /// last one is full.
+    fn issue(&mut self, len: u64) {
+        if self.since_check >= RESYNC_WINDOW {
+            self.since_check = 0;
+        }
+        self.since_check += len;
+    }
+
+    /// How the next step is paced (md's throttle), checked at `now`.
+    fn pace(&mut self, now: Ns) -> Pace {
         if now >= self.marks.back().expect("a mark").0 + MARK_STEP {
             self.marks.push_back((now, self.done));
             if self.marks.len() > MARKS {
@@ -185,7 +235,13 @@ impl Rebuild {
         if busy {
             self.busy = 0;
         }
-        speed > self.min_rate && (speed > self.max_rate || busy)
+        if speed <= self.min_rate || !(busy || speed > self.max_rate) {
+            Pace::Go
+        } else if speed > self.max_rate || !self.drain_when_busy {
+            Pace::Sleep
+        } else {
+            Pace::Drain
+        }
     }
 }
 
@@ -945,9 +1001,19 @@ impl ArrayComp {
     fn rebuild_step(&mut self, ctx: &mut Ctx, id: ReqId) {
         let end = self.geo.member_size();
         let rb = self.rebuild.as_mut().expect("a rebuild");
-        if rb.next < end && rb.throttled(ctx.now) {
-            ctx.schedule(ctx.now + THROTTLE, self.id, id, Ev::Rebuild);
-            return;
+        if rb.next < end && rb.check_due() {
+            match rb.pace(ctx.now) {
+                Pace::Go => {}
+                Pace::Sleep => {
+                    ctx.schedule(ctx.now + THROTTLE, self.id, id, Ev::Rebuild);
+                    return;
+                }
+                Pace::Drain if !rb.in_flight.is_empty() => {
+                    rb.parked.push(id);
+                    return;
+                }
+                Pace::Drain => {}
+            }
         }
         let (slot, pos) = (rb.slot, rb.next);
         if pos >= end {
@@ -959,6 +1025,7 @@ impl ArrayComp {
             return;
         }
         let len = self.geo.chunk().min(end - pos);
+        rb.issue(len);
         rb.next += len;
         rb.in_flight.push_back(pos);
         let p = self.new_plan();
@@ -1017,6 +1084,13 @@ impl ArrayComp {
         rb.done += len;
         rb.in_flight.retain(|&s| s != start);
         rb.pos = rb.in_flight.front().copied().unwrap_or(rb.next);
+        if rb.in_flight.is_empty() && !rb.parked.is_empty() {
+            // The wait is over: md goes on with a new window unchecked.
+            rb.since_check = 0;
+            for parked in rb.parked.drain(..) {
+                ctx.schedule(ctx.now, self.id, parked, Ev::Rebuild);
+            }
+        }
         ctx.schedule(ctx.now, self.id, id, Ev::Rebuild);
     }
 

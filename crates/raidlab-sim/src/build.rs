@@ -217,7 +217,18 @@ impl Builder<'_> {
                 members[slot] = spare;
                 failed[slot] = false;
                 let (lo, hi) = a.rebuild_rates;
-                Some(Rebuild::new(slot, members.len(), lo as f64, hi as f64))
+                // md's own pacing follows the host's kernel; a controller's
+                // and other software RAID's rebuilds are paced as md's
+                // were before 4.1 (their rebuild-rate settings are not
+                // modelled).
+                let drain =
+                    ctrl.is_none() && a.runs_md() && self.host.kernel.md_resync_drains_when_busy();
+                Some(Rebuild::new(
+                    slot,
+                    members.len(),
+                    (lo as f64, hi as f64),
+                    drain,
+                ))
             }
             _ => None,
         };

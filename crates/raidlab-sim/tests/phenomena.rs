@@ -796,6 +796,39 @@ fn p57_an_external_bitmap_on_an_ssd_spares_a_disk_mirror_its_seeks() {
     );
 }
 
+/// Phenomenon 58: from Linux 4.1 md's rebuild no longer falls to
+/// `speed_limit_min` under foreground I/O: finding the array busy, it
+/// waits for its own requests in flight to finish, then issues its next
+/// 128 KiB window (NeilBrown, "md: allow resync to go faster when there is
+/// competing IO", commit ac8fa4196d20, 2015). The rebuild then runs near
+/// its idle pace, and the foreground pays: Xiao Ni's measurements on the
+/// linux-raid list (2025-04-09, "[PATCH RFC] md: fix is_mddev_idle()")
+/// show a resync at 170-190 MB/s beside fio jobs that fell to a few MB/s.
+#[test]
+fn p58_md_rebuilds_under_load_drain_instead_of_sleeping_from_linux_4_1() {
+    let w = "rw=randread bs=4k iodepth=32 runtime=5";
+    let under = |kernel: &str| {
+        let r = run(
+            &format!("host[kernel={kernel}](raid5[stripe=64k,spares=1](3*x25e, missing, x25e))"),
+            w,
+        );
+        let rb = r.sim.rebuilds.first().expect("a rebuild").rate_mb_s;
+        (r.summary.iops, rb)
+    };
+    let degraded = iops("host[kernel=4.1](raid5[stripe=64k](3*x25e, missing))", w);
+    let (fg_old, rb_old) = under("4.0");
+    let (fg_new, rb_new) = under("4.1");
+    // Before 4.1: about speed_limit_min (1,000 KiB/s), the foreground kept.
+    assert!(
+        rb_old < 2.0 && fg_old > 0.95 * degraded,
+        "{rb_old} MB/s, {fg_old} of {degraded}"
+    );
+    // From 4.1: near the spare's sequential write rate (the X25-E's
+    // 170 MB/s), and the foreground gives up much of its rate.
+    assert!(rb_new > 100.0, "{rb_new} MB/s");
+    assert!(fg_new < 0.7 * fg_old, "{fg_new} vs {fg_old} IOPS");
+}
+
 /// Phenomenon 27: md RAID 0 over many NVMe drives is bound by the CPU of
 /// the threads that submit to it well before the drives are. md maps each
 /// RAID 0/1/10 request in the submitting thread's context
