@@ -81,8 +81,11 @@ fn device(d: &Device, state: impl Fn(&Device) -> SsdState) -> String {
 fn controller(c: &Controller, state: impl Fn(&Device) -> SsdState + Copy) -> String {
     let (mode, readahead) = (c.mode.word(), c.readahead.word());
     let p = &c.params;
+    let rebuild = p
+        .rebuild_rate_pct
+        .map_or(String::new(), |r| format!(",rebuild_rate={r}"));
     format!(
-        "{}[mode={mode},cache={},readahead={readahead},cache_mb={},pcie={}x{}]({})",
+        "{}[mode={mode},cache={},readahead={readahead},cache_mb={},pcie={}x{}{rebuild}]({})",
         c.preset,
         if c.write_back { "wb" } else { "wt" },
         p.cache_mb,

@@ -408,6 +408,12 @@ pub struct ControllerParams {
     pub port_mbps: f64,
     /// Outstanding destage writes per member (write-back cache).
     pub destage_per_member: u32,
+    /// Share of the controller's work a rebuild takes while its array is
+    /// busy with host I/O, percent, 1 to 100 (MegaRAID's Rebuild Rate,
+    /// "the fraction of the compute cycles dedicated to rebuilding failed
+    /// drives"); none: the rebuild is paced as md paced it before Linux 4.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild_rate_pct: Option<u32>,
     /// Firmware time of one destage (cache flush) operation, µs, spent by a
     /// single flush task: destages run one after another on it. The task
     /// also pays `roc_us_per_kb` for the bytes it flushes and
@@ -821,6 +827,9 @@ fn check_controller(c: &ControllerParams) -> std::result::Result<(), String> {
     if c.cache_task_mbps != 0.0 && (!c.cache_task_writes || !positive(c.cache_task_mbps)) {
         return Err("cache_task_mbps must be positive and needs cache_task_writes = true".into());
     }
+    if c.rebuild_rate_pct.is_some_and(|r| !(1..=100).contains(&r)) {
+        return Err("rebuild_rate_pct must be from 1 to 100".into());
+    }
     if c.destage_per_member == 0
         || c.default_stripe_kb < 4
         || !c.default_stripe_kb.is_power_of_two()
@@ -1168,6 +1177,16 @@ mod tests {
         assert!(db
             .load_str("[c]\nbase = \"areca1680\"\ncache_task_mbps = -5")
             .is_err());
+        for bad in [0, 101] {
+            assert!(db
+                .load_str(&format!(
+                    "[d]\nbase = \"megaraid9361\"\nrebuild_rate_pct = {bad}"
+                ))
+                .is_err());
+        }
+        assert!(db
+            .load_str("[d]\nbase = \"areca1680\"\nrebuild_rate_pct = 80")
+            .is_ok());
     }
 
     #[test]

@@ -486,6 +486,31 @@ mod tests {
         assert!(err("raid1(missing, raid0(2*x25e))").contains("needs a device member"));
         assert!(err("raid5[rebuild_min=9m,rebuild_max=1m](4*x25e)").contains("above"));
         assert!(err("raid5[rebuild_max=fast](4*x25e)").contains("rate"));
+        assert!(err("megaraid9361[rebuild_rate=0](x25e)").contains("1 to 100"));
+        assert!(err("megaraid9361[rebuild_rate=fast](x25e)").contains("1 to 100"));
+    }
+
+    /// A controller's rebuild rate: the MegaRAID presets' default, or the
+    /// option's, in the as-run expression; none on a controller without.
+    #[test]
+    fn rebuild_rate_comes_from_the_preset_or_the_option() {
+        let rate = |expr: &str| {
+            let t = resolve(expr, &db()).unwrap();
+            let Node::Controller(c) = &t.root else {
+                panic!("{expr}")
+            };
+            (c.params.rebuild_rate_pct, t.canonical(|_| SsdState::Fill))
+        };
+        let (r, text) = rate("megaraid9361(raid1(2*s3500-80))");
+        assert_eq!(r, Some(30));
+        assert!(text.contains("rebuild_rate=30]"), "{text}");
+        assert_eq!(
+            rate("megaraid9361[rebuild_rate=75%](raid1(2*s3500-80))").0,
+            Some(75)
+        );
+        let (r, text) = rate("adaptec5085(raid1(2*x25e))");
+        assert_eq!(r, None);
+        assert!(!text.contains("rebuild_rate"), "{text}");
     }
 
     /// `queue_depth=` lowers a drive's command queue (never raises it),

@@ -113,8 +113,9 @@ struct Plan {
 /// speed measured over its recent marks is above `speed_limit_min`, it
 /// sleeps half a second before going on when above `speed_limit_max`;
 /// when the array is not idle it sleeps likewise before Linux 4.1 and from
-/// 4.1 waits until its own steps in flight are done ([`Pace`]). Rates are
-/// in bytes per second here.
+/// 4.1 waits until its own steps in flight are done ([`Pace`]). A
+/// controller with a rebuild rate paces its own way ([`Pacing::Share`]).
+/// Rates are in bytes per second here.
 #[derive(Debug, Clone)]
 pub struct Rebuild {
     /// The slot being rebuilt.
@@ -125,8 +126,9 @@ pub struct Rebuild {
     pub done: u64,
     /// Where the next step starts.
     next: u64,
-    /// Starts of the steps in flight, in issue order.
-    in_flight: std::collections::VecDeque<u64>,
+    /// Starts of the steps in flight and when each was issued, in issue
+    /// order.
+    in_flight: std::collections::VecDeque<(u64, Ns)>,
     /// Guaranteed rate, even under foreground I/O (md's speed_limit_min).
     pub min_rate: f64,
     /// Rate when the array is otherwise idle (md's speed_limit_max).
@@ -143,14 +145,36 @@ pub struct Rebuild {
     busy_above: u64,
     /// When the rebuild finished.
     pub finished: Option<Ns>,
-    /// A busy array makes the next step wait for the steps in flight
-    /// (Linux 4.1 and later), not sleep.
-    drain_when_busy: bool,
+    /// Who paces the rebuild, and how.
+    pacing: Pacing,
     /// Step slots waiting for the steps in flight to finish.
     parked: Vec<ReqId>,
     /// Bytes issued since the pace was last checked (Linux 4.1 and later
     /// check it once a `RESYNC_WINDOW`).
     since_check: u64,
+    /// When host I/O last reached the array.
+    last_host_io: Ns,
+}
+
+/// How a rebuild yields to host I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pacing {
+    /// As md's `md_do_sync` (see [`Rebuild`]); `drain_when_busy`: as from
+    /// Linux 4.1.
+    Md {
+        /// A busy array makes the next step wait for the steps in flight,
+        /// not sleep.
+        drain_when_busy: bool,
+    },
+    /// A controller's rebuild rate, percent: while the array is busy,
+    /// each step slot works that share of the time, waiting after a step
+    /// `100 / pct - 1` times as long as the step took ("the fraction of the
+    /// compute cycles dedicated to rebuilding failed drives", LSI MegaRAID
+    /// Enterprise 1600 hardware guide; "the percentage of the background
+    /// task processing to all processes being processed by the RAID
+    /// Controller", NEC's guides to LSI controllers). md's speed limits do
+    /// not apply.
+    Share(u32),
 }
 
 /// What the rebuild's next step does, as `md_do_sync` decides it.
@@ -177,13 +201,17 @@ const RESYNC_WINDOW: u64 = 128 * 1024;
 
 impl Rebuild {
     /// A rebuild of `slot` of an array of `members`, between the two rates;
-    /// `drain_when_busy`: pace a busy array as Linux 4.1 and later do.
+    /// `pacing`: how it yields to host I/O.
     pub fn new(
         slot: usize,
         members: usize,
         (min_rate, max_rate): (f64, f64),
-        drain_when_busy: bool,
+        pacing: Pacing,
     ) -> Self {
+        assert!(
+            !matches!(pacing, Pacing::Share(p) if !(1..=100).contains(&p)),
+            "a rebuild rate is a share of 1 to 100 %"
+        );
         assert!(min_rate > 0.0 && max_rate >= min_rate, "rebuild rates");
         Rebuild {
             slot,
@@ -197,9 +225,10 @@ impl Rebuild {
             busy: 0,
             busy_above: 64 * 512 * members as u64,
             finished: None,
-            drain_when_busy,
+            pacing,
             parked: Vec::new(),
             since_check: 0,
+            last_host_io: 0,
         }
     }
 
@@ -207,7 +236,35 @@ impl Rebuild {
     /// step, or from Linux 4.1 once a window has been issued since the
     /// last check.
     fn check_due(&self) -> bool {
-        !self.drain_when_busy || self.since_check >= RESYNC_WINDOW
+        match self.pacing {
+            Pacing::Md { drain_when_busy } => !drain_when_busy || self.since_check >= RESYNC_WINDOW,
+            Pacing::Share(_) => false,
+        }
+    }
+
+    /// Whether host I/O has reached the array since it was last found
+    /// busy (then counting starts over).
+    fn busy(&mut self) -> bool {
+        let busy = self.busy > self.busy_above;
+        if busy {
+            self.busy = 0;
+        }
+        busy
+    }
+
+    /// How long a step slot waits before its next step, after a step
+    /// issued at `issued` and done at `now`: with a rebuild rate and host
+    /// I/O arriving meanwhile, the rest of its cycle; else nothing.
+    fn rest_after(&self, issued: Ns, now: Ns) -> Ns {
+        let Pacing::Share(pct) = self.pacing else {
+            return 0;
+        };
+        let took = now - issued;
+        if pct < 100 && self.last_host_io >= issued && self.last_host_io > 0 {
+            took * Ns::from(100 - pct) / Ns::from(pct)
+        } else {
+            0
+        }
     }
 
     /// A step of `len` bytes goes out: it opens a new window when the
@@ -231,13 +288,16 @@ impl Rebuild {
         let speed = (self.done - d0) as f64 / ((now - t0) as f64 / 1e9).max(1e-3);
         // As md's counters, foreground bytes accumulate until they pass the
         // mark, which makes the array busy once and starts them over.
-        let busy = self.busy > self.busy_above;
-        if busy {
-            self.busy = 0;
-        }
+        let busy = self.busy();
+        let drain_when_busy = matches!(
+            self.pacing,
+            Pacing::Md {
+                drain_when_busy: true
+            }
+        );
         if speed <= self.min_rate || !(busy || speed > self.max_rate) {
             Pace::Go
-        } else if speed > self.max_rate || !self.drain_when_busy {
+        } else if speed > self.max_rate || !drain_when_busy {
             Pace::Sleep
         } else {
             Pace::Drain
@@ -463,6 +523,7 @@ impl ArrayComp {
         let r = ctx.reqs[id];
         if let Some(rb) = &mut self.rebuild {
             rb.busy += r.len as u64;
+            rb.last_host_io = ctx.now;
         }
         let p = self.new_plan();
         ctx.reqs[id].handler_word = p;
@@ -1027,7 +1088,7 @@ impl ArrayComp {
         let len = self.geo.chunk().min(end - pos);
         rb.issue(len);
         rb.next += len;
-        rb.in_flight.push_back(pos);
+        rb.in_flight.push_back((pos, ctx.now));
         let p = self.new_plan();
         let mut plan = std::mem::take(&mut self.plans[p as usize]);
         plan.rebuild = true;
@@ -1082,8 +1143,13 @@ impl ArrayComp {
         let (start, len) = (ctx.reqs[id].offset, ctx.reqs[id].len as u64);
         let rb = self.rebuild.as_mut().expect("a rebuild");
         rb.done += len;
-        rb.in_flight.retain(|&s| s != start);
-        rb.pos = rb.in_flight.front().copied().unwrap_or(rb.next);
+        let issued = rb
+            .in_flight
+            .iter()
+            .find(|s| s.0 == start)
+            .map_or(ctx.now, |s| s.1);
+        rb.in_flight.retain(|s| s.0 != start);
+        rb.pos = rb.in_flight.front().map_or(rb.next, |s| s.0);
         if rb.in_flight.is_empty() && !rb.parked.is_empty() {
             // The wait is over: md goes on with a new window unchecked.
             rb.since_check = 0;
@@ -1091,7 +1157,8 @@ impl ArrayComp {
                 ctx.schedule(ctx.now, self.id, parked, Ev::Rebuild);
             }
         }
-        ctx.schedule(ctx.now, self.id, id, Ev::Rebuild);
+        let rest = rb.rest_after(issued, ctx.now);
+        ctx.schedule(ctx.now + rest, self.id, id, Ev::Rebuild);
     }
 
     /// A member request finished.

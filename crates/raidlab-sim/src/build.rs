@@ -95,6 +95,8 @@ pub(crate) struct CtrlCtx {
     /// PCIe generation of the controller's lanes (a tri-mode controller's
     /// NVMe ports run at its own generation).
     pub(crate) pcie_gen: u32,
+    /// Its rebuild rate, percent (`ControllerParams::rebuild_rate_pct`).
+    pub(crate) rebuild_rate_pct: Option<u32>,
 }
 
 impl Builder<'_> {
@@ -217,17 +219,22 @@ impl Builder<'_> {
                 members[slot] = spare;
                 failed[slot] = false;
                 let (lo, hi) = a.rebuild_rates;
-                // md's own pacing follows the host's kernel; a controller's
-                // and other software RAID's rebuilds are paced as md's
-                // were before 4.1 (their rebuild-rate settings are not
-                // modelled).
-                let drain =
-                    ctrl.is_none() && a.runs_md() && self.host.kernel.md_resync_drains_when_busy();
+                // md's own pacing follows the host's kernel; a controller
+                // with a rebuild rate keeps to it; other controllers and
+                // software RAID are paced as md was before 4.1.
+                let pacing = match ctrl.and_then(|c| c.rebuild_rate_pct) {
+                    Some(pct) => Pacing::Share(pct),
+                    None => Pacing::Md {
+                        drain_when_busy: ctrl.is_none()
+                            && a.runs_md()
+                            && self.host.kernel.md_resync_drains_when_busy(),
+                    },
+                };
                 Some(Rebuild::new(
                     slot,
                     members.len(),
                     (lo as f64, hi as f64),
-                    drain,
+                    pacing,
                 ))
             }
             _ => None,
@@ -372,6 +379,7 @@ impl Builder<'_> {
             member_ns: us(p.roc_member_cmd_us),
             xor_mbps: p.xor_mbps,
             pcie_gen: p.pcie_gen,
+            rebuild_rate_pct: p.rebuild_rate_pct,
         };
         let nvol = c.children.iter().map(Node::volumes).sum::<usize>().max(1) as u64;
         let mut out = Vec::new();

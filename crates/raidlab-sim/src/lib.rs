@@ -27,7 +27,7 @@ pub use build::{check_pace, pcie_fetch_mbps, volume_capacity};
 use measure::*;
 use report::*;
 
-use array::{ArrayComp, Costs, Rebuild};
+use array::{ArrayComp, Costs, Pacing, Rebuild};
 use controller::{CtrlConfig, CtrlPools, CtrlVol, FastPath};
 use engine::{us, Call, CompId, Ctx, Next, PoolId, ReqId, HOST_CPU};
 use hdd::Hdd;

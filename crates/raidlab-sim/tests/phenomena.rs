@@ -829,6 +829,39 @@ fn p58_md_rebuilds_under_load_drain_instead_of_sleeping_from_linux_4_1() {
     assert!(fg_new < 0.7 * fg_old, "{fg_new} vs {fg_old} IOPS");
 }
 
+/// Phenomenon 59: a MegaRAID paces a rebuild by its Rebuild Rate, the
+/// share of its work the rebuild takes while host I/O goes on (30 % by
+/// default), not by md's speed limits: under random reads the rebuild runs
+/// at a large fraction of its idle pace, a higher rate rebuilds faster and
+/// leaves the host less.
+#[test]
+fn p59_a_controller_rebuilds_at_its_rebuild_rate() {
+    let busy = "rw=randread bs=4k iodepth=32 runtime=5";
+    let under = |rate: &str| {
+        let r = run(
+            &format!(
+                "megaraid9361{rate}(raid5[stripe=64k,spares=1](3*s3500-800, missing, s3500-800))"
+            ),
+            busy,
+        );
+        let rb = r.sim.rebuilds.first().expect("a rebuild").rate_mb_s;
+        (r.summary.iops, rb)
+    };
+    let (fg_low, rb_low) = under("[rebuild_rate=10]");
+    let (fg_default, rb_default) = under("");
+    let (fg_high, rb_high) = under("[rebuild_rate=100]");
+    // Far above md's speed_limit_min (1 MB/s) at the default rate.
+    assert!(rb_default > 100.0, "{rb_default} MB/s");
+    assert!(
+        rb_low < rb_default && rb_default < rb_high,
+        "{rb_low} / {rb_default} / {rb_high} MB/s"
+    );
+    assert!(
+        fg_low > fg_default && fg_default > fg_high,
+        "{fg_low} / {fg_default} / {fg_high} IOPS"
+    );
+}
+
 /// Phenomenon 27: md RAID 0 over many NVMe drives is bound by the CPU of
 /// the threads that submit to it well before the drives are. md maps each
 /// RAID 0/1/10 request in the submitting thread's context

@@ -1071,6 +1071,16 @@ fn first_mistakes_get_a_useful_line() {
         ],
         "from 0 to 1048576",
     );
+    assert_input_error(
+        &[
+            "sim",
+            "-t",
+            "megaraid9361[rebuild_rate=0](raid1[spares=1](x25e, missing, x25e))",
+            "-w",
+            w,
+        ],
+        "rebuild_rate=0: expected a share of the controller from 1 to 100",
+    );
     // fio's long names, as job files take them.
     let v = json_of(&[
         "sim",

@@ -654,11 +654,25 @@ pub(crate) fn controller_options(
                     })?
             }
             "pcie" => (params.pcie_gen, params.pcie_lanes) = pcie(opt)?,
+            "rebuild_rate" => {
+                params.rebuild_rate_pct = Some(
+                    v.trim_end_matches('%')
+                        .parse()
+                        .ok()
+                        .filter(|r: &u32| (1..=100).contains(r))
+                        .ok_or_else(|| Error::Invalid {
+                            col: opt.col,
+                            msg: format!(
+                                "rebuild_rate={v}: expected a share of the controller from 1 to 100 (%), e.g. 30"
+                            ),
+                        })?,
+                )
+            }
             _ => {
                 return unknown_key(
                     opt,
                     "a controller",
-                    "cache, readahead, mode, cache_mb, pcie",
+                    "cache, readahead, mode, cache_mb, pcie, rebuild_rate",
                 )
             }
         }
