@@ -152,8 +152,8 @@ pub struct Rebuild {
     /// Bytes issued since the pace was last checked (Linux 4.1 and later
     /// check it once a `RESYNC_WINDOW`).
     since_check: u64,
-    /// When host I/O last reached the array.
-    last_host_io: Ns,
+    /// When host I/O last reached the array, if it has.
+    last_host_io: Option<Ns>,
 }
 
 /// How a rebuild yields to host I/O.
@@ -228,7 +228,7 @@ impl Rebuild {
             pacing,
             parked: Vec::new(),
             since_check: 0,
-            last_host_io: 0,
+            last_host_io: None,
         }
     }
 
@@ -260,7 +260,7 @@ impl Rebuild {
             return 0;
         };
         let took = now - issued;
-        if pct < 100 && self.last_host_io >= issued && self.last_host_io > 0 {
+        if pct < 100 && self.last_host_io.is_some_and(|t| t >= issued) {
             took * Ns::from(100 - pct) / Ns::from(pct)
         } else {
             0
@@ -523,7 +523,7 @@ impl ArrayComp {
         let r = ctx.reqs[id];
         if let Some(rb) = &mut self.rebuild {
             rb.busy += r.len as u64;
-            rb.last_host_io = ctx.now;
+            rb.last_host_io = Some(ctx.now);
         }
         let p = self.new_plan();
         ctx.reqs[id].handler_word = p;
