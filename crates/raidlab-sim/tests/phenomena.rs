@@ -589,7 +589,8 @@ fn p23_degraded_raid5_reads_cost_a_stripe() {
 
 /// 24 (rebuilds). A rebuild onto a hot spare runs as md paces it: at
 ///    speed_limit_max (or what the spare can write) while the array is
-///    otherwise idle, so it takes about capacity / rate, and at
+///    otherwise idle, so it takes about capacity / rate, and, on the
+///    default host's Linux 3.10 (before 4.1: phenomenon 58), at
 ///    speed_limit_min under foreground I/O, which keeps nearly all its
 ///    throughput; a higher minimum buys a faster rebuild with foreground
 ///    throughput.
