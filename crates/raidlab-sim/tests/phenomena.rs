@@ -804,7 +804,8 @@ fn p57_an_external_bitmap_on_an_ssd_spares_a_disk_mirror_its_seeks() {
 /// competing IO", commit ac8fa4196d20, 2015). The rebuild then runs near
 /// its idle pace, and the foreground pays: Xiao Ni's measurements on the
 /// linux-raid list (2025-04-09, "[PATCH RFC] md: fix is_mddev_idle()")
-/// show a resync at 170-190 MB/s beside fio jobs that fell to a few MB/s.
+/// show a resync at 170-190 MB/s beside single fio jobs held to between
+/// 18 KB/s (4 KiB random reads) and 10 MB/s (sequential reads, depth 32).
 #[test]
 fn p58_md_rebuilds_under_load_drain_instead_of_sleeping_from_linux_4_1() {
     let w = "rw=randread bs=4k iodepth=32 runtime=5";
