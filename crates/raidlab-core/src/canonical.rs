@@ -23,16 +23,18 @@ impl Topology {
             self.host.cores,
             self.host.ghz,
             self.host.kernel,
-            children(self.roots(), state)
+            children(self.roots(), state, true)
         )
     }
 }
 
-fn node(n: &Node, state: impl Fn(&Device) -> SsdState + Copy) -> String {
+/// `md_paced`: arrays here rebuild at md's limits (not under a controller
+/// with a rebuild rate of its own), which they then name.
+fn node(n: &Node, state: impl Fn(&Device) -> SsdState + Copy, md_paced: bool) -> String {
     match n {
         Node::Device(d) => device(d, state),
         Node::Controller(c) => controller(c, state),
-        Node::Array(a) => array(a, state),
+        Node::Array(a) => array(a, state, md_paced),
     }
 }
 
@@ -40,10 +42,11 @@ fn node(n: &Node, state: impl Fn(&Device) -> SsdState + Copy) -> String {
 fn children<'a>(
     nodes: impl IntoIterator<Item = &'a Node>,
     state: impl Fn(&Device) -> SsdState + Copy,
+    md_paced: bool,
 ) -> String {
     let mut out: Vec<(usize, String)> = Vec::new();
     for n in nodes {
-        let text = node(n, state);
+        let text = node(n, state, md_paced);
         match out.last_mut() {
             Some((count, last)) if *last == text && matches!(n, Node::Device(_)) => *count += 1,
             _ => out.push((1, text)),
@@ -91,11 +94,11 @@ fn controller(c: &Controller, state: impl Fn(&Device) -> SsdState + Copy) -> Str
         p.cache_mb,
         p.pcie_gen,
         p.pcie_lanes,
-        children(&c.children, state)
+        children(&c.children, state, p.rebuild_rate_pct.is_none())
     )
 }
 
-fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
+fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy, md_paced: bool) -> String {
     let mut opts = vec![format!("stripe={}", format_size(a.stripe))];
     // RAID 10 names its layout only when it is not md's default, so
     // expressions written before far and offset copies read the same.
@@ -122,8 +125,10 @@ fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
     }
     if a.spares > 0 {
         opts.push(format!("spares={}", a.spares));
-        opts.push(format!("rebuild_min={}", format_size(a.rebuild_rates.0)));
-        opts.push(format!("rebuild_max={}", format_size(a.rebuild_rates.1)));
+        if md_paced {
+            opts.push(format!("rebuild_min={}", format_size(a.rebuild_rates.0)));
+            opts.push(format!("rebuild_max={}", format_size(a.rebuild_rates.1)));
+        }
     }
     if let Some(imp) = &a.imp {
         opts.push(format!("impl={imp}"));
@@ -132,7 +137,7 @@ fn array(a: &Array, state: impl Fn(&Device) -> SsdState + Copy) -> String {
         "{}[{}]({})",
         a.level.word(),
         opts.join(","),
-        children(&a.members, state)
+        children(&a.members, state, md_paced)
     )
 }
 

@@ -511,6 +511,14 @@ mod tests {
         let (r, text) = rate("adaptec5085(raid1(2*x25e))");
         assert_eq!(r, None);
         assert!(!text.contains("rebuild_rate"), "{text}");
+        // md's limits: named where they pace the rebuild, refused and
+        // left out where the controller's rate does.
+        let (_, text) = rate("adaptec5085(raid1[spares=1](x25e, missing, x25e))");
+        assert!(text.contains("rebuild_min="), "{text}");
+        let (_, text) = rate("megaraid9361(raid1[spares=1](s3500-80, missing, s3500-80))");
+        assert!(!text.contains("rebuild_min"), "{text}");
+        let e = err("megaraid9361(raid1[spares=1,rebuild_min=50m](s3500-80, missing, s3500-80))");
+        assert!(e.contains("paces a rebuild by its rebuild_rate"), "{e}");
     }
 
     /// `queue_depth=` lowers a drive's command queue (never raises it),

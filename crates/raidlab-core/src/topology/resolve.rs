@@ -209,6 +209,7 @@ impl Resolver<'_> {
             kids.extend(self.node(c, Some((port, name)))?);
         }
         self.check_attachable(name, &params, &kids, col)?;
+        md_limits_unused(name, &params, &kids)?;
         let mode = controller_mode(name, o.mode, &kids, col)?;
         let ndev = count_devices(&kids);
         if ndev > params.ports as usize {
@@ -412,6 +413,28 @@ fn md_only_layout(
             layout.word()
         ),
     )
+}
+
+/// Refuse md's rebuild limits on the arrays of controller `name` when it
+/// paces rebuilds by its own rate (`rebuild_rate`), where they would do
+/// nothing.
+fn md_limits_unused(name: &str, params: &ControllerParams, kids: &[Node]) -> Result<()> {
+    if params.rebuild_rate_pct.is_none() {
+        return Ok(());
+    }
+    for k in kids {
+        if let Node::Array(a) = k {
+            if a.rebuild_rates != (MD_SPEED_LIMIT_MIN, MD_SPEED_LIMIT_MAX) {
+                return invalid(
+                    a.col,
+                    format!(
+                        "rebuild_min and rebuild_max are md's; {name} paces a rebuild by its rebuild_rate"
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where an array's `missing` members stand: (index among the members
