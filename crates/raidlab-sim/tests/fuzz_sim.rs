@@ -81,11 +81,19 @@ fn topology() -> impl Strategy<Value = String> {
                 2 => format!("raid0({ctrl}[mode=volume](2*x25e),{ctrl}[mode=volume](2*x25e))"),
                 3 => format!("raid1[impl=lvm]({ctrl}[mode=jbod](2*s3500-80))"),
                 4 => format!("host[cores=2]({arr})"),
-                // Degraded, and rebuilding onto a spare behind a controller.
+                // Degraded, and rebuilding onto a spare behind a controller:
+                // at md's limit, or at a MegaRAID's own rebuild rate.
                 5 => "raid6[stripe=16k](3*x25e, missing)".to_string(),
-                6 => format!(
-                    "{raid_ctrl}(raid5[stripe=64k,spares=1,rebuild_max=100m](2*x25e, missing, x25e))"
-                ),
+                6 => {
+                    let (rate, limit) = if raid_ctrl.starts_with("megaraid") {
+                        ("[rebuild_rate=60]", "")
+                    } else {
+                        ("", ",rebuild_max=100m")
+                    };
+                    format!(
+                        "{raid_ctrl}{rate}(raid5[stripe=64k,spares=1{limit}](2*x25e, missing, x25e))"
+                    )
+                }
                 // md's write-intent bitmap, in a file on a drive of its
                 // own and on the members of an older kernel (whose last
                 // bitmap page writes fall below a 4 KiB unit), degraded.
