@@ -466,6 +466,11 @@ pub struct ControllerParams {
     pub fastpath_spans: bool,
 }
 
+/// The rebuild rates a controller takes, percent of its work
+/// (`ControllerParams::rebuild_rate_pct`): MegaRAID's settings, 0 aside
+/// (a rate of 0 rebuilds only when idle, which the model does not take).
+pub const REBUILD_RATE_PCT: std::ops::RangeInclusive<u32> = 1..=100;
+
 /// The host software RAID implementations a host preset may profile:
 /// Linux md, LVM (dm-raid), Windows dynamic disks, and Intel VROC (md with
 /// Intel's IMSM metadata, the CPU's VMD in front of the NVMe drives).
@@ -827,7 +832,9 @@ fn check_controller(c: &ControllerParams) -> std::result::Result<(), String> {
     if c.cache_task_mbps != 0.0 && (!c.cache_task_writes || !positive(c.cache_task_mbps)) {
         return Err("cache_task_mbps must be positive and needs cache_task_writes = true".into());
     }
-    if c.rebuild_rate_pct.is_some_and(|r| !(1..=100).contains(&r)) {
+    if c.rebuild_rate_pct
+        .is_some_and(|r| !REBUILD_RATE_PCT.contains(&r))
+    {
         return Err("rebuild_rate_pct must be from 1 to 100".into());
     }
     if c.destage_per_member == 0

@@ -209,7 +209,7 @@ impl Rebuild {
         pacing: Pacing,
     ) -> Self {
         assert!(
-            !matches!(pacing, Pacing::Share(p) if !(1..=100).contains(&p)),
+            !matches!(pacing, Pacing::Share(p) if !raidlab_core::preset::REBUILD_RATE_PCT.contains(&p)),
             "a rebuild rate is a share of 1 to 100 %"
         );
         assert!(min_rate > 0.0 && max_rate >= min_rate, "rebuild rates");
@@ -1143,12 +1143,12 @@ impl ArrayComp {
         let (start, len) = (ctx.reqs[id].offset, ctx.reqs[id].len as u64);
         let rb = self.rebuild.as_mut().expect("a rebuild");
         rb.done += len;
-        let issued = rb
+        let i = rb
             .in_flight
             .iter()
-            .find(|s| s.0 == start)
-            .map_or(ctx.now, |s| s.1);
-        rb.in_flight.retain(|s| s.0 != start);
+            .position(|s| s.0 == start)
+            .expect("a finished rebuild step was in flight");
+        let (_, issued) = rb.in_flight.remove(i).expect("an index in range");
         rb.pos = rb.in_flight.front().map_or(rb.next, |s| s.0);
         if rb.in_flight.is_empty() && !rb.parked.is_empty() {
             // The wait is over: md goes on with a new window unchecked.

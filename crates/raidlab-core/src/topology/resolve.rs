@@ -682,7 +682,7 @@ pub(crate) fn controller_options(
                     v.trim_end_matches('%')
                         .parse()
                         .ok()
-                        .filter(|r: &u32| (1..=100).contains(r))
+                        .filter(|r: &u32| crate::preset::REBUILD_RATE_PCT.contains(r))
                         .ok_or_else(|| Error::Invalid {
                             col: opt.col,
                             msg: format!(
