@@ -54,9 +54,12 @@ impl EngineKind {
 }
 
 /// Counters of one member, shared by all workers: only what must be
-/// shared while the run goes (operations in flight, for mirror reads to
-/// balance on and for the busy time); each worker counts its completions
-/// in its own [`Tally`] and adds them here when it ends. Aligned to two
+/// shared while the run goes (whether any worker has an operation in
+/// flight on it, for the busy time); each worker counts its completions
+/// and its operations in flight in its own [`Tally`] and in-flight count,
+/// and touches these only when its own count leaves or returns to zero
+/// (rarely, at queue depth), so workers on one member do not pass its
+/// cache line between their cores on every operation. Aligned to two
 /// cache lines so that workers busy on different members do not share
 /// one (the CPU prefetches lines in pairs).
 #[derive(Default)]
@@ -70,8 +73,8 @@ pub(crate) struct MemberCounters {
     pub read_bytes: AtomicU64,
     /// Bytes written.
     pub write_bytes: AtomicU64,
-    /// Operations in flight now (what mirror reads balance on).
-    pending: std::sync::atomic::AtomicU32,
+    /// Workers with operations in flight on the member now.
+    active: std::sync::atomic::AtomicU32,
     /// When the member last went from idle to busy, ns since [`epoch`].
     since: AtomicU64,
     /// Time with at least one operation in flight, ns, up to the last
@@ -91,26 +94,21 @@ fn since_epoch(t: Instant) -> u64 {
 }
 
 impl MemberCounters {
-    /// Operations in flight on the member now.
-    pub fn pending(&self) -> u32 {
-        self.pending.load(Ordering::Relaxed)
-    }
-
-    /// An operation starts at `now`: the member is busy from now if it
-    /// was idle.
+    /// A worker's first operation in flight on the member starts at
+    /// `now`: the member is busy from now if it was idle.
     fn begin(&self, now: Instant) {
-        if self.pending.fetch_add(1, Ordering::AcqRel) == 0 {
+        if self.active.fetch_add(1, Ordering::AcqRel) == 0 {
             self.since.store(since_epoch(now), Ordering::Release);
         }
     }
 
-    /// An operation ends at `now`: the member's busy stretch ends if it
-    /// was the last in flight. (An operation starting on another thread
-    /// between the count's fall and the read of `since` shortens the
-    /// stretch counted by the time between the two: busy time, like
-    /// iostat's, is a measure, not an invariant.)
+    /// A worker's last operation in flight on the member ends at `now`:
+    /// the member's busy stretch ends if no other worker has one. (A
+    /// worker starting one between the count's fall and the read of
+    /// `since` shortens the stretch counted by the time between the two:
+    /// busy time, like iostat's, is a measure, not an invariant.)
     fn end(&self, now: Instant) {
-        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
             let from = self.since.load(Ordering::Acquire);
             self.busy
                 .fetch_add(since_epoch(now).saturating_sub(from), Ordering::Relaxed);
@@ -205,7 +203,14 @@ impl Health {
         let Some(f) = self.faults.get(m) else {
             return false;
         };
-        let nth = self.ops[m].fetch_add(1, Ordering::Relaxed);
+        // Only `fail_after` counts the member's operations: without it the
+        // shared count is left alone (every worker would pass its cache
+        // line back and forth on every operation).
+        let nth = if f.after.is_some() {
+            self.ops[m].fetch_add(1, Ordering::Relaxed)
+        } else {
+            0
+        };
         f.hits(nth, off, len as u64)
     }
 
@@ -408,11 +413,18 @@ pub(crate) struct Backend<'m> {
     /// The worker's completions per member, added to the members' shared
     /// counters when it is dropped.
     tallies: Vec<std::cell::Cell<Tally>>,
+    /// The worker's operations in flight per member.
+    inflight: Vec<Cell<u32>>,
 }
 
 /// An empty tally per member.
 fn tallies(members: &Members) -> Vec<std::cell::Cell<Tally>> {
     vec![std::cell::Cell::new(Tally::default()); members.counters.len()]
+}
+
+/// No operations in flight on any member.
+fn inflight(members: &Members) -> Vec<Cell<u32>> {
+    vec![Cell::new(0); members.counters.len()]
 }
 
 impl Drop for Backend<'_> {
@@ -431,6 +443,7 @@ impl<'m> Backend<'m> {
             sched: Sched::default(),
             engine: Box::new(Psync),
             tallies: tallies(members),
+            inflight: inflight(members),
         }
     }
 
@@ -476,6 +489,7 @@ impl<'m> Backend<'m> {
                 reg,
             }),
             tallies: tallies(members),
+            inflight: inflight(members),
         })
     }
 
@@ -484,9 +498,34 @@ impl<'m> Backend<'m> {
         self.engine.registered_buffers()
     }
 
-    /// Operations in flight on member `m` now.
+    /// This worker's operations in flight on member `m` now: what its
+    /// mirror reads balance on. md's `read_balance` counts every
+    /// submitter's (`nr_pending`); a count shared by the workers would cost
+    /// two contended atomic operations per I/O, and each worker balancing
+    /// its own reads spreads them alike when the workers issue alike.
     pub fn pending(&self, m: usize) -> u32 {
-        self.members.counters[m].pending()
+        self.inflight[m].get()
+    }
+
+    /// An operation on member `m` goes out: the member is busy from now
+    /// if none of this worker's was in flight there (and no other
+    /// worker's).
+    fn op_begins(&self, m: usize) {
+        let n = &self.inflight[m];
+        if n.get() == 0 {
+            self.members.counters[m].begin(Instant::now());
+        }
+        n.set(n.get() + 1);
+    }
+
+    /// An operation on member `m` is done: see [`Backend::op_begins`].
+    fn op_ends(&self, m: usize) {
+        let n = &self.inflight[m];
+        debug_assert!(n.get() > 0, "an operation ends that began");
+        n.set(n.get() - 1);
+        if n.get() == 0 {
+            self.members.counters[m].end(Instant::now());
+        }
     }
 
     /// The members' health: injected faults and failures.
@@ -748,7 +787,6 @@ impl Future for Leaf<'_, '_> {
             x.count(dir, bytes);
             t.set(x);
         };
-        let counters = &be.members.counters[self.op.m];
         let (dir, len) = (self.op.dir, self.op.len);
         match self.slot {
             None => {
@@ -756,7 +794,7 @@ impl Future for Leaf<'_, '_> {
                     let e = io::Error::other("injected fault");
                     return Poll::Ready(Err(be.err(&self.op, e)));
                 }
-                counters.begin(Instant::now());
+                be.op_begins(m);
                 // SAFETY: `op` points into the buffer this Leaf borrows for
                 // 'a, which outlives it; while the operation is queued the
                 // Leaf holds its slot, and its Drop drains the slot before
@@ -768,7 +806,7 @@ impl Future for Leaf<'_, '_> {
                         .start(be.members, be.sched.current.get(), &self.op)
                 } {
                     Started::Done(r) => {
-                        counters.end(Instant::now());
+                        be.op_ends(m);
                         done(dir, if r.is_ok() { len } else { 0 });
                         Poll::Ready(r.map_err(|e| be.err(&self.op, e)))
                     }
@@ -782,7 +820,7 @@ impl Future for Leaf<'_, '_> {
                 None => Poll::Pending,
                 Some(res) => {
                     self.slot = None;
-                    counters.end(Instant::now());
+                    be.op_ends(m);
                     done(dir, res.max(0) as usize);
                     Poll::Ready(self.outcome(res))
                 }
@@ -798,6 +836,7 @@ impl Drop for Leaf<'_, '_> {
         // early, e.g. while unwinding).
         if let Some(s) = self.slot {
             self.be.engine.drain(s, &self.be.sched);
+            self.be.op_ends(self.op.m);
         }
     }
 }

@@ -1045,6 +1045,52 @@ fn run_paces_jobs_by_their_rate_limits() {
     assert!((250.0..500.0).contains(&iops), "thinktime: {iops} IOPS");
 }
 
+/// A real RAID 1's reads go to both mirrors, and each member's busy time
+/// is counted, with one job and with two (each worker keeps its own count
+/// of operations in flight and balances its reads on it; the members'
+/// busy time joins the workers').
+#[test]
+fn real_mirror_reads_spread_and_members_report_their_busy_time() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-cli-mirror-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m: Vec<String> = (0..2)
+        .map(|i| dir.join(format!("m{i}.img")).display().to_string())
+        .collect();
+    for f in &m {
+        std::fs::File::create(f).unwrap().set_len(32 << 20).unwrap();
+    }
+    let t = format!("raid1({})", m.join(","));
+    let o = raidlab(&["create", "-t", &t, "--assume-clean", "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for jobs in [1, 2] {
+        let wl = format!("rw=randread bs=4k iodepth=8 numjobs={jobs} runtime=0.5");
+        let o = raidlab(&["run", "-t", &t, "-w", &wl, "--format", "json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let comps = v["components"].as_array().expect("components");
+        let reads: Vec<f64> = comps
+            .iter()
+            .map(|c| c["io"]["reads"].as_f64().expect("reads"))
+            .collect();
+        let total: f64 = reads.iter().sum();
+        assert!(total > 0.0, "{jobs} jobs: no reads");
+        for (c, r) in comps.iter().zip(&reads) {
+            assert!(
+                *r > 0.3 * total,
+                "{jobs} jobs: {} took {r} of {total} reads",
+                c["name"]
+            );
+            let util = c["utilization"].as_f64().expect("utilization");
+            assert!(
+                util > 0.0 && util <= 1.0,
+                "{jobs} jobs: {} util {util}",
+                c["name"]
+            );
+        }
+    }
+}
+
 /// Messages a new user meets: each says what is wrong and what to write.
 #[test]
 fn first_mistakes_get_a_useful_line() {
