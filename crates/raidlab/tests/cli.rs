@@ -423,12 +423,7 @@ fn run_rejects_bad_input_with_status_2() {
 
 #[test]
 fn run_verify_failures_exit_1_and_export_fio_round_trips() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("raidlab-cli-verify-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let m: Vec<String> = (0..3)
-        .map(|i| dir.join(format!("m{i}.img")).display().to_string())
-        .collect();
+    let (dir, m) = member_paths("cli-verify", 3);
     let t = format!("raid5[stripe=16k]({})", m.join(","));
     let o = raidlab(&[
         "run",
@@ -1051,12 +1046,7 @@ fn run_paces_jobs_by_their_rate_limits() {
 /// busy time joins the workers').
 #[test]
 fn real_mirror_reads_spread_and_members_report_their_busy_time() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("raidlab-cli-mirror-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let m: Vec<String> = (0..2)
-        .map(|i| dir.join(format!("m{i}.img")).display().to_string())
-        .collect();
+    let (dir, m) = member_paths("cli-mirror", 2);
     for f in &m {
         std::fs::File::create(f).unwrap().set_len(32 << 20).unwrap();
     }
@@ -1089,6 +1079,7 @@ fn real_mirror_reads_spread_and_members_report_their_busy_time() {
             );
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Messages a new user meets: each says what is wrong and what to write.

@@ -25,6 +25,19 @@ pub fn tmp(name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// A fresh directory of this test process named after `name`, and the
+/// paths of `n` member files in it (`m0.img`, `m1.img`, ...), not created.
+#[allow(dead_code)] // not every test binary has real members
+pub fn member_paths(name: &str, n: usize) -> (std::path::PathBuf, Vec<String>) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = (0..n)
+        .map(|i| dir.join(format!("m{i}.img")).display().to_string())
+        .collect();
+    (dir, m)
+}
+
 /// Bad input: exit status 2, one line on stderr naming the problem, nothing on stdout.
 pub fn assert_input_error(args: &[&str], want: &str) {
     let o = raidlab(args);
