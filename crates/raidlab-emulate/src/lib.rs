@@ -20,7 +20,7 @@ pub use drift::Drift;
 use drift::{behind, latency_at_us, mean_latency_us};
 use raidlab_core::metrics::Lag;
 use raidlab_core::units::Ns;
-use raidlab_io::nbd::{Command, Pipelined, Reply};
+use raidlab_io::nbd::{Command, Pipelined, Reply, ReplyBatch};
 use raidlab_io::sparse::Sparse;
 use raidlab_sim::live::{Live, LiveOp, Tag};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,8 +84,15 @@ impl Gate {
     }
 
     fn leave(&self, n: u64) {
-        let n = n.max(REQUEST_FLOOR);
-        *self.bytes.lock().unwrap_or_else(|e| e.into_inner()) -= n;
+        self.leave_all(n.max(REQUEST_FLOOR));
+    }
+
+    /// Requests that counted `counted` in all (each its bytes, at least
+    /// [`REQUEST_FLOOR`]) are done.
+    fn leave_all(&self, counted: u64) {
+        let mut b = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        debug_assert!(*b >= counted, "{counted} bytes leave of {}", *b);
+        *b -= counted;
         self.room.notify_all();
     }
 }
@@ -229,9 +236,12 @@ impl Model<'_> {
             .hand_in(at, Tag(slot as u64), a.op, a.offset, a.len);
     }
 
-    /// Answer every request the model has completed.
+    /// Answer every request the model has completed, each connection's
+    /// answers in one write.
     fn answer(&mut self) {
         let done = std::mem::take(&mut self.done);
+        let mut batch = ReplyBatch::default();
+        let mut left = 0;
         for &(Tag(tag), t) in &done {
             let slot = tag as usize;
             let p = self.pending[slot].take().expect("a request in the model");
@@ -239,9 +249,12 @@ impl Model<'_> {
             let late = self.clock().saturating_sub(t) + p.late_in;
             self.late.record(late);
             self.second.record(late);
-            p.reply.ok(&p.data);
-            self.gate.leave(p.bytes);
+            p.reply.ok_in(&p.data, &mut batch);
+            left += p.bytes.max(REQUEST_FLOOR);
         }
+        batch.send();
+        // The answers' bytes are out of memory only now.
+        self.gate.leave_all(left);
         if !done.is_empty() {
             self.last_active = self.clock();
         }

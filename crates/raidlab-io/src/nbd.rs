@@ -322,6 +322,15 @@ fn read_request(c: &mut impl Read) -> Result<Request, End> {
     })
 }
 
+/// A simple reply's 16-byte header.
+fn reply_head(cookie: u64, err: u32) -> [u8; 16] {
+    let mut head = [0u8; 16];
+    head[..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+    head[4..8].copy_from_slice(&err.to_be_bytes());
+    head[8..].copy_from_slice(&cookie.to_be_bytes());
+    head
+}
+
 /// A simple reply, with `data` after it when the request succeeded.
 fn simple_reply(
     c: &mut (impl Write + ?Sized),
@@ -329,10 +338,7 @@ fn simple_reply(
     err: u32,
     data: &[u8],
 ) -> io::Result<()> {
-    let mut head = [0u8; 16];
-    head[..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
-    head[4..8].copy_from_slice(&err.to_be_bytes());
-    head[8..].copy_from_slice(&cookie.to_be_bytes());
+    let head = reply_head(cookie, err);
     /// Largest payload copied behind its header to go out in one write
     /// (a copy costs less than a second system call up to about here).
     const ONE_WRITE: usize = 64 << 10;
@@ -522,6 +528,26 @@ impl Replies {
         }
     }
 
+    /// Write `bytes`, whole replies one after another, in one go.
+    fn send_encoded(&self, bytes: &[u8]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.broken.load(Relaxed) {
+            return;
+        }
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if w.write_all(bytes).and_then(|()| w.flush()).is_err() {
+            self.broken.store(true, Relaxed);
+        }
+    }
+
+    /// `n` requests have been answered.
+    fn answered(&self, n: usize) {
+        let mut left = self.outstanding.lock().unwrap_or_else(|e| e.into_inner());
+        debug_assert!(*left >= n, "{n} answers for {} requests", *left);
+        *left -= n;
+        self.answered.notify_all();
+    }
+
     fn wait_idle(&self) {
         let mut n = self.outstanding.lock().unwrap_or_else(|e| e.into_inner());
         while *n > 0 {
@@ -553,16 +579,62 @@ impl Reply {
         self.finish(errno(e), &[]);
     }
 
+    /// Answer success with `data` as part of `batch`: it goes out, with
+    /// the batch's other answers to the same connection, in one write when
+    /// the batch is sent.
+    pub fn ok_in(mut self, data: &[u8], batch: &mut ReplyBatch) {
+        self.sent = true;
+        batch.add(&self.to, self.cookie, data);
+    }
+
     fn finish(&mut self, err: u32, data: &[u8]) {
         self.to.send(self.cookie, err, data);
         self.sent = true;
-        let mut n = self
-            .to
-            .outstanding
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *n -= 1;
-        self.to.answered.notify_all();
+        self.to.answered(1);
+    }
+}
+
+/// Successful answers gathered to go out together: each connection's in
+/// one write instead of one a reply (a served simulated array answers the
+/// requests its model completes at one instant together). Sent by
+/// [`ReplyBatch::send`], or when dropped.
+#[derive(Default)]
+pub struct ReplyBatch {
+    /// Per connection: its reply side, its replies encoded, how many.
+    conns: Vec<(std::sync::Arc<Replies>, Vec<u8>, usize)>,
+}
+
+impl ReplyBatch {
+    fn add(&mut self, to: &std::sync::Arc<Replies>, cookie: u64, data: &[u8]) {
+        let i = match self
+            .conns
+            .iter()
+            .position(|(r, _, _)| std::sync::Arc::ptr_eq(r, to))
+        {
+            Some(i) => i,
+            None => {
+                self.conns.push((to.clone(), Vec::new(), 0));
+                self.conns.len() - 1
+            }
+        };
+        let (_, bytes, n) = &mut self.conns[i];
+        bytes.extend_from_slice(&reply_head(cookie, 0));
+        bytes.extend_from_slice(data);
+        *n += 1;
+    }
+
+    /// Write every connection's answers, each connection's in one go.
+    pub fn send(&mut self) {
+        for (to, bytes, n) in self.conns.drain(..) {
+            to.send_encoded(&bytes);
+            to.answered(n);
+        }
+    }
+}
+
+impl Drop for ReplyBatch {
+    fn drop(&mut self) {
+        self.send();
     }
 }
 
@@ -931,6 +1003,91 @@ mod tests {
             &out[reply_at(4) + 4..reply_at(4) + 8],
             &EINVAL.to_be_bytes()
         );
+    }
+
+    /// A store that holds its answers until it has three, then sends them
+    /// as one batch.
+    struct Batched {
+        mem: Mem,
+        held: Mutex<Vec<(Reply, Vec<u8>)>>,
+    }
+
+    impl Pipelined for Batched {
+        fn size(&self) -> u64 {
+            self.mem.size()
+        }
+        fn take(&self, cmd: Command, reply: Reply) {
+            let Command::Read { offset, len } = cmd else {
+                return reply.ok(&[]);
+            };
+            let mut b = vec![0; len as usize];
+            self.mem.read(offset, &mut b).unwrap();
+            let mut held = self.held.lock().unwrap();
+            held.push((reply, b));
+            if held.len() == 3 {
+                let mut batch = ReplyBatch::default();
+                for (r, b) in held.drain(..) {
+                    r.ok_in(&b, &mut batch);
+                }
+                batch.send();
+            }
+        }
+    }
+
+    /// Replies kept with the sizes of the writes they came in.
+    #[derive(Clone, Default)]
+    struct Writes(std::sync::Arc<Mutex<(Vec<u8>, Vec<usize>)>>);
+
+    impl Write for Writes {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            let mut w = self.0.lock().unwrap();
+            w.0.extend_from_slice(b);
+            w.1.push(b.len());
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Answers sent as a batch go out in one write, each with its cookie
+    /// and its data, and the connection ends only once they are out.
+    #[test]
+    fn batched_answers_go_out_in_one_write() {
+        let store = Batched {
+            mem: Mem(Mutex::new((0..4096u32).map(|i| i as u8).collect())),
+            held: Mutex::new(Vec::new()),
+        };
+        let mut input = go();
+        for (cookie, off) in [(7u64, 0u64), (8, 512), (9, 1024)] {
+            input.extend(request(CMD_READ, 0, cookie, off, 512));
+        }
+        input.extend(request(CMD_DISC, 0, 10, 0, 0));
+        let mut c = Conn {
+            input: io::Cursor::new(input),
+            output: Vec::new(),
+        };
+        let out = Writes::default();
+        let end = serve_pipelined(
+            &mut c,
+            Box::new(out.clone()),
+            &store,
+            &mut Counts::default(),
+        );
+        assert!(matches!(end, End::Disconnected), "{end:?}");
+        let (bytes, sizes) = out.0.lock().unwrap().clone();
+        assert_eq!(sizes, vec![3 * (16 + 512)], "one write of three answers");
+        for (k, (cookie, off)) in [(7u64, 0usize), (8, 512), (9, 1024)]
+            .into_iter()
+            .enumerate()
+        {
+            let r = &bytes[k * 528..(k + 1) * 528];
+            assert_eq!(r[..4], SIMPLE_REPLY_MAGIC.to_be_bytes());
+            assert_eq!(r[4..8], [0; 4]);
+            assert_eq!(r[8..16], cookie.to_be_bytes());
+            let want: Vec<u8> = (off..off + 512).map(|i| i as u8).collect();
+            assert_eq!(&r[16..], &want[..]);
+        }
     }
 
     /// A socket whose writes fail (a client that stopped reading).
