@@ -167,9 +167,11 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                     continue;
                 }
                 kept_up += 1;
-                // Between the model alone and the model plus the round trip.
+                // Between the model alone and the model plus the round trip
+                // (and the lateness the server reports).
+                let late_mean = drift["late_mean_us"].as_f64().unwrap();
                 assert!(got.mean >= 0.9 * want.mean, "{case}");
-                assert!(got.mean <= 1.1 * want.mean + rt.mean, "{case}");
+                assert!(got.mean <= 1.1 * want.mean + rt.mean + late_mean, "{case}");
                 assert!(
                     got.iops >= 0.9 * 1e6 * qd as f64 / (want.mean + rt.mean)
                         || got.iops >= 0.9 * want.iops,
@@ -181,7 +183,10 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                 // waiting in the client and the socket before arriving).
                 // The tail is checked against the served model's own,
                 // fio's p99 between the model's p98 and p99.5 (plus the
-                // round trip's p99), within a quarter: where rare
+                // round trip's p99, and the lateness the server reports at
+                // its p99: the round trip is measured against a file
+                // served at once, which never waits for a timed wake-up),
+                // within a quarter: where rare
                 // pauses (an X25-E's garbage collection under QD1 writes)
                 // sit near 1 % of requests, the p99 alone jumps between
                 // them (0.29 to 1.26 ms from one 3 s window to the next, in
@@ -190,11 +195,10 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                 let tail = |k: &str| drift[k].as_f64().unwrap();
                 assert!(got.p99 >= 0.75 * tail("model_lat_p98_us"), "{case}");
                 assert!(
-                    got.p99 <= 1.25 * (tail("model_lat_p99_5_us") + rt.p99),
+                    got.p99 <= 1.25 * (tail("model_lat_p99_5_us") + rt.p99) + tail("late_p99_us"),
                     "{case}"
                 );
-                let late = drift["late_mean_us"].as_f64().unwrap();
-                let rest = got.mean - model - late;
+                let rest = got.mean - model - late_mean;
                 assert!(
                     rest >= -0.05 * model && rest <= 1.25 * rt.mean + 0.05 * model + 5.0,
                     "{case}: {rest:.1} us unexplained"
