@@ -28,12 +28,14 @@ fn dir(name: &str) -> std::path::PathBuf {
     d
 }
 
-/// What a client (or the simulator) measured: IOPS, mean and p99 latency, µs.
+/// What a client (or the simulator) measured: IOPS, mean, p99 and p99.8
+/// latency, µs.
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     iops: f64,
     mean: f64,
     p99: f64,
+    p998: f64,
 }
 
 /// fio's nbd engine against the socket: `rw` of 4 KiB at `qd`, for
@@ -55,6 +57,7 @@ fn fio_for(sock: &std::path::Path, rw: &str, qd: u32, secs: u32) -> Seen {
             &format!("--runtime={secs}"),
             "--time_based",
             "--output-format=json",
+            "--percentile_list=99:99.8",
         ])
         .output()
         .expect("fio");
@@ -66,6 +69,7 @@ fn fio_for(sock: &std::path::Path, rw: &str, qd: u32, secs: u32) -> Seen {
         iops: d["iops"].as_f64().unwrap(),
         mean: d["lat_ns"]["mean"].as_f64().unwrap() / 1e3,
         p99: d["clat_ns"]["percentile"]["99.000000"].as_f64().unwrap() / 1e3,
+        p998: d["clat_ns"]["percentile"]["99.800000"].as_f64().unwrap() / 1e3,
     }
 }
 
@@ -85,6 +89,8 @@ fn sim(topo: &str, rw: &str, qd: u32) -> Seen {
         iops: s["iops"].as_f64().unwrap(),
         mean: s["lat_avg_ms"].as_f64().unwrap() * 1e3,
         p99: s["lat_p99_ms"].as_f64().unwrap() * 1e3,
+        // The simulator reports p99.9; its p99.8 lies at or below it.
+        p998: s["lat_p999_ms"].as_f64().unwrap() * 1e3,
     }
 }
 
@@ -122,6 +128,7 @@ fn round_trip_around(before: Seen, after: Seen) -> Seen {
         iops: before.iops.min(after.iops),
         mean: before.mean.max(after.mean),
         p99: before.p99.max(after.p99),
+        p998: before.p998.max(after.p998),
     }
 }
 
@@ -183,10 +190,14 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                 // waiting in the client and the socket before arriving).
                 // The tail is checked against the served model's own,
                 // fio's p99 between the model's p98 and p99.5 (plus the
-                // round trip's p99, and the lateness the server reports at
-                // its p99: the round trip is measured against a file
+                // round trip's tail, and the lateness the server reports
+                // at its p99: the round trip is measured against a file
                 // served at once, which never waits for a timed wake-up),
-                // within a quarter: where rare
+                // within a quarter. The round trip's tail is taken at
+                // p99.8: a served request lasts 4 to 5 round trips at
+                // queue depth 1, so the machine's rare pauses, which hit a
+                // request in proportion to how long it lasts, reach 1 % of
+                // served requests where they reach 0.2 % of round trips. Where the model's own rare
                 // pauses (an X25-E's garbage collection under QD1 writes)
                 // sit near 1 % of requests, the p99 alone jumps between
                 // them (0.29 to 1.26 ms from one 3 s window to the next, in
@@ -195,7 +206,7 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                 let tail = |k: &str| drift[k].as_f64().unwrap();
                 assert!(got.p99 >= 0.75 * tail("model_lat_p98_us"), "{case}");
                 assert!(
-                    got.p99 <= 1.25 * (tail("model_lat_p99_5_us") + rt.p99) + tail("late_p99_us"),
+                    got.p99 <= 1.25 * (tail("model_lat_p99_5_us") + rt.p998) + tail("late_p99_us"),
                     "{case}"
                 );
                 let rest = got.mean - model - late_mean;
