@@ -246,6 +246,9 @@ impl Model<'_> {
             let slot = tag as usize;
             let p = self.pending[slot].take().expect("a request in the model");
             self.free.push(slot);
+            // Late by when its answer is ready to go out, as a served file's
+            // answer is when the round trip is measured: the write that
+            // takes it out is the protocol's.
             let late = self.clock().saturating_sub(t) + p.late_in;
             self.late.record(late);
             self.second.record(late);

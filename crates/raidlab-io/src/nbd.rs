@@ -595,7 +595,7 @@ impl Reply {
 }
 
 /// Successful answers gathered to go out together: each connection's in
-/// one write instead of one a reply (a served simulated array answers the
+/// one write instead of one per reply (a served simulated array answers the
 /// requests its model completes at one instant together). Sent by
 /// [`ReplyBatch::send`], or when dropped.
 #[derive(Default)]
