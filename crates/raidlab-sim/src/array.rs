@@ -129,10 +129,6 @@ pub struct Rebuild {
     /// Starts of the steps in flight and when each was issued, in issue
     /// order.
     in_flight: std::collections::VecDeque<(u64, Ns)>,
-    /// Guaranteed rate, even under foreground I/O (md's speed_limit_min).
-    pub min_rate: f64,
-    /// Rate when the array is otherwise idle (md's speed_limit_max).
-    pub max_rate: f64,
     /// md's speed marks: (time, bytes done), one every `MARK_STEP`, the
     /// oldest of the last `MARKS` the base of the measured speed.
     marks: std::collections::VecDeque<(Ns, u64)>,
@@ -157,11 +153,16 @@ pub struct Rebuild {
 }
 
 /// How a rebuild yields to host I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Pacing {
-    /// As md's `md_do_sync` (see [`Rebuild`]); `drain_when_busy`: as from
-    /// Linux 4.1.
+    /// As md's `md_do_sync` (see [`Rebuild`]), between two rates (bytes
+    /// per second); `drain_when_busy`: as from Linux 4.1.
     Md {
+        /// Guaranteed rate, even under foreground I/O (md's
+        /// speed_limit_min).
+        min_rate: f64,
+        /// Rate when the array is otherwise idle (md's speed_limit_max).
+        max_rate: f64,
         /// A busy array makes the next step wait for the steps in flight,
         /// not sleep.
         drain_when_busy: bool,
@@ -200,27 +201,24 @@ const THROTTLE: Ns = 500_000_000;
 const RESYNC_WINDOW: u64 = 128 * 1024;
 
 impl Rebuild {
-    /// A rebuild of `slot` of an array of `members`, between the two rates;
-    /// `pacing`: how it yields to host I/O.
-    pub fn new(
-        slot: usize,
-        members: usize,
-        (min_rate, max_rate): (f64, f64),
-        pacing: Pacing,
-    ) -> Self {
-        assert!(
-            !matches!(pacing, Pacing::Share(p) if !raidlab_core::preset::REBUILD_RATE_PCT.contains(&p)),
-            "a rebuild rate is a share of 1 to 100 %"
-        );
-        assert!(min_rate > 0.0 && max_rate >= min_rate, "rebuild rates");
+    /// A rebuild of `slot` of an array of `members`; `pacing`: how it
+    /// yields to host I/O.
+    pub fn new(slot: usize, members: usize, pacing: Pacing) -> Self {
+        match pacing {
+            Pacing::Md {
+                min_rate, max_rate, ..
+            } => assert!(min_rate > 0.0 && max_rate >= min_rate, "rebuild rates"),
+            Pacing::Share(p) => assert!(
+                raidlab_core::preset::REBUILD_RATE_PCT.contains(&p),
+                "a rebuild rate is a share of 1 to 100 %"
+            ),
+        }
         Rebuild {
             slot,
             pos: 0,
             done: 0,
             next: 0,
             in_flight: std::collections::VecDeque::new(),
-            min_rate,
-            max_rate,
             marks: std::collections::VecDeque::from([(0, 0)]),
             busy: 0,
             busy_above: 64 * 512 * members as u64,
@@ -237,7 +235,9 @@ impl Rebuild {
     /// last check.
     fn check_due(&self) -> bool {
         match self.pacing {
-            Pacing::Md { drain_when_busy } => !drain_when_busy || self.since_check >= RESYNC_WINDOW,
+            Pacing::Md {
+                drain_when_busy, ..
+            } => !drain_when_busy || self.since_check >= RESYNC_WINDOW,
             Pacing::Share(_) => false,
         }
     }
@@ -289,15 +289,17 @@ impl Rebuild {
         // As md's counters, foreground bytes accumulate until they pass the
         // mark, which makes the array busy once and starts them over.
         let busy = self.busy();
-        let drain_when_busy = matches!(
-            self.pacing,
-            Pacing::Md {
-                drain_when_busy: true
-            }
-        );
-        if speed <= self.min_rate || !(busy || speed > self.max_rate) {
+        let Pacing::Md {
+            min_rate,
+            max_rate,
+            drain_when_busy,
+        } = self.pacing
+        else {
+            unreachable!("only md's pacing checks its pace")
+        };
+        if speed <= min_rate || !(busy || speed > max_rate) {
             Pace::Go
-        } else if speed > self.max_rate || !drain_when_busy {
+        } else if speed > max_rate || !drain_when_busy {
             Pace::Sleep
         } else {
             Pace::Drain

@@ -225,17 +225,14 @@ impl Builder<'_> {
                 let pacing = match ctrl.and_then(|c| c.rebuild_rate_pct) {
                     Some(pct) => Pacing::Share(pct),
                     None => Pacing::Md {
+                        min_rate: lo as f64,
+                        max_rate: hi as f64,
                         drain_when_busy: ctrl.is_none()
                             && a.runs_md()
                             && self.host.kernel.md_resync_drains_when_busy(),
                     },
                 };
-                Some(Rebuild::new(
-                    slot,
-                    members.len(),
-                    (lo as f64, hi as f64),
-                    pacing,
-                ))
+                Some(Rebuild::new(slot, members.len(), pacing))
             }
             _ => None,
         };
