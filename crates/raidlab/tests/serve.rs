@@ -217,14 +217,22 @@ fn sixty_four_clients_at_once_and_garbage_does_not_stop_the_server() {
     let (expr, _) = raid5(&d, 8);
     let sock = d.join("s.sock");
     let child = serve(&expr, &sock, &["--connections", "66"]);
-    // One client sends garbage, another hangs up mid-handshake.
+    // One client sends garbage, another hangs up mid-handshake. Each waits
+    // for the server to close its end, which it does after counting the
+    // connection done: else, on a loaded machine, the two could still
+    // count against the server's 64 clients when the 64 below connect.
     {
         let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
         let mut hello = [0u8; 18];
         s.read_exact(&mut hello).unwrap();
         s.write_all(&[0xff; 64]).unwrap();
+        let _ = s.read_to_end(&mut Vec::new());
     }
-    drop(std::os::unix::net::UnixStream::connect(&sock).unwrap());
+    {
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let _ = s.read_to_end(&mut Vec::new());
+    }
     let handles: Vec<_> = (0..64)
         .map(|_| {
             let sock = sock.clone();
