@@ -443,7 +443,7 @@ impl CtrlVol {
             0
         };
         let write = if random_writes && self.cfg.wb_bytes > 0 {
-            self.cfg.wb_bytes / bs.clamp(512, span.max(512)) * 32 * 16 / 3
+            self.fill_lines(self.cfg.wb_bytes, span, bs.clamp(512, span.max(512))) * 32 * 16 / 3
         } else {
             0
         };
@@ -509,6 +509,14 @@ impl CtrlVol {
         self.kick(ctx);
     }
 
+    /// Lines that random `bs` writes over `span` dirty while they fill
+    /// `room` bytes of the write-back cache: one per write, nearly all of
+    /// them, but never more than the span holds (512-byte writes over a
+    /// span a 4 GB cache holds whole would otherwise count 8 million).
+    fn fill_lines(&self, room: u64, span: u64, bs: u64) -> u64 {
+        (room / bs).min(span.div_ceil(self.line_bytes) + 1)
+    }
+
     /// Mark random `bs` blocks of `span` dirty as of `now` until the
     /// write-back cache is full.
     fn fill(&mut self, span: u64, bs: u64, rng: &mut raidlab_core::rng::Rng, now: Ns) {
@@ -517,9 +525,8 @@ impl CtrlVol {
         }
         let bs = bs.clamp(512, span);
         let n = span / bs;
-        // Random writes land on lines of their own, nearly all of them.
-        self.lines
-            .reserve((self.cfg.wb_bytes.saturating_sub(self.dirty) / bs) as usize);
+        let room = self.cfg.wb_bytes.saturating_sub(self.dirty);
+        self.lines.reserve(self.fill_lines(room, span, bs) as usize);
         // The offsets are drawn a few writes ahead (in the same order)
         // and their lines' slots loaded meanwhile, so the insertions do
         // not wait for their cache misses one after the other.

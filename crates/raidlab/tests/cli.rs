@@ -532,12 +532,15 @@ fn inputs_that_would_exhaust_memory_are_refused_up_front() {
         ],
         "needs more than its bound",
     );
-    // A write-back cache of 16 GiB warmed with 512-byte lines likewise.
+    // A write-back cache of 16 GiB warmed with 512-byte writes likewise:
+    // 32 million lines over eight 800 GB drives. (Over eight 64 GB drives
+    // the same writes can dirty no more lines than 512 GB holds, which
+    // fits, and runs.)
     assert_input_error(
         &[
             "sim",
             "-t",
-            "areca1680[cache_mb=16384](raid0(8*x25e))",
+            "areca1680[cache_mb=16384](raid0(8*s3500-800))",
             "-w",
             "rw=randwrite bs=512 runtime=0.01",
         ],
