@@ -27,8 +27,8 @@ pub enum UnitError {
     /// Not a percentage.
     #[error("'{0}' is not a percentage (example: 20%)")]
     NotPercent(String),
-    /// A percentage outside 0..100.
-    #[error("percentage '{0}' must be in 0..100")]
+    /// A percentage outside [0, 100).
+    #[error("percentage '{0}' must be from 0 % to below 100 %")]
     PercentRange(String),
     /// Not a duration.
     #[error("'{0}' is not a duration (examples: 10, 0.5, 500ms)")]
