@@ -218,6 +218,8 @@ impl Hasher for BlockHasher {
 
 /// Bytes per read-cache block.
 const BLOCK: u64 = 4096;
+/// A block a cache fill did not write (see `CtrlVol::fill`).
+const NOT_WRITTEN: u32 = u32::MAX;
 /// A child command that fills no read-ahead window.
 const NO_WINDOW: u32 = u32::MAX;
 
@@ -266,14 +268,48 @@ impl ReadCache {
             self.map.insert(k, self.stamp);
             self.order.push_back((k, self.stamp));
         }
-        while self.map.len() > self.cap || self.order.len() > 2 * self.cap + 64 {
-            let Some((k, st)) = self.order.pop_front() else {
-                break;
-            };
+        // Least recently used out first, while more blocks are held than
+        // the cache has room for.
+        while self.map.len() > self.cap {
+            let (k, st) = self
+                .order
+                .pop_front()
+                .expect("every block held has its latest use in order");
             if self.map.get(&k) == Some(&st) {
                 self.map.remove(&k);
             }
         }
+        // Uses a later use of their block superseded pile up in `order`;
+        // past twice the blocks held, they go in one pass, the latest uses
+        // keeping their order. (Dropping the oldest entries instead, as
+        // before, could evict blocks a cache with room keeps: under random
+        // writes over a span the cache holds whole, up to e^-2 of it.)
+        if self.order.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.order.retain(|(k, st)| map.get(k) == Some(st));
+        }
+        debug_assert!(
+            self.order.len() >= self.map.len(),
+            "each block held has a use in order"
+        );
+    }
+
+    /// Enter blocks `0..last.len()` that were used (`last[k]` is not
+    /// [`NOT_WRITTEN`]) once each, in the order of their last use.
+    fn insert_by_last_use(&mut self, last: &[u32]) {
+        let mut used: Vec<(u32, u64)> = (0..last.len() as u64)
+            .filter(|&k| last[k as usize] != NOT_WRITTEN)
+            .map(|k| (last[k as usize], k))
+            .collect();
+        used.sort_unstable();
+        for (_, k) in used {
+            self.insert(k * BLOCK, (k + 1) * BLOCK);
+        }
+    }
+
+    /// Whether every block of a span of `bytes` from offset 0 fits.
+    fn holds_whole(&self, bytes: u64) -> bool {
+        self.cap > 0 && bytes.div_ceil(BLOCK) <= self.cap as u64
     }
 }
 
@@ -530,14 +566,40 @@ impl CtrlVol {
         // The offsets are drawn a few writes ahead (in the same order)
         // and their lines' slots loaded meanwhile, so the insertions do
         // not wait for their cache misses one after the other.
-        let mut offsets = Lookahead::new(4 * self.cfg.wb_bytes / bs, LOOKAHEAD);
+        let draws = 4 * self.cfg.wb_bytes / bs;
+        let mut offsets = Lookahead::new(draws, LOOKAHEAD);
         let shift = self.line_shift;
+        // When the read cache holds the whole span, no block of it is
+        // evicted, and a least-recently-used cache ends holding every
+        // block written, in the order of its last write: note that order
+        // here and enter each block once at the end, instead of once per
+        // write (32 million writes of 512 bytes fill a 4 GB cache).
+        let mut last_write: Option<Vec<u32>> = self.read_cache.holds_whole(span).then(|| {
+            assert!(
+                draws < u64::from(NOT_WRITTEN),
+                "{draws} writes count in 32 bits"
+            );
+            vec![NOT_WRITTEN; span.div_ceil(BLOCK) as usize]
+        });
+        let mut i = 0;
         while let Some(a) = offsets.next(|| rng.below(n) * bs, |a| self.lines.prefetch(a >> shift))
         {
             if self.dirty + bs > self.cfg.wb_bytes {
                 break;
             }
-            self.mark_dirty(a, a + bs, now, false);
+            match &mut last_write {
+                Some(last) => {
+                    self.mark_lines_dirty(a, a + bs, now, false);
+                    for k in a / BLOCK..(a + bs).div_ceil(BLOCK) {
+                        last[k as usize] = i;
+                    }
+                }
+                None => self.mark_dirty(a, a + bs, now, false),
+            }
+            i += 1;
+        }
+        if let Some(last) = last_write {
+            self.read_cache.insert_by_last_use(&last);
         }
     }
 
@@ -896,6 +958,13 @@ impl CtrlVol {
     /// write continued a sequential stream.
     #[inline]
     fn mark_dirty(&mut self, a: u64, b: u64, now: Ns, streamed: bool) {
+        self.mark_lines_dirty(a, b, now, streamed);
+        self.read_cache.insert(a, b);
+    }
+
+    /// The write-back side of [`Self::mark_dirty`]: the lines, the dirty
+    /// count and the destage queues.
+    fn mark_lines_dirty(&mut self, a: u64, b: u64, now: Ns, streamed: bool) {
         let mut l = a >> self.line_shift;
         while l * self.line_bytes < b {
             let la = a.max(l * self.line_bytes);
@@ -914,7 +983,6 @@ impl CtrlVol {
             }
             l += 1;
         }
-        self.read_cache.insert(a, b);
     }
 
     /// Acknowledge write `id`, now in the cache, once the flush task has
@@ -1023,6 +1091,45 @@ mod tests {
     use super::*;
     use crate::engine::{Call, Next, NONE};
     use raidlab_layout::ArrayLayout;
+
+    /// The read cache is a least-recently-used cache: it keeps every block
+    /// while they fit, however often they are rewritten, and past its room
+    /// it drops the block whose last use is oldest, as a reference list
+    /// kept in use order does.
+    #[test]
+    fn read_cache_keeps_what_fits_and_drops_the_least_recently_used() {
+        let cap = 64u64;
+        let mut c = ReadCache::new(cap * BLOCK);
+        let mut rng = raidlab_core::rng::Rng::new(7);
+        // Many rewrites of blocks that all fit: none is dropped.
+        for _ in 0..10_000 {
+            let k = rng.below(cap);
+            c.insert(k * BLOCK, (k + 1) * BLOCK);
+        }
+        assert!((0..cap).all(|k| c.holds(k * BLOCK, (k + 1) * BLOCK)));
+        assert!(
+            c.order.len() <= 2 * c.map.len() + 64,
+            "superseded uses are dropped"
+        );
+        // Against a reference list, least recently used first, over a span
+        // twice the room.
+        let mut c = ReadCache::new(cap * BLOCK);
+        let mut reference: Vec<u64> = Vec::new();
+        for _ in 0..20_000 {
+            let (k, blocks) = (rng.below(2 * cap), 1 + rng.below(3));
+            c.insert(k * BLOCK, (k + blocks) * BLOCK);
+            for b in k..k + blocks {
+                reference.retain(|&x| x != b);
+                reference.push(b);
+            }
+            let keep = reference.len().saturating_sub(cap as usize);
+            reference.drain(..keep);
+            assert_eq!(c.map.len(), reference.len());
+            assert!(reference
+                .iter()
+                .all(|&b| c.holds(b * BLOCK, (b + 1) * BLOCK)));
+        }
+    }
 
     fn geometry(level: Level, n: usize) -> Geometry {
         Geometry::new(
