@@ -302,6 +302,10 @@ impl ReadCache {
             .map(|k| (last[k as usize], k))
             .collect();
         used.sort_unstable();
+        // Room for them at once, not grown under the insertions.
+        let room = used.len().min(self.cap);
+        self.map.reserve(room.saturating_sub(self.map.len()));
+        self.order.reserve(room);
         for (_, k) in used {
             self.insert(k * BLOCK, (k + 1) * BLOCK);
         }
