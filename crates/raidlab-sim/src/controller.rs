@@ -263,6 +263,14 @@ impl ReadCache {
         if self.cap == 0 {
             return;
         }
+        let blocks = (b.div_ceil(BLOCK) - a / BLOCK) as usize;
+        if blocks > 1 {
+            // A large entry (the cache's warm-up): room at once, not grown
+            // step by step under it.
+            let held = self.map.len();
+            self.map
+                .reserve((held + blocks).min(self.cap).saturating_sub(held));
+        }
         for k in a / BLOCK..b.div_ceil(BLOCK) {
             self.stamp = self.stamp.wrapping_add(1);
             self.map.insert(k, self.stamp);
