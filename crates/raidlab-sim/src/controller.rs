@@ -243,6 +243,10 @@ struct ReadCache {
     map: HashMap<u64, u32, BuildHasherDefault<BlockHasher>>,
     order: VecDeque<(u64, u32)>,
     stamp: u32,
+    /// Blocks `0..prefix` are all held (a warm-up of a span that fits
+    /// leaves the whole span so): a read inside them is a hit without a
+    /// look at each block. Any eviction resets it.
+    prefix: u64,
 }
 
 impl ReadCache {
@@ -252,11 +256,14 @@ impl ReadCache {
             map: HashMap::default(),
             order: VecDeque::new(),
             stamp: 0,
+            prefix: 0,
         }
     }
 
     fn holds(&self, a: u64, b: u64) -> bool {
-        self.cap > 0 && (a / BLOCK..b.div_ceil(BLOCK)).all(|k| self.map.contains_key(&k))
+        self.cap > 0
+            && (b.div_ceil(BLOCK) <= self.prefix
+                || (a / BLOCK..b.div_ceil(BLOCK)).all(|k| self.map.contains_key(&k)))
     }
 
     fn insert(&mut self, a: u64, b: u64) {
@@ -278,6 +285,7 @@ impl ReadCache {
         }
         // Least recently used out first, while more blocks are held than
         // the cache has room for.
+        let mut evicted = false;
         while self.map.len() > self.cap {
             let (k, st) = self
                 .order
@@ -285,7 +293,13 @@ impl ReadCache {
                 .expect("every block held has its latest use in order");
             if self.map.get(&k) == Some(&st) {
                 self.map.remove(&k);
+                evicted = true;
             }
+        }
+        if evicted {
+            self.prefix = 0;
+        } else if a / BLOCK <= self.prefix {
+            self.prefix = self.prefix.max(b.div_ceil(BLOCK));
         }
         // Uses a later use of their block superseded pile up in `order`;
         // past twice the blocks held, they go in one pass, the latest uses
@@ -1137,10 +1151,20 @@ mod tests {
             let keep = reference.len().saturating_sub(cap as usize);
             reference.drain(..keep);
             assert_eq!(c.map.len(), reference.len());
-            assert!(reference
-                .iter()
-                .all(|&b| c.holds(b * BLOCK, (b + 1) * BLOCK)));
+            for b in 0..2 * cap + 2 {
+                let held = reference.contains(&b);
+                assert_eq!(c.holds(b * BLOCK, (b + 1) * BLOCK), held, "block {b}");
+            }
         }
+        // A warm-up of a span that fits, then reads of it and entries past it.
+        let mut c = ReadCache::new(cap * BLOCK);
+        c.insert(0, (cap - 4) * BLOCK);
+        assert!(c.holds(0, (cap - 4) * BLOCK));
+        assert!(!c.holds(0, (cap - 3) * BLOCK));
+        c.insert((cap - 4) * BLOCK, (cap + 2) * BLOCK);
+        // Six more blocks than the 60 held: the two least recently used go.
+        assert!(!c.holds(0, BLOCK) && !c.holds(BLOCK, 2 * BLOCK));
+        assert!(c.holds(2 * BLOCK, (cap + 2) * BLOCK));
     }
 
     fn geometry(level: Level, n: usize) -> Geometry {
