@@ -266,25 +266,36 @@ impl ReadCache {
                 || (a / BLOCK..b.div_ceil(BLOCK)).all(|k| self.map.contains_key(&k)))
     }
 
+    /// Blocks `a / BLOCK..b.div_ceil(BLOCK)` used now: held, most recently
+    /// used; the least recently used leave if the room is exceeded.
     fn insert(&mut self, a: u64, b: u64) {
         if self.cap == 0 {
             return;
         }
-        let blocks = (b.div_ceil(BLOCK) - a / BLOCK) as usize;
-        if blocks > 1 {
+        let (ka, kb) = (a / BLOCK, b.div_ceil(BLOCK));
+        if kb - ka > 1 {
             // A large entry (the cache's warm-up): room at once, not grown
             // step by step under it.
             let held = self.map.len();
-            self.map
-                .reserve((held + blocks).min(self.cap).saturating_sub(held));
+            let room = (held + (kb - ka) as usize).min(self.cap);
+            self.map.reserve(room.saturating_sub(held));
         }
-        for k in a / BLOCK..b.div_ceil(BLOCK) {
+        for k in ka..kb {
             self.stamp = self.stamp.wrapping_add(1);
             self.map.insert(k, self.stamp);
             self.order.push_back((k, self.stamp));
         }
-        // Least recently used out first, while more blocks are held than
-        // the cache has room for.
+        if self.evict_over_room() {
+            self.prefix = 0;
+        } else if ka <= self.prefix {
+            self.prefix = self.prefix.max(kb);
+        }
+        self.sweep_superseded();
+    }
+
+    /// Drop the least recently used blocks while more are held than the
+    /// cache has room for; whether any went.
+    fn evict_over_room(&mut self) -> bool {
         let mut evicted = false;
         while self.map.len() > self.cap {
             let (k, st) = self
@@ -296,16 +307,15 @@ impl ReadCache {
                 evicted = true;
             }
         }
-        if evicted {
-            self.prefix = 0;
-        } else if a / BLOCK <= self.prefix {
-            self.prefix = self.prefix.max(b.div_ceil(BLOCK));
-        }
-        // Uses a later use of their block superseded pile up in `order`;
-        // past twice the blocks held, they go in one pass, the latest uses
-        // keeping their order. (Dropping the oldest entries instead, as
-        // before, could evict blocks a cache with room keeps: under random
-        // writes over a span the cache holds whole, up to e^-2 of it.)
+        evicted
+    }
+
+    /// Uses a later use of their block superseded pile up in `order`; past
+    /// twice the blocks held, they go in one pass, the latest uses keeping
+    /// their order. (Dropping the oldest entries instead, as before, could
+    /// evict blocks a cache with room keeps: under random writes over a
+    /// span the cache holds whole, up to e^-2 of it.)
+    fn sweep_superseded(&mut self) {
         if self.order.len() > 2 * self.map.len() + 64 {
             let map = &self.map;
             self.order.retain(|(k, st)| map.get(k) == Some(st));
