@@ -509,12 +509,21 @@ impl CtrlVol {
     pub fn warm_bytes(&self, span: u64, random_reads: bool, random_writes: bool, bs: u64) -> u64 {
         let blocks = span.min(self.cfg.capacity) / BLOCK;
         let cap = self.read_cache.cap as u64;
-        let read = if random_reads && cap * CACHE_SPAN_RATIO >= blocks {
+        let fills = random_writes && self.cfg.wb_bytes > 0;
+        // The read cache holds what reads fetch and what a fill's writes
+        // leave; a fill over a span it holds whole also notes each block's
+        // last write (4 bytes a block).
+        let read = if (random_reads || fills) && cap * CACHE_SPAN_RATIO >= blocks {
             cap.min(blocks) * 64
+                + if fills && blocks <= cap {
+                    blocks * 4
+                } else {
+                    0
+                }
         } else {
             0
         };
-        let write = if random_writes && self.cfg.wb_bytes > 0 {
+        let write = if fills {
             self.fill_lines(self.cfg.wb_bytes, span, bs.clamp(512, span.max(512))) * 32 * 16 / 3
         } else {
             0
@@ -602,7 +611,9 @@ impl CtrlVol {
         // The offsets are drawn a few writes ahead (in the same order)
         // and their lines' slots loaded meanwhile, so the insertions do
         // not wait for their cache misses one after the other.
-        let draws = 4 * self.cfg.wb_bytes / bs;
+        // Four times the writes it takes to fill the cache, or the span if
+        // that is smaller (past that the span is nearly all dirty: 98 %).
+        let draws = 4 * self.cfg.wb_bytes.min(span) / bs;
         let mut offsets = Lookahead::new(draws, LOOKAHEAD);
         let shift = self.line_shift;
         // When the read cache holds the whole span, no block of it is
@@ -610,13 +621,8 @@ impl CtrlVol {
         // block written, in the order of its last write: note that order
         // here and enter each block once at the end, instead of once per
         // write (32 million writes of 512 bytes fill a 4 GB cache).
-        let mut last_write: Option<Vec<u32>> = self.read_cache.holds_whole(span).then(|| {
-            assert!(
-                draws < u64::from(NOT_WRITTEN),
-                "{draws} writes count in 32 bits"
-            );
-            vec![NOT_WRITTEN; span.div_ceil(BLOCK) as usize]
-        });
+        let batch = self.read_cache.holds_whole(span) && draws < u64::from(NOT_WRITTEN);
+        let mut last_write = batch.then(|| vec![NOT_WRITTEN; span.div_ceil(BLOCK) as usize]);
         let mut i = 0;
         while let Some(a) = offsets.next(|| rng.below(n) * bs, |a| self.lines.prefetch(a >> shift))
         {

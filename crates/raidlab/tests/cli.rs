@@ -546,6 +546,16 @@ fn inputs_that_would_exhaust_memory_are_refused_up_front() {
         ],
         "controller caches",
     );
+    // A 1 TiB cache over a 4 GiB span: the fill stops at four times the
+    // span's writes, and runs (it once asserted its count fitted 32 bits).
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        "areca1680[cache_mb=1048576](raid0(2*x25e))",
+        "-w",
+        "rw=randwrite bs=512 size=4g runtime=0.5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 #[test]
