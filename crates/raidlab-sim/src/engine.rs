@@ -471,8 +471,9 @@ impl Heap {
 /// buckets past their [`SLOTS`] places, while an X25-E's queued reads lie
 /// hundreds of microseconds ahead and fall past a narrow ring's horizon;
 /// either way they go to the far heap, which is slower. The queue counts
-/// both over [`ADAPT_EVERY`] pushes and narrows or widens its buckets by
-/// one step when one kind of overflow passes a quarter of them.
+/// both over [`ADAPT_EVERY`] pushes and, by one step when one kind of
+/// overflow passes a quarter of them, takes more and narrower buckets or
+/// widens them (see [`Shape`]).
 const START_SHIFT: u32 = 14;
 const MIN_SHIFT: u32 = 10;
 const MAX_SHIFT: u32 = 16;
@@ -481,47 +482,142 @@ const ADAPT_EVERY: u32 = 1 << 16;
 /// Looks a width is kept after a step that did not lower the overflow
 /// was taken back (so two widths that overflow alike do not alternate).
 const HOLD_WINDOWS: u32 = 16;
-/// Calendar buckets, one bit each of the occupancy word. Longer delays
-/// (queues behind GC, erases, disk seeks, think times) wait in the far
-/// heap. The ring stays small (16 KiB) so it stays in the L1 cache beside
-/// the FTL's tables; a 1024-bucket ring missed the cache on most pushes
-/// and gained nothing.
-const BUCKETS: usize = u64::BITS as usize;
+/// Calendar buckets at the most, one bit each of the occupancy words.
+/// Longer delays (queues behind GC, erases, disk seeks, think times) wait
+/// in the far heap. The ring holds as many events as a deep NVMe array
+/// keeps in flight (1,024 host requests, each with its completion ahead of
+/// the clock): at 64 buckets, a quarter of its pushes overflowed full
+/// buckets into the far heap, and popping that heap took a fifth of the
+/// run. A ring of 1,024 buckets missed the cache on most pushes and gained
+/// nothing; rings of 16 KiB (64 buckets) run a SATA drive's few queued
+/// events fastest, so the ring starts at that and grows only where events
+/// crowd it ([`Shape`]).
+const BUCKETS: usize = 256;
+/// Words of the occupancy bitmap.
+const WORDS: usize = BUCKETS / u64::BITS as usize;
+const _: () = assert!(BUCKETS.is_power_of_two() && WORDS >= 1);
 
 /// Events a calendar bucket holds in place; more go to the far heap.
 const SLOTS: usize = 8;
 const _: () = assert!(SLOTS < 256);
 
+/// The calendar ring's shape: log2 of a bucket's width in ns, and how many
+/// of the [`BUCKETS`] are in use (a power of two from [`MIN_SPAN`]). The
+/// shape only changes how fast the queue runs, never the order events
+/// leave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    shift: u32,
+    span: usize,
+}
+
+/// Buckets in use at the least: one occupancy word.
+const MIN_SPAN: usize = u64::BITS as usize;
+const _: () = assert!(MIN_SPAN <= BUCKETS);
+
+impl Shape {
+    const START: Shape = Shape {
+        shift: START_SHIFT,
+        span: MIN_SPAN,
+    };
+
+    /// Twice the buckets at half the width (the same horizon), or, all in
+    /// use, narrower ones.
+    fn denser(self) -> Shape {
+        if self.span < BUCKETS && self.shift > MIN_SHIFT {
+            Shape {
+                shift: self.shift - 1,
+                span: self.span * 2,
+            }
+        } else {
+            Shape {
+                shift: self.shift.saturating_sub(1).max(MIN_SHIFT),
+                ..self
+            }
+        }
+    }
+
+    /// Wider buckets, as many.
+    fn wider(self) -> Shape {
+        Shape {
+            shift: (self.shift + 1).min(MAX_SHIFT),
+            ..self
+        }
+    }
+}
+
+/// Which of the ring's buckets hold events: one bit each.
+#[derive(Debug, Clone, Copy, Default)]
+struct Occupancy([u64; WORDS]);
+
+impl Occupancy {
+    #[inline]
+    fn set(&mut self, i: usize) {
+        self.0[(i / 64) % WORDS] |= 1 << (i % 64);
+    }
+
+    #[inline]
+    fn clear(&mut self, i: usize) {
+        self.0[(i / 64) % WORDS] &= !(1 << (i % 64));
+    }
+
+    /// The first set bit at or after `start` among the first `span` bits
+    /// (a power of two, a whole number of words), going round from the last
+    /// of them to the first; `None` when none is set.
+    #[inline]
+    fn first_from(&self, start: usize, span: usize) -> Option<usize> {
+        if span == 64 {
+            // One word (the ring's usual shape): rotated to start at
+            // `start`, its lowest set bit is the one.
+            let w = self.0[0];
+            let ahead = w.rotate_right(start as u32).trailing_zeros() as usize;
+            return (w != 0).then_some((start + ahead) % 64);
+        }
+        let w0 = (start / 64) % WORDS;
+        let rest = self.0[w0] >> (start % 64);
+        if rest != 0 {
+            return Some(start + rest.trailing_zeros() as usize);
+        }
+        // The words after `w0`, going round (back to `w0` itself, whose low
+        // bits are then the last ahead).
+        let words = span / 64;
+        (1..=words)
+            .map(|k| (w0 + k) & (words - 1))
+            .find(|&w| self.0[w] != 0)
+            .map(|w| w * 64 + self.0[w].trailing_zeros() as usize)
+    }
+}
+
 /// Calendar queue of events (Brown 1988): a ring of time buckets over the
 /// next [`BUCKETS`] bucket widths, each a small unsorted array kept in place,
-/// with one word whose bits mark the non-empty ones; events further ahead
+/// with a bitmap whose bits mark the non-empty ones; events further ahead
 /// (or beyond a full bucket) wait in a binary heap. The simulated clock only
 /// moves forward, so every event in the ring lies in the window that starts
 /// at the clock's bucket, and the first non-empty bucket from there holds the
 /// earliest ring event. Pushing costs a few instructions, and popping a
-/// rotate and bit count of that word and a look through one bucket, usually
+/// bit count of a bitmap word or two and a look through one bucket, usually
 /// of one or two events, instead of a heap's log n levels.
 struct EventQueue {
     slots: [[Ev; SLOTS]; BUCKETS],
     lens: [u8; BUCKETS],
-    /// Bit `i`: bucket `i` holds an event (zero: the ring is empty).
-    bits: u64,
+    /// Bit `i`: bucket `i` holds an event.
+    bits: Occupancy,
     /// Absolute bucket number of the clock (the last event popped).
     base: u64,
     /// The clock: the time of the last event popped, ns.
     clock: u64,
-    /// log2 of the bucket width in ns.
-    shift: u32,
+    /// The buckets' width and how many of them are in use.
+    shape: Shape,
     /// Since the last look: pushes, and those that went to the far heap
     /// for a full bucket or for lying past the ring's horizon.
     pushes: u32,
     full: u32,
     beyond: u32,
-    /// Whether the last look changed the width, from `before_shift`, when
-    /// `before` pushes overflowed; windows to keep the width unchanged.
+    /// Whether the last look changed the shape, from `before_shape`, when
+    /// `before` pushes overflowed; windows to keep the shape unchanged.
     moved: bool,
     before: u32,
-    before_shift: u32,
+    before_shape: Shape,
     hold: u32,
     far: Heap,
 }
@@ -536,48 +632,52 @@ impl EventQueue {
         EventQueue {
             slots: [[empty; SLOTS]; BUCKETS],
             lens: [0; BUCKETS],
-            bits: 0,
+            bits: Occupancy::default(),
             base: 0,
             clock: 0,
-            shift: START_SHIFT,
+            shape: Shape::START,
             pushes: 0,
             full: 0,
             beyond: 0,
             moved: false,
             before: 0,
-            before_shift: START_SHIFT,
+            before_shape: Shape::START,
             hold: 0,
             far: Heap::new(),
         }
     }
 
-    /// Every [`ADAPT_EVERY`] pushes: narrow the buckets when full buckets
-    /// sent more than a quarter of the pushes to the far heap, widen them
-    /// when the horizon did. The ring's events move to the far heap (they
-    /// leave it in key order all the same) and the ring restarts at the
-    /// clock with the new width.
+    /// Every [`ADAPT_EVERY`] pushes: when full buckets sent more than a
+    /// quarter of the pushes to the far heap, use twice the buckets at half
+    /// the width (or narrow them, all in use); widen them when the horizon
+    /// did. The ring starts with one occupancy word of buckets, which keeps
+    /// the few events of a SATA drive's queue in few cache lines, and grows
+    /// only where events crowd it. The ring's events move to the far heap
+    /// (they leave it in key order all the same) and the ring restarts at
+    /// the clock in its new shape.
     #[cold]
     fn adapt(&mut self) {
         let quarter = self.pushes / 4;
         let overflow = self.full + self.beyond;
-        let shift = if self.hold > 0 {
+        let now = self.shape;
+        let shape = if self.hold > 0 {
             self.hold -= 1;
-            self.shift
+            now
         } else if self.moved && overflow >= self.before {
             // The last step did not help: step back and stay a while.
             self.hold = HOLD_WINDOWS;
-            self.before_shift
+            self.before_shape
         } else if self.full > quarter && self.beyond <= quarter {
-            self.shift.saturating_sub(1).max(MIN_SHIFT)
+            now.denser()
         } else if self.beyond > quarter && self.full <= quarter {
-            (self.shift + 1).min(MAX_SHIFT)
+            now.wider()
         } else {
-            self.shift
+            now
         };
-        self.moved = shift != self.shift && self.hold == 0;
-        (self.before, self.before_shift) = (overflow, self.shift);
+        self.moved = shape != now && self.hold == 0;
+        (self.before, self.before_shape) = (overflow, now);
         (self.pushes, self.full, self.beyond) = (0, 0, 0);
-        if shift == self.shift {
+        if shape == now {
             return;
         }
         for i in 0..BUCKETS {
@@ -586,9 +686,9 @@ impl EventQueue {
             }
             self.lens[i] = 0;
         }
-        self.bits = 0;
-        self.shift = shift;
-        self.base = self.clock >> shift;
+        self.bits = Occupancy::default();
+        self.shape = shape;
+        self.base = self.clock >> shape.shift;
     }
 
     /// Queue event `(key, comp, req)`. The fields come as scalars, in
@@ -600,15 +700,17 @@ impl EventQueue {
     #[inline]
     fn push(&mut self, key: u128, comp: CompId, req: ReqId) {
         let e = Ev { key, comp, req };
-        let b = ((e.key >> 64) as u64) >> self.shift;
+        let b = ((e.key >> 64) as u64) >> self.shape.shift;
         debug_assert!(b >= self.base, "events are never scheduled in the past");
-        let i = b as usize & (BUCKETS - 1);
+        // The span is at most BUCKETS: the constant mask costs nothing and
+        // spares the bounds checks.
+        let i = (b as usize & (self.shape.span - 1)) % BUCKETS;
         let n = self.lens[i] as usize;
-        let near = b - self.base < BUCKETS as u64;
+        let near = b - self.base < self.shape.span as u64;
         if near && n < SLOTS {
             self.slots[i][n] = e;
             self.lens[i] = n as u8 + 1;
-            self.bits |= 1 << i;
+            self.bits.set(i);
         } else {
             self.far.push(e);
             if near {
@@ -624,13 +726,14 @@ impl EventQueue {
     }
 
     /// The first non-empty ring bucket at or after the clock's, in ring
-    /// order (the ring must hold an event): the occupancy word rotated to
-    /// start at the clock's bucket has it as its lowest set bit.
+    /// order; `None` when the ring is empty.
     #[inline]
-    fn first_bucket(&self) -> usize {
-        let start = self.base as u32 % BUCKETS as u32;
-        let ahead = self.bits.rotate_right(start).trailing_zeros();
-        ((start + ahead) % BUCKETS as u32) as usize
+    fn first_bucket(&self) -> Option<usize> {
+        let span = self.shape.span;
+        let b = self
+            .bits
+            .first_from(self.base as usize & (span - 1), span)?;
+        Some(b % BUCKETS)
     }
 
     /// The least key queued, without taking it: the first bucket's least,
@@ -638,10 +741,9 @@ impl EventQueue {
     /// chooses).
     fn first_key(&self) -> Option<u128> {
         let far = self.far.first_key();
-        if self.bits == 0 {
+        let Some(b) = self.first_bucket() else {
             return far;
-        }
-        let b = self.first_bucket();
+        };
         let near = self.slots[b][..self.lens[b] as usize]
             .iter()
             .map(|e| e.key)
@@ -654,8 +756,7 @@ impl EventQueue {
 
     #[inline]
     fn pop(&mut self) -> Option<Ev> {
-        let e = if self.bits != 0 {
-            let b = self.first_bucket();
+        let e = if let Some(b) = self.first_bucket() {
             let n = self.lens[b] as usize;
             let list = &mut self.slots[b];
             let mut j = 0;
@@ -669,7 +770,7 @@ impl EventQueue {
                 list[j] = list[n - 1];
                 self.lens[b] = n as u8 - 1;
                 if n == 1 {
-                    self.bits &= !(1 << b);
+                    self.bits.clear(b);
                 }
                 e
             }
@@ -677,7 +778,7 @@ impl EventQueue {
             self.far.pop()?
         };
         self.clock = (e.key >> 64) as u64;
-        self.base = self.clock >> self.shift;
+        self.base = self.clock >> self.shape.shift;
         Some(e)
     }
 }
@@ -1028,7 +1129,7 @@ mod tests {
         let mut q = EventQueue::new();
         let mut reference = std::collections::BTreeSet::new();
         let mut rng = raidlab_core::rng::Rng::new(12);
-        let horizon = (BUCKETS as u64) << START_SHIFT;
+        let horizon = (MIN_SPAN as u64) << START_SHIFT;
         let mut now = 0u64;
         let mut seq = 0u64;
         for _ in 0..20_000 {
@@ -1058,9 +1159,9 @@ mod tests {
     #[test]
     fn the_calendar_adapts_its_buckets_and_keeps_key_order() {
         // A thousand events in flight: first 20 us deep (they fill 16 us
-        // buckets and narrow them), then 50 ms deep (they lie past a narrow
-        // ring's horizon and widen it). Order is checked against an ordered
-        // set throughout.
+        // buckets: the ring takes more, narrower ones), then 50 ms deep (they
+        // lie past a narrow ring's horizon and widen it). Order is checked
+        // against an ordered set throughout.
         let mut q = EventQueue::new();
         let mut reference = std::collections::BTreeSet::new();
         let mut rng = raidlab_core::rng::Rng::new(5);
@@ -1076,14 +1177,17 @@ mod tests {
                         as u64;
                 }
             }
-            q.shift
+            q.shape
         };
-        let narrowed = phase(&mut q, 20_000);
-        let widened = phase(&mut q, 50_000_000);
-        assert!(narrowed < START_SHIFT, "dense events: shift {narrowed}");
+        let dense = phase(&mut q, 20_000);
+        let sparse = phase(&mut q, 50_000_000);
         assert!(
-            widened > narrowed,
-            "sparse events widen: {narrowed} -> {widened}"
+            dense.shift < START_SHIFT && dense.span > MIN_SPAN,
+            "dense events: {dense:?}"
+        );
+        assert!(
+            sparse.shift > dense.shift,
+            "sparse events widen: {dense:?} -> {sparse:?}"
         );
         drain_checked(|| q.pop(), reference);
     }
