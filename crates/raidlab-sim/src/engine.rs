@@ -588,6 +588,15 @@ impl Occupancy {
     }
 }
 
+/// One calendar bucket's events: their keys apart from what they are about,
+/// so that finding the least reads two cache lines, not four.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    keys: [u128; SLOTS],
+    /// Each event's component and request, beside its key.
+    about: [(CompId, ReqId); SLOTS],
+}
+
 /// Calendar queue of events (Brown 1988): a ring of time buckets over the
 /// next [`BUCKETS`] bucket widths, each a small unsorted array kept in place,
 /// with a bitmap whose bits mark the non-empty ones; events further ahead
@@ -598,11 +607,7 @@ impl Occupancy {
 /// bit count of a bitmap word or two and a look through one bucket, usually
 /// of one or two events, instead of a heap's log n levels.
 struct EventQueue {
-    /// Each bucket's keys, apart from what the events are about, so that
-    /// finding a bucket's least reads two cache lines, not four.
-    keys: [[u128; SLOTS]; BUCKETS],
-    /// Each bucket's events' component and request, beside their keys.
-    about: [[(CompId, ReqId); SLOTS]; BUCKETS],
+    buckets: [Bucket; BUCKETS],
     lens: [u8; BUCKETS],
     /// Bit `i`: bucket `i` holds an event.
     bits: Occupancy,
@@ -629,8 +634,10 @@ struct EventQueue {
 impl EventQueue {
     fn new() -> Self {
         EventQueue {
-            keys: [[0; SLOTS]; BUCKETS],
-            about: [[(CompId(0), ReqId(0)); SLOTS]; BUCKETS],
+            buckets: [Bucket {
+                keys: [0; SLOTS],
+                about: [(CompId(0), ReqId(0)); SLOTS],
+            }; BUCKETS],
             lens: [0; BUCKETS],
             bits: Occupancy::default(),
             base: 0,
@@ -682,9 +689,9 @@ impl EventQueue {
         }
         for i in 0..BUCKETS {
             for k in 0..self.lens[i] as usize {
-                let (comp, req) = self.about[i][k];
+                let (comp, req) = self.buckets[i].about[k];
                 self.far.push(Ev {
-                    key: self.keys[i][k],
+                    key: self.buckets[i].keys[k],
                     comp,
                     req,
                 });
@@ -713,8 +720,8 @@ impl EventQueue {
         let n = self.lens[i] as usize;
         let near = b - self.base < self.shape.span as u64;
         if near && n < SLOTS {
-            self.keys[i][n] = key;
-            self.about[i][n] = (comp, req);
+            self.buckets[i].keys[n] = key;
+            self.buckets[i].about[n] = (comp, req);
             self.lens[i] = n as u8 + 1;
             self.bits.set(i);
         } else {
@@ -750,7 +757,10 @@ impl EventQueue {
         let Some(b) = self.first_bucket() else {
             return far;
         };
-        let near = self.keys[b][..self.lens[b] as usize].iter().copied().min();
+        let near = self.buckets[b].keys[..self.lens[b] as usize]
+            .iter()
+            .copied()
+            .min();
         match (near, far) {
             (Some(n), Some(f)) => Some(n.min(f)),
             (n, f) => n.or(f),
@@ -761,7 +771,7 @@ impl EventQueue {
     fn pop(&mut self) -> Option<Ev> {
         let e = if let Some(b) = self.first_bucket() {
             let n = self.lens[b] as usize;
-            let keys = &mut self.keys[b];
+            let Bucket { keys, about } = &mut self.buckets[b];
             let mut j = 0;
             for k in 1..n {
                 j = select_unpredictable(keys[k] < keys[j], k, j);
@@ -769,7 +779,6 @@ impl EventQueue {
             if self.far.first_key().is_some_and(|f| f < keys[j]) {
                 self.far.pop()?
             } else {
-                let about = &mut self.about[b];
                 let (comp, req) = about[j];
                 let e = Ev {
                     key: keys[j],
