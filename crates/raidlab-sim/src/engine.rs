@@ -699,6 +699,10 @@ impl EventQueue {
             self.lens[i] = 0;
         }
         self.bits = Occupancy::default();
+        debug_assert!(
+            shape.span.is_power_of_two() && (MIN_SPAN..=BUCKETS).contains(&shape.span),
+            "the buckets in use are a power of two from one word to all: {shape:?}"
+        );
         self.shape = shape;
         self.base = self.clock >> shape.shift;
     }
