@@ -88,6 +88,18 @@ impl Level {
         }
     }
 
+    /// Whether a RAID controller's firmware builds an array of this level
+    /// from `active` members. Controllers build RAID 10 as a stripe of
+    /// two-drive mirrors, so only from an even number of drives, at least
+    /// four: "You must use an even number of drives in each RAID 10 virtual
+    /// drive in the span" (LSI/Broadcom MegaRAID SAS Software User Guide,
+    /// §2.5.8 "RAID 10"); "A RAID 10 array is built from two or more
+    /// equal-sized RAID 1 arrays" (Adaptec RAID controller installation and
+    /// user's guide, appendix B). md's raid10 takes any number from two.
+    pub fn controller_builds(self, active: usize) -> bool {
+        self != Level::Raid10 || (active >= 4 && active.is_multiple_of(2))
+    }
+
     /// Parity members per stripe: 1 for RAID 4 and 5, 2 for RAID 6.
     pub fn parity_members(self) -> usize {
         match self {

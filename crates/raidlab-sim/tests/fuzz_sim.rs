@@ -42,6 +42,9 @@ fn array(members: usize) -> impl Strategy<Value = String> {
             let n = match lvl {
                 "raid5" => members.max(3),
                 "raid6" => members.max(4),
+                // Also put in a controller, whose RAID 10 is built from
+                // pairs (md's own odd RAID 10s have cases of their own).
+                "raid10" => members.max(4).next_multiple_of(2),
                 _ => members.max(2),
             };
             let lay = if matches!(lvl, "raid5" | "raid6") {

@@ -371,7 +371,11 @@ impl CtrlCase<'_> {
         let (c, drive, level, n, k) = (self.c, self.drive, self.level, self.n, self.k);
         let name = level.word();
         let per = n / k;
-        let nests = k > 1 && per >= level.min_members() as u32 && level != Level::Raid0;
+        // Only arrays the controller's firmware builds (its RAID 10 takes an
+        // even number of drives, at least four).
+        let builds = |m: u32| level.controller_builds(m as usize);
+        let nests =
+            k > 1 && per >= level.min_members() as u32 && level != Level::Raid0 && builds(per);
         for s in HW_STRIPES_KB {
             for pol in self.policies {
                 let arr = |m: u32| {
@@ -384,7 +388,7 @@ impl CtrlCase<'_> {
                     let spare = array_opts(level, s, true);
                     format!("{c}[{pol}]({name}{spare}{})", failed_members(m, drive))
                 };
-                if k == 1 {
+                if k == 1 && builds(n) {
                     let l = Layout::new(arr(n), level, n, Kind::Hardware, 1, Some(c));
                     out.push(l.or_degraded(|| failed(n)));
                 }

@@ -406,3 +406,48 @@ fn unrated_drives_have_unknown_endurance_in_the_verdict() {
         "a configuration ranked twice"
     );
 }
+
+/// A plan proposes only arrays a controller's firmware builds: its RAID 10
+/// is a stripe of two-drive mirrors, so an even number of drives, at least
+/// four, in one controller or in each of two (six drives over two
+/// controllers make no nested RAID 10). Every candidate resolves.
+#[test]
+fn controllers_raid10_only_from_pairs() {
+    let mut q = question(
+        "rw=randrw rwmixread=70 bs=8k iodepth=32 numjobs=8",
+        1_400_000_000_000,
+        1,
+        "pm9a3-960",
+        &["none", "megaraid9560"],
+    );
+    q.levels = vec![Level::Raid10];
+    q.max_drives = 8;
+    let db = PresetDb::builtin();
+    let cands = candidates(&q, &db);
+    let hw = |c: &&plan::Candidate| matches!(c.kind, Kind::Hardware | Kind::Nested);
+    let per_array = |c: &plan::Candidate| c.drives / c.controllers.max(1);
+    for (kind, drives) in [(Kind::Hardware, 4), (Kind::Hardware, 6), (Kind::Nested, 8)] {
+        assert!(
+            cands.iter().any(|c| c.kind == kind && c.drives == drives),
+            "no {kind:?} RAID 10 of {drives}"
+        );
+    }
+    assert!(
+        !cands
+            .iter()
+            .any(|c| c.kind == Kind::Nested && c.drives == 6),
+        "a nested RAID 10 of two controllers' 3 drives"
+    );
+    for c in cands.iter().filter(hw) {
+        let m = per_array(c);
+        assert!(
+            m >= 4 && m % 2 == 0,
+            "{}: {m} drives a controller array",
+            c.topology
+        );
+    }
+    for c in &cands {
+        raidlab_core::topology::resolve(&c.topology, &db)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.topology));
+    }
+}

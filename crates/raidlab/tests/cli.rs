@@ -1218,8 +1218,9 @@ fn reproduced_tables_say_their_topology_workload_and_metric() {
 }
 
 /// Hardware that cannot exist is refused with the rule it breaks: a host
-/// bus adapter runs no RAID, and NVMe drives sit only behind tri-mode
-/// controllers (or the host's own lanes); `plan` never proposes them.
+/// bus adapter runs no RAID, NVMe drives sit only behind tri-mode
+/// controllers (or the host's own lanes), and a controller's RAID 10 is
+/// built from pairs; `plan` never proposes them.
 #[test]
 fn impossible_hardware_is_refused() {
     let w = "rw=randread runtime=0.01";
@@ -1231,6 +1232,11 @@ fn impossible_hardware_is_refused() {
             "pm9a3 is an NVMe drive and adaptec5085 takes SAS/SATA",
         ),
         ("megaraid9265(raid5(4*pm9a3))", "tri-mode controller"),
+        (
+            "megaraid9560(raid10(3*pm9a3))",
+            "megaraid9560 builds RAID 10 as a stripe of two-drive mirrors: an even number of members, at least 4, not 3",
+        ),
+        ("adaptec5085(raid10[spares=1](3*x25e))", "at least 4, not 2"),
     ] {
         assert_input_error(&["sim", "-t", t, "-w", w], want);
     }
@@ -1238,6 +1244,8 @@ fn impossible_hardware_is_refused() {
         "megaraid9560(raid5(4*pm9a3))",
         "raid5(hba9500[mode=jbod](4*pm9a3))",
         "megaraid9361(raid5(4*s3500-800))",
+        "megaraid9560(raid10(6*pm9a3))",
+        "raid10(megaraid9560[mode=jbod](3*pm9a3))",
     ] {
         let o = raidlab(&["sim", "-t", t, "-w", w]);
         assert!(o.status.success(), "{t}: {}", stderr(&o));

@@ -335,7 +335,11 @@ impl Resolver<'_> {
         let (mut members, missing) = self.members(children, in_ctrl)?;
         self.fill_missing(&mut members, &missing, (level, layout), spares, col)?;
         let volumes: usize = members.iter().map(Node::volumes).sum();
-        check_members(level, volumes.saturating_sub(spares as usize), col)?;
+        let active = volumes.saturating_sub(spares as usize);
+        check_members(level, active, col)?;
+        if let Some((_, ctrl)) = in_ctrl {
+            check_controller_builds(ctrl, level, active, col)?;
+        }
         // Without a stripe, the array takes its RAID implementation's
         // default: the controller's or the host software RAID profile's
         // (filled in by `default_stripes` once the tree is built).
@@ -389,6 +393,22 @@ impl Resolver<'_> {
             ),
         }
     }
+}
+
+/// Refuse a hardware array of `level` over `active` members that
+/// controller `ctrl`'s firmware does not build (its RAID 10 is a stripe of
+/// two-drive mirrors: `Level::controller_builds`), naming the rule and the
+/// host software RAID that takes the same members.
+fn check_controller_builds(ctrl: &str, level: Level, active: usize, col: usize) -> Result<()> {
+    if level.controller_builds(active) {
+        return Ok(());
+    }
+    invalid(
+        col,
+        format!(
+            "{ctrl} builds RAID 10 as a stripe of two-drive mirrors: an even number of members, at least 4, not {active}; md's raid10 takes {active}: put it on the host, e.g. raid10({ctrl}[mode=jbod]({active}*DRIVE))"
+        ),
+    )
 }
 
 /// Far and offset RAID 10 copies are md's own layouts: refused on a
