@@ -417,6 +417,8 @@ pub struct CtrlVol {
     line_shift: u32,
     gran_shift: u32,
     dirty: u64,
+    /// Bytes of writes taken into the write-back cache from above.
+    taken_in: u64,
     lines: LineTable<Line>,
     /// Dirty lines waiting for destage, oldest first, one queue per member.
     fifos: Vec<VecDeque<u64>>,
@@ -458,6 +460,7 @@ impl CtrlVol {
             line_shift: line_bytes.trailing_zeros(),
             gran_shift: gran.trailing_zeros(),
             dirty: 0,
+            taken_in: 0,
             lines: LineTable::default(),
             fifos: vec![VecDeque::new(); members],
             destages: Vec::new(),
@@ -562,6 +565,12 @@ impl CtrlVol {
         if random_writes {
             self.fill(span, bs, &mut rng, 0);
         }
+    }
+
+    /// Bytes of writes the write-back cache has taken in from above (a
+    /// fill ahead not counted).
+    pub fn taken_in(&self) -> u64 {
+        self.taken_in
     }
 
     /// Dirty bytes, and the write-back cache's size.
@@ -955,6 +964,7 @@ impl CtrlVol {
             return None;
         }
         let streamed = self.write_stream(a, b);
+        self.taken_in += b - a;
         // Reads look at dirty data before read-ahead copies, so a window
         // stays good for the rest of its bytes.
         self.mark_dirty(a, b, ctx.now, streamed);

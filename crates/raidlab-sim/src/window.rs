@@ -37,6 +37,9 @@ pub(crate) struct Rounds<S> {
     /// level's noise (fractions of the cache).
     levels: Vec<Vec<f64>>,
     noise: Vec<f64>,
+    /// Bytes each write-back cache has taken in by every round boundary
+    /// (fractions of the cache).
+    taken: Vec<Vec<f64>>,
 }
 
 impl<S> Rounds<S> {
@@ -58,6 +61,7 @@ impl<S> Rounds<S> {
             cur: None,
             levels: Vec::new(),
             noise: Vec::new(),
+            taken: Vec::new(),
         })
     }
 
@@ -81,10 +85,12 @@ impl<S> Rounds<S> {
         &self.noise
     }
 
-    /// Counters and cache levels at the start of the first round.
-    pub fn begin(&mut self, snap: S, levels: Vec<f64>) {
+    /// Counters, cache levels and the bytes the caches have taken in, at
+    /// the start of the first round.
+    pub fn begin(&mut self, snap: S, levels: Vec<f64>, taken: Vec<f64>) {
         self.cur = Some((snap, self.first_start()));
         self.levels.push(levels);
+        self.taken.push(taken);
     }
 
     /// Whether the cache levels and the rates pass the test.
@@ -96,6 +102,20 @@ impl<S> Rounds<S> {
     /// (earlier, later); empty before two rounds have closed.
     pub fn last_rises(&self) -> Vec<(f64, f64)> {
         match self.levels.as_slice() {
+            [.., a, b, c] => a
+                .iter()
+                .zip(b)
+                .zip(c)
+                .map(|((a, b), c)| (b - a, c - b))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// What each cache took in over the last two closed rounds (earlier,
+    /// later); empty before two rounds have closed.
+    pub fn last_taken(&self) -> Vec<(f64, f64)> {
+        match self.taken.as_slice() {
             [.., a, b, c] => a
                 .iter()
                 .zip(b)
@@ -124,10 +144,11 @@ impl<S> Rounds<S> {
     }
 
     /// Close the round ending at `self.next` with the host's figures `m`
-    /// over it and the counters `snap` and cache levels at its end. Returns
-    /// whether the run is over.
-    pub fn close(&mut self, m: Metrics, snap: S, levels: Vec<f64>) -> bool {
+    /// over it and the counters `snap`, cache levels and bytes the caches
+    /// have taken in at its end. Returns whether the run is over.
+    pub fn close(&mut self, m: Metrics, snap: S, levels: Vec<f64>, taken: Vec<f64>) -> bool {
         self.levels.push(levels);
+        self.taken.push(taken);
         let (start, t0) = self.cur.take().expect("a round is open");
         let bytes = m.read.bytes + m.write.bytes;
         let ios = m.read.count + m.write.count;
