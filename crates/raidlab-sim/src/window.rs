@@ -95,7 +95,7 @@ impl<S> Rounds<S> {
 
     /// Whether the cache levels and the rates pass the test.
     fn steady(&self) -> bool {
-        is_steady(&self.rates) && levels_steady(&self.levels, &self.noise)
+        is_steady(&self.rates) && levels_steady(&self.levels, &self.taken, &self.noise)
     }
 
     /// How each cache's level changed over the last two closed rounds
