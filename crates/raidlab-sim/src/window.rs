@@ -42,6 +42,21 @@ pub(crate) struct Rounds<S> {
     taken: Vec<Vec<f64>>,
 }
 
+/// How each gauge (one vector per round boundary, oldest first) changed
+/// over the last two rounds (earlier, later); empty before two rounds have
+/// closed.
+fn last_two_changes(at: &[Vec<f64>]) -> Vec<(f64, f64)> {
+    match at {
+        [.., a, b, c] => a
+            .iter()
+            .zip(b)
+            .zip(c)
+            .map(|((a, b), c)| (b - a, c - b))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 impl<S> Rounds<S> {
     /// The rounds of a time-based workload `w` (`None` for one pass).
     pub fn of(w: &Workload) -> Option<Self> {
@@ -101,29 +116,13 @@ impl<S> Rounds<S> {
     /// How each cache's level changed over the last two closed rounds
     /// (earlier, later); empty before two rounds have closed.
     pub fn last_rises(&self) -> Vec<(f64, f64)> {
-        match self.levels.as_slice() {
-            [.., a, b, c] => a
-                .iter()
-                .zip(b)
-                .zip(c)
-                .map(|((a, b), c)| (b - a, c - b))
-                .collect(),
-            _ => Vec::new(),
-        }
+        last_two_changes(&self.levels)
     }
 
     /// What each cache took in over the last two closed rounds (earlier,
     /// later); empty before two rounds have closed.
     pub fn last_taken(&self) -> Vec<(f64, f64)> {
-        match self.taken.as_slice() {
-            [.., a, b, c] => a
-                .iter()
-                .zip(b)
-                .zip(c)
-                .map(|((a, b), c)| (b - a, c - b))
-                .collect(),
-            _ => Vec::new(),
-        }
+        last_two_changes(&self.taken)
     }
 
     /// The level of each cache now.
