@@ -98,28 +98,40 @@ pub fn is_steady(rounds: &[Round]) -> bool {
 /// boundaries: within [`LEVEL_EXCURSION`], and with a net change within
 /// [`LEVEL_NOISE_TIMES`] × `noise` (each cache's, a fraction of its size)
 /// or within [`SLOPE_EXCURSION`] of what the cache took in over the window
-/// (`taken`: bytes taken in by each boundary, fractions of its size). A
-/// cache that gains less than that share of its writes destages all the
-/// rest, so the pace it would end at lies within the slope test's own
-/// tolerance of the window's. Without caches, trivially true.
+/// (`taken`: bytes taken in by each boundary, fractions of its size; see
+/// [`level_allowance`]). Without caches, trivially true.
 pub fn levels_steady(levels: &[Vec<f64>], taken: &[Vec<f64>], noise: &[f64]) -> bool {
+    assert_eq!(
+        levels.len(),
+        taken.len(),
+        "a level and an intake at every boundary"
+    );
     if levels.len() <= WINDOW_ROUNDS {
         return levels.first().is_none_or(|l| l.is_empty());
     }
-    let w = &levels[levels.len() - WINDOW_ROUNDS - 1..];
-    let t = &taken[taken.len().saturating_sub(WINDOW_ROUNDS + 1)..];
+    let from = levels.len() - WINDOW_ROUNDS - 1;
+    let (w, t) = (&levels[from..], &taken[from..]);
     (0..w[0].len()).all(|c| {
         let (lo, hi) = w.iter().fold((f64::MAX, f64::MIN), |(lo, hi), l| {
             (lo.min(l[c]), hi.max(l[c]))
         });
         let net = (w[w.len() - 1][c] - w[0][c]).abs();
-        let intake = match (t.first(), t.last()) {
-            (Some(a), Some(b)) if t.len() == w.len() => b[c] - a[c],
-            _ => 0.0,
-        };
-        let allowed = (LEVEL_NOISE_TIMES * noise[c]).max(SLOPE_EXCURSION * intake);
-        hi - lo <= LEVEL_EXCURSION && net <= allowed
+        let intake = t[t.len() - 1][c] - t[0][c];
+        hi - lo <= LEVEL_EXCURSION && net <= level_allowance(noise[c], intake, WINDOW_ROUNDS)
     })
+}
+
+/// How far a cache's dirty level may move over `rounds` rounds that took
+/// in `intake` (both fractions of the cache) and still be no trend: its
+/// noise's share of [`LEVEL_NOISE_TIMES`] × `noise` (the allowance over a
+/// whole window), or [`SLOPE_EXCURSION`] of the intake. A cache that gains
+/// less than that share of its writes destages all the rest, so the pace it
+/// would end at lies within the slope test's own tolerance of today's. The
+/// steady test applies it to the window; the simulator's fill ahead to
+/// each of two rounds, filling only a cache that gains more.
+pub fn level_allowance(noise: f64, intake: f64, rounds: usize) -> f64 {
+    let noise_share = LEVEL_NOISE_TIMES * noise * rounds as f64 / WINDOW_ROUNDS as f64;
+    noise_share.max(SLOPE_EXCURSION * intake)
 }
 
 /// What a result says about its measurement window.
@@ -200,6 +212,11 @@ mod tests {
             levels_steady(&[vec![], vec![]], &[vec![], vec![]], &[]),
             "no caches"
         );
+        // One round allows a fifth of the window's noise term, and a tenth
+        // of its own intake whatever the rounds.
+        assert!((level_allowance(0.001, 0.0, 1) - 0.0008).abs() < 1e-12);
+        assert!((level_allowance(0.001, 0.0, WINDOW_ROUNDS) - 0.004).abs() < 1e-12);
+        assert!((level_allowance(0.001, 0.2, 1) - 0.02).abs() < 1e-12);
     }
 
     #[test]

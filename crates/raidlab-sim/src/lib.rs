@@ -38,7 +38,7 @@ use raidlab_core::result::{
     Component, HostStats, IoCounts, Resolved, RunResult, SimStats, VERSION,
 };
 use raidlab_core::rng::mix;
-use raidlab_core::steady::{Steady, LEVEL_EXCURSION, LEVEL_NOISE_TIMES, WINDOW_ROUNDS};
+use raidlab_core::steady::{level_allowance, Steady, LEVEL_EXCURSION};
 use raidlab_core::topology::{
     Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
 };

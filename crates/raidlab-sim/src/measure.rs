@@ -417,8 +417,8 @@ impl Fill {
     }
 
     /// Fill every cache that is not yet full and rose over each of the
-    /// last two rounds by more than its noise allows over a window (a fifth
-    /// of [`LEVEL_NOISE_TIMES`] × its noise per round), the later rise not
+    /// last two rounds by more than a round's [`level_allowance`] (its
+    /// noise's share, or a tenth of what it took in), the later rise not
     /// slowing (at least [`KEEPS_PACE`] of the earlier): it is filling at a
     /// steady pace toward full, the state a destage path that cannot keep
     /// up ends in. A level settling toward a plateau slows down and is left
@@ -432,15 +432,6 @@ impl Fill {
         /// Share of the earlier round's rise the later must keep (a fill at
         /// a constant pace keeps all of it, up to counting noise).
         const KEEPS_PACE: f64 = 0.8;
-        /// Share of what a cache took in over a round that it must gain
-        /// over it to be filling: one that gains less destages all but that
-        /// share of what comes in, so the drives' pace it would end at lies
-        /// within that share of the writes' rate today, inside the steady
-        /// test's own tolerance for a trend (SNIA PTS's slope excursion,
-        /// 10 %): filling it ahead would move no figure by more than the
-        /// test accepts, and would overshoot the level such a cache
-        /// settles at (a near-balanced destage path drains a full cache).
-        const FALLS_BEHIND: f64 = raidlab_core::steady::SLOPE_EXCURSION;
         let rises = rs.last_rises();
         let level = rs.level().to_vec();
         let mut filled = false;
@@ -449,8 +440,7 @@ impl Fill {
         for (k, &(id, span)) in self.caches.iter().enumerate() {
             // What the cache took in over the lesser of the two rounds.
             let intake = taken.get(k).map_or(0.0, |&(a, b)| a.min(b));
-            let pace =
-                (LEVEL_NOISE_TIMES * noise[k] / WINDOW_ROUNDS as f64).max(FALLS_BEHIND * intake);
+            let pace = level_allowance(noise[k], intake, 1);
             let rising = rises
                 .get(k)
                 .is_some_and(|&(a, b)| a >= pace && b >= pace && b >= KEEPS_PACE * a);

@@ -403,6 +403,7 @@ fn check_controller_builds(ctrl: &str, level: Level, active: usize, col: usize) 
     if level.controller_builds(active) {
         return Ok(());
     }
+    debug_assert_eq!(level, Level::Raid10, "the one level a controller limits");
     invalid(
         col,
         format!(
