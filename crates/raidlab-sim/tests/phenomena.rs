@@ -758,6 +758,33 @@ fn p54_older_kernels_write_a_partial_last_bitmap_page_below_the_drives_unit() {
     );
 }
 
+/// Phenomenon 60: a drive that keeps its 4 KiB write unit atomic programs
+/// a write covering a unit only in part before completing it. Jon Derrick's
+/// biosnoop of a Solidigm P5520 (linux-raid, "[PATCH v5 3/3] md: Use
+/// optimal I/O size for last bitmap page", 2023-02-24) shows 3,584-byte
+/// writes taking 0.43-0.66 ms, a flash read and a program, beside 0.01-0.02
+/// ms for the 4 KiB writes around them. A drive that merges the unit in its
+/// write buffer (the PM9A3 here) completes such a write in about one flash
+/// read, and whole-unit writes go to the buffer on both.
+#[test]
+fn p60_a_drive_with_an_atomic_write_unit_programs_partial_writes_at_once() {
+    let lat = |drive: &str, bs: &str| {
+        let w = format!("rw=randwrite bs={bs} blockalign=4k iodepth=1 runtime=0.5");
+        run(drive, &w).summary.lat_avg_ms
+    };
+    let (atomic, whole) = (lat("p5500", "3584"), lat("p5500", "4k"));
+    assert!(
+        (0.3..0.8).contains(&atomic),
+        "P5520-like partial write {atomic} ms"
+    );
+    assert!(whole < 0.03, "whole-unit write {whole} ms");
+    let merged = lat("pm9a3", "3584");
+    assert!(
+        merged < 0.5 * atomic && merged > 2.0 * lat("pm9a3", "4k"),
+        "buffer-merging drive: partial {merged} ms against {atomic} ms"
+    );
+}
+
 /// Phenomenon 55: md RAID 10 learned to send reads to its idlest flash
 /// mirror only in Linux 5.3 (Guoqing Jiang, "md/raid10: read balance
 /// chooses idlest disk for SSD", 2019), seven years after RAID 1 (3.6).

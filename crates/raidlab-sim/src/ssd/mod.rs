@@ -177,6 +177,9 @@ pub struct Ssd {
     plp: bool,
     /// A read first waits for the write buffer to be programmed.
     reads_drain_buffer: bool,
+    /// A write covering a unit only in part is programmed before it
+    /// completes (`SsdParams::partial_unit_write_through`).
+    partial_write_through: bool,
     /// A block-mapped FTL's log blocks (`None`: page-mapped), the time each
     /// way's merges run until, channels, and the host units written
     /// through it.
@@ -244,6 +247,15 @@ fn warm_ftl(
     (ftl, logical)
 }
 
+/// Whether a request's first and last 4 KiB units are covered only in part.
+#[inline]
+fn partial_ends(r: &Req) -> (bool, bool) {
+    (
+        !r.offset.is_multiple_of(UNIT),
+        !(r.offset + r.len as u64).is_multiple_of(UNIT),
+    )
+}
+
 impl Ssd {
     /// Build a drive and bring it to `state` by functional warm-up.
     #[allow(clippy::too_many_arguments)]
@@ -297,6 +309,7 @@ impl Ssd {
             wc,
             plp: p.power_loss_protection,
             reads_drain_buffer: p.reads_drain_buffer,
+            partial_write_through: p.partial_unit_write_through,
             // A logical block spans one erase block per channel.
             blocks: (p.ftl == FtlKind::Block)
                 .then(|| blockmap::LogBlocks::new(p.pages_per_block * p.channels, p.log_blocks)),
@@ -647,7 +660,10 @@ impl Ssd {
             self.ra = [(0, 0, 0); 2];
         }
         let merged = self.read_partial_units(t, r, first, last);
-        let done = if self.wc {
+        // A drive that keeps its unit atomic programs a merged unit at once.
+        let (head, tail) = partial_ends(r);
+        let through = self.partial_write_through && (head || tail);
+        let done = if self.wc && !through {
             merged.max(self.buffered_write(data_start, r.len, first, last))
         } else {
             let filled = data_start + xfer_ns(r.len as u64, self.fill_mbps);
@@ -668,8 +684,7 @@ impl Ssd {
         if self.blocks.is_some() {
             return t;
         }
-        let head = !r.offset.is_multiple_of(UNIT);
-        let tail = !(r.offset + r.len as u64).is_multiple_of(UNIT);
+        let (head, tail) = partial_ends(r);
         let mut ready = t;
         for (partial, u) in [(head, first), (tail && (first != last || !head), last)] {
             if partial && !self.buf.pending.contains(&self.ftl.fold(u)) {

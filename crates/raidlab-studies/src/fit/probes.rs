@@ -296,6 +296,9 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         // DRAM-buffered controllers of the generation read past their
         // buffered writes (a read of a buffered unit is served from DRAM).
         reads_drain_buffer: false,
+        // A sub-4 KiB write's merged unit waits in the buffer as others
+        // do: only a drive measured doing otherwise programs it at once.
+        partial_unit_write_through: false,
     }
 }
 
