@@ -195,17 +195,18 @@ pub struct SsdParams {
     /// drain comes before the read's data, wherever that comes from.
     #[serde(default, skip_serializing_if = "is_false")]
     pub reads_drain_buffer: bool,
-    /// Whether a write that covers a 4 KiB mapping unit only in part is
-    /// programmed before it completes (`false`, the default: the merged
-    /// unit waits in the write buffer like any other). A drive that keeps
-    /// its 4 KiB write unit atomic reads the unit's old data, merges, and
-    /// programs the unit at once: Jon Derrick's biosnoop of a Solidigm
-    /// P5520 (linux-raid, "[PATCH v5 3/3] md: Use optimal I/O size for last
-    /// bitmap page", 2023-02-24) shows 3,584-byte writes taking 0.43-0.66
-    /// ms against 0.01-0.02 ms for the 4,096-byte ones beside them, a flash
-    /// read and a program.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub partial_unit_write_through: bool,
+    /// How long a write that covers a 4 KiB mapping unit only in part is
+    /// held after the unit's old data is read, µs (0, the default: the
+    /// merged unit waits in the write buffer like any other and the write
+    /// completes once it is there). A drive that keeps its 4 KiB write unit
+    /// atomic commits the merged unit before acknowledging the write: Jon
+    /// Derrick's biosnoop of a Solidigm P5520 (linux-raid, "[PATCH v5 3/3]
+    /// md: Use optimal I/O size for last bitmap page", 2023-02-24) shows
+    /// 3,584-byte writes taking 0.43-0.66 ms beside 0.01-0.02 ms for the
+    /// 4,096-byte writes around them. Latency, not load: the unit's program
+    /// is the buffer's as for any write.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub partial_unit_commit_us: f64,
 }
 
 /// Whether an optional figure is absent (0).
@@ -649,6 +650,7 @@ pub const BUILTIN: &[(&str, &str)] = builtin!(
     "pm9a3",
     "pm9a3-960",
     "p5500",
+    "p5520",
     "pm1743",
     "p5810",
     "micron5400",
@@ -740,6 +742,9 @@ fn check_ssd(s: &SsdParams) -> std::result::Result<(), String> {
     }
     if s.write_path_mbps != 0.0 && !(1.0..=1e6).contains(&s.write_path_mbps) {
         return Err("write_path_mbps must be 0 (no limit) or from 1 to 1,000,000".into());
+    }
+    if !(0.0..=1e6).contains(&s.partial_unit_commit_us) {
+        return Err("partial_unit_commit_us must be from 0 to 1,000,000".into());
     }
     if !(0.0..=1000.0).contains(&s.fw_read_op_us) {
         return Err("fw_read_op_us must be from 0 to 1,000".into());

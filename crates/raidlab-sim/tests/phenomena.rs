@@ -726,13 +726,13 @@ fn p26_a_small_bitmap_chunk_costs_small_writes_dearly() {
 /// P5520s ran at 1,676 IOPS before and 15.7k after). A 1.92 TB mirror with
 /// 128 MiB regions has a one-page bitmap of 2,045 bytes. Writes at 2,000 a
 /// second come back to a region every 7 s, so most find its bit cleared:
-/// on Linux 6.3 each then waits for a flash read of the bitmap's unit; on
-/// 6.4 it does not. Without a bitmap the two kernels write alike.
+/// on Linux 6.3 each then waits for the drive to read, merge and commit
+/// the bitmap's unit (phenomenon 60); on 6.4 it does not. Without a bitmap the two kernels write alike.
 #[test]
 fn p54_older_kernels_write_a_partial_last_bitmap_page_below_the_drives_unit() {
     let w = "rw=randwrite bs=4k iodepth=1 rate_iops=2000 runtime=30";
     let lat = |kernel: &str, bitmap: &str| {
-        let t = format!("host[profile=host2023,kernel={kernel}](raid1[{bitmap}](2*p5500[op=75%]))");
+        let t = format!("host[profile=host2023,kernel={kernel}](raid1[{bitmap}](2*p5520))");
         run(&t, w).summary
     };
     let bm = "bitmap=internal,bitmap_chunk=128m";
@@ -758,24 +758,24 @@ fn p54_older_kernels_write_a_partial_last_bitmap_page_below_the_drives_unit() {
     );
 }
 
-/// Phenomenon 60: a drive that keeps its 4 KiB write unit atomic programs
-/// a write covering a unit only in part before completing it. Jon Derrick's
+/// Phenomenon 60: a drive that keeps its 4 KiB write unit atomic commits a
+/// write covering a unit only in part before completing it. Jon Derrick's
 /// biosnoop of a Solidigm P5520 (linux-raid, "[PATCH v5 3/3] md: Use
 /// optimal I/O size for last bitmap page", 2023-02-24) shows 3,584-byte
-/// writes taking 0.43-0.66 ms, a flash read and a program, beside 0.01-0.02
-/// ms for the 4 KiB writes around them. A drive that merges the unit in its
+/// writes taking 0.43-0.66 ms beside 0.01-0.02 ms for the 4 KiB writes
+/// around them. A drive that merges the unit in its
 /// write buffer (the PM9A3 here) completes such a write in about one flash
 /// read, and whole-unit writes go to the buffer on both.
 #[test]
-fn p60_a_drive_with_an_atomic_write_unit_programs_partial_writes_at_once() {
+fn p60_a_drive_with_an_atomic_write_unit_commits_partial_writes_before_completing_them() {
     let lat = |drive: &str, bs: &str| {
         let w = format!("rw=randwrite bs={bs} blockalign=4k iodepth=1 runtime=0.5");
         run(drive, &w).summary.lat_avg_ms
     };
-    let (atomic, whole) = (lat("p5500", "3584"), lat("p5500", "4k"));
+    let (atomic, whole) = (lat("p5520", "3584"), lat("p5520", "4k"));
     assert!(
         (0.3..0.8).contains(&atomic),
-        "P5520-like partial write {atomic} ms"
+        "P5520 partial write {atomic} ms"
     );
     assert!(whole < 0.03, "whole-unit write {whole} ms");
     let merged = lat("pm9a3", "3584");

@@ -52,6 +52,11 @@ fn p5500_meets_its_datasheet() {
 }
 
 #[test]
+fn p5520_meets_its_datasheet() {
+    check("solidigm-d7-p5520-1.92tb.csv");
+}
+
+#[test]
 fn pm1743_meets_its_datasheet() {
     check("samsung-pm1743-15.36tb.csv");
 }

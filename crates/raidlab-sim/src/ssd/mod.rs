@@ -177,9 +177,9 @@ pub struct Ssd {
     plp: bool,
     /// A read first waits for the write buffer to be programmed.
     reads_drain_buffer: bool,
-    /// A write covering a unit only in part is programmed before it
-    /// completes (`SsdParams::partial_unit_write_through`).
-    partial_write_through: bool,
+    /// How long a write covering a unit only in part is held after the
+    /// unit's old data is in (`SsdParams::partial_unit_commit_us`).
+    partial_commit: Ns,
     /// A block-mapped FTL's log blocks (`None`: page-mapped), the time each
     /// way's merges run until, channels, and the host units written
     /// through it.
@@ -309,7 +309,7 @@ impl Ssd {
             wc,
             plp: p.power_loss_protection,
             reads_drain_buffer: p.reads_drain_buffer,
-            partial_write_through: p.partial_unit_write_through,
+            partial_commit: us(p.partial_unit_commit_us),
             // A logical block spans one erase block per channel.
             blocks: (p.ftl == FtlKind::Block)
                 .then(|| blockmap::LogBlocks::new(p.pages_per_block * p.channels, p.log_blocks)),
@@ -660,11 +660,12 @@ impl Ssd {
             self.ra = [(0, 0, 0); 2];
         }
         let merged = self.read_partial_units(t, r, first, last);
-        // A drive that keeps its unit atomic programs a merged unit at once.
-        let (head, tail) = partial_ends(r);
-        let through = self.partial_write_through && (head || tail);
-        let done = if self.wc && !through {
-            merged.max(self.buffered_write(data_start, r.len, first, last))
+        let done = if self.wc {
+            let (head, tail) = partial_ends(r);
+            // A drive that keeps its unit atomic commits a merged unit
+            // before it acknowledges the write.
+            let held = if head || tail { self.partial_commit } else { 0 };
+            (merged + held).max(self.buffered_write(data_start, r.len, first, last))
         } else {
             let filled = data_start + xfer_ns(r.len as u64, self.fill_mbps);
             self.write_through(merged.max(filled), first, last)

@@ -297,8 +297,8 @@ pub fn template(capacity_gb: f64) -> SsdParams {
         // buffered writes (a read of a buffered unit is served from DRAM).
         reads_drain_buffer: false,
         // A sub-4 KiB write's merged unit waits in the buffer as others
-        // do: only a drive measured doing otherwise programs it at once.
-        partial_unit_write_through: false,
+        // do: only a drive measured doing otherwise holds the write longer.
+        partial_unit_commit_us: 0.0,
     }
 }
 
