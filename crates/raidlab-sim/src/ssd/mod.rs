@@ -659,9 +659,9 @@ impl Ssd {
         if self.ra.iter().any(|w| first < w.1 && last >= w.0) {
             self.ra = [(0, 0, 0); 2];
         }
-        let merged = self.read_partial_units(t, r, first, last);
+        let (head, tail) = partial_ends(r);
+        let merged = self.read_partial_units(t, (head, tail), first, last);
         let done = if self.wc {
-            let (head, tail) = partial_ends(r);
             // A drive that keeps its unit atomic commits a merged unit
             // before it acknowledges the write.
             let held = if head || tail { self.partial_commit } else { 0 };
@@ -676,16 +676,17 @@ impl Ssd {
     /// A page-mapped drive maps whole 4 KiB units, so a write that covers
     /// its first or last unit only in part must merge it with the unit's
     /// old data: read from the flash from `t`, unless the unit still waits
-    /// in the write buffer. Returns when the old data is in (`t` when no
-    /// read is needed). This is the device-side read-modify-write of a
+    /// in the write buffer. `ends`: whether the first and the last unit are
+    /// covered only in part ([`partial_ends`]). Returns when the old data
+    /// is in (`t` when no read is needed). This is the device-side read-modify-write of a
     /// sub-4 KiB write that Jon Derrick measured on a Solidigm P5520 (kernel
     /// commit 8745faa95611, 2023). A block-mapped FTL writes sectors into
     /// its log blocks as they come, and its merges copy the rest.
-    fn read_partial_units(&mut self, t: Ns, r: &Req, first: u64, last: u64) -> Ns {
+    fn read_partial_units(&mut self, t: Ns, ends: (bool, bool), first: u64, last: u64) -> Ns {
         if self.blocks.is_some() {
             return t;
         }
-        let (head, tail) = partial_ends(r);
+        let (head, tail) = ends;
         let mut ready = t;
         for (partial, u) in [(head, first), (tail && (first != last || !head), last)] {
             if partial && !self.buf.pending.contains(&self.ftl.fold(u)) {
