@@ -785,6 +785,44 @@ fn p60_a_drive_with_an_atomic_write_unit_commits_partial_writes_before_completin
     );
 }
 
+/// Phenomenon 61: a drive whose firmware paces collection meters host
+/// writes at the rate its flash sustains, so random writes wait longer as
+/// their rate nears it, well before saturation. SSD-iq's PM9A3 960 GB
+/// (Haas, Lee, Bonnet and Leis, PVLDB 2025; data in
+/// github.com/gabriel-haas/ssdiq-pub) writes 4 KiB at a p99 of 14 µs at
+/// 39.7K writes/s, 44 µs at 49.6K and 81 µs at 59.5K, its median staying
+/// near 11-14 µs, against a saturation near 76.5K/s. The model's PM9A3 960
+/// sustains Samsung's 70K/s; at 40 % of that its writes go straight in, at
+/// 80 % a burst of Poisson arrivals waits its turn.
+#[test]
+fn p61_a_paced_drive_meters_host_writes_at_its_sustained_rate() {
+    let at = |per_job: u32| {
+        let w = format!(
+            "rw=randwrite bs=4k numjobs=4 iodepth=64 rate_iops={per_job} \
+             rate_process=poisson io_submit_mode=offload runtime=1 state=steady"
+        );
+        run("pm9a3-960", &w).summary.write
+    };
+    let (light, heavy) = (at(7_000), at(14_000));
+    assert!(
+        light.lat_p99_ms < 2.0 * light.lat_p50_ms,
+        "40 %: p99 {} ms against p50 {} ms",
+        light.lat_p99_ms,
+        light.lat_p50_ms
+    );
+    assert!(
+        heavy.lat_p99_ms > 2.5 * light.lat_p99_ms,
+        "80 %: p99 {} ms against {} ms at 40 %",
+        heavy.lat_p99_ms,
+        light.lat_p99_ms
+    );
+    assert!(
+        heavy.lat_p50_ms < 2.0 * light.lat_p50_ms,
+        "80 %: most writes still go straight in, p50 {} ms",
+        heavy.lat_p50_ms
+    );
+}
+
 /// Phenomenon 55: md RAID 10 learned to send reads to its idlest flash
 /// mirror only in Linux 5.3 (Guoqing Jiang, "md/raid10: read balance
 /// chooses idlest disk for SSD", 2019), seven years after RAID 1 (3.6).

@@ -201,6 +201,9 @@ pub struct Ssd {
     /// SLC cache: host pages it can still take, and their program time.
     slc_pages: u64,
     slc_prog: Ns,
+    /// Paced GC's ingress: when the host units taken so far have used up
+    /// the flash's sustained rate ([`Ssd::paced_ingress`]).
+    ingress: Ns,
 }
 
 /// Host pages a drive's SLC cache takes from the start of a run. The drive
@@ -326,6 +329,7 @@ impl Ssd {
             capacity: logical * UNIT,
             slc_pages: slc_pages_at_start(p, state),
             slc_prog: us(p.slc_program_us),
+            ingress: 0,
         }
     }
 
@@ -665,12 +669,46 @@ impl Ssd {
             // A drive that keeps its unit atomic commits a merged unit
             // before it acknowledges the write.
             let held = if head || tail { self.partial_commit } else { 0 };
-            (merged + held).max(self.buffered_write(data_start, r.len, first, last))
+            let arrived = data_start + xfer_ns(r.len as u64, self.fill_mbps);
+            let taken = self.paced_ingress(data_start, arrived, last - first + 1);
+            (merged + held)
+                .max(taken)
+                .max(self.buffered_write(data_start, r.len, first, last))
         } else {
             let filled = data_start + xfer_ns(r.len as u64, self.fill_mbps);
             self.write_through(merged.max(filled), first, last)
         };
         ctx.schedule(done, self.id, id, Ev::Done);
+    }
+
+    /// When a paced drive's firmware has taken a write of `units` host units
+    /// whose data streams in from `start` to `end`. A firmware that pays for
+    /// collection page by page as the host writes (`gc_pacing`) must also
+    /// hold the host to the rate that work allows, or its free blocks run
+    /// out: it throttles ingress to the flash's sustained rate (one page per
+    /// [`Nand::host_page_interval`]) rather than letting the buffer absorb
+    /// bursts until it is full, as host write throttles do (US 11,481,145
+    /// B2, "Dynamically throttling host write data rate", 2022: a throttle
+    /// set from the internal NAND rate; US 11,042,322 B2, "SSD supporting
+    /// low latency operation", 2021: ingress metered by the room left in
+    /// the write queue). A page's units are taken together, so up to a page
+    /// goes in at once and the rest wait their turn: bursts of Poisson
+    /// arrivals then wait tens of microseconds, more as the load nears the
+    /// sustained rate (SSD-iq's PM9A3 runs, docs/model.md). Unpaced drives,
+    /// and block-mapped FTLs, take what their buffer has room for.
+    fn paced_ingress(&mut self, start: Ns, end: Ns, units: u64) -> Ns {
+        if !self.nand.paced() || self.blocks.is_some() {
+            return end;
+        }
+        let upp = self.ftl.upp() as Ns;
+        let per_unit = self.nand.host_page_interval() / upp;
+        // Units are metered as they arrive, and no faster than the link
+        // brings them: the last one's turn ends no sooner than one unit
+        // interval after it is in.
+        self.ingress = (self.ingress.max(start) + units * per_unit).max(end + per_unit);
+        // The last unit goes in once all but a page's worth of the units
+        // before it have had their turn.
+        self.ingress.saturating_sub(upp * per_unit).max(end)
     }
 
     /// A page-mapped drive maps whole 4 KiB units, so a write that covers
@@ -927,6 +965,38 @@ mod tests {
         let done = run(&mut s, &mut ctx);
         let at = |id| done.iter().find(|d| d.0 == id).expect("completes").1;
         (at(w), at(r))
+    }
+
+    #[test]
+    fn a_paced_drive_takes_a_page_at_once_and_meters_the_rest() {
+        let p = SsdParams {
+            gc_pacing: true,
+            ..x25e()
+        };
+        let (mut s, _) = drive(&p, SsdState::Fill);
+        let upp = s.ftl.upp() as u64;
+        let per_unit = s.nand.host_page_interval() / upp;
+        assert!(per_unit > 0, "the X25-E's flash takes time per unit");
+        // A burst of single-unit writes, all arrived by 10 µs: a page's
+        // worth goes straight in, then one per unit interval.
+        let end = 10_000;
+        for k in 0..upp {
+            assert_eq!(
+                s.paced_ingress(0, end, 1),
+                end,
+                "unit {k} of the first page"
+            );
+        }
+        assert_eq!(s.paced_ingress(0, end, 1), end + per_unit);
+        assert_eq!(s.paced_ingress(0, end, 1), end + 2 * per_unit);
+        // Once the flash has caught up, the next write goes straight in.
+        let later = 1_000_000;
+        assert_eq!(s.paced_ingress(later, later + 1, 1), later + 1);
+        // An unpaced drive takes what arrives.
+        let (mut u, _) = drive(&x25e(), SsdState::Fill);
+        for _ in 0..2 * upp {
+            assert_eq!(u.paced_ingress(0, end, 1), end);
+        }
     }
 
     #[test]

@@ -192,6 +192,12 @@ fn give_way_step(p: &SsdParams) -> Ns {
     }
 }
 
+/// Host pages the sustained cost of a page is averaged over (an
+/// exponential average of this span): some forty pages per die of a
+/// 96-die drive, so many collections, each booked whole on its die when it
+/// starts, are spread over the pages they serve.
+const PAGE_COST_WINDOW: Ns = 4096;
+
 /// Timelines and timings of one drive's flash.
 pub struct Nand {
     /// One timeline per die (die d sits on channel d % channels). Private:
@@ -232,6 +238,13 @@ pub struct Nand {
     /// Page cache program (`cache_program`): a page's transfer may overlap
     /// the die's program under way.
     cache_program: bool,
+    /// What a host page costs the dies in sustained writing, its program and
+    /// the collection work booked meanwhile, averaged over about the last
+    /// [`PAGE_COST_WINDOW`] pages, times that window (fixed point): see
+    /// [`Nand::host_page_interval`].
+    page_cost_acc: Ns,
+    /// Collection work booked since the last host page was programmed.
+    gc_since_page: Ns,
     /// The simulation's present, as the drive last saw it: no operation
     /// is booked before it.
     now: Ns,
@@ -262,6 +275,9 @@ impl Nand {
             t_xfer_page: xfer_ns(p.page_kb as u64 * 1024, p.channel_mbps),
             pacing: p.gc_pacing,
             cache_program: p.cache_program,
+            // Until pages are written, a page costs its program alone.
+            page_cost_acc: us(p.program_us) * PAGE_COST_WINDOW,
+            gc_since_page: 0,
             ppb: ((p.pages_per_block as f64 * block_scale).round() as u64).max(1),
             reserve: p.gc_free_blocks as u64,
             now: 0,
@@ -306,6 +322,23 @@ impl Nand {
     /// Whether GC is paced (`gc_pacing`).
     pub fn paced(&self) -> bool {
         self.pacing
+    }
+
+    /// The flash time one host page takes in sustained writing, spread over
+    /// every die: what the latest host pages have cost the dies, each its
+    /// program and the collection work booked to free room for it
+    /// (relocations and erases), averaged. Host pages taken one per this
+    /// interval keep the dies as busy as writing can keep them for good:
+    /// faster, the collections fall behind and eat the reserve of free
+    /// blocks.
+    pub fn host_page_interval(&self) -> Ns {
+        self.page_cost_acc / PAGE_COST_WINDOW / self.dies.len() as Ns
+    }
+
+    /// Fold one host page's cost into the running average.
+    #[inline]
+    fn note_page_cost(&mut self, cost: Ns) {
+        self.page_cost_acc = self.page_cost_acc - self.page_cost_acc / PAGE_COST_WINDOW + cost;
     }
 
     /// Pages a collection frees: its erased blocks' pages less those it
@@ -446,6 +479,8 @@ impl Nand {
         let x = self.t_xfer_page;
         let t = self.channel(ch).reserve(at, x);
         let s = self.program_start(die, t);
+        let gc = std::mem::take(&mut self.gc_since_page);
+        self.note_page_cost(t_prog + gc);
         let pacing = self.pacing;
         let d = &mut self.dies[die as usize];
         if pacing && s < d.gc_until {
@@ -468,6 +503,7 @@ impl Nand {
             + w.program_pages as Ns * self.t_prog
             + w.erases as Ns * self.t_erase;
         let freed = self.freed_pages(&w);
+        self.gc_since_page += dur;
         let d = &mut self.dies[die as usize];
         d.gc_until = d.gc_until.max(d.free_at).max(at) + dur;
         d.busy += dur;
@@ -608,6 +644,36 @@ mod tests {
         let floor = c.floor;
         assert!(floor > 0);
         assert!(c.reserve(0, 1) > floor);
+    }
+
+    #[test]
+    fn a_host_page_costs_its_program_and_the_collections_that_free_its_room() {
+        let mut n = x25e();
+        let dies = n.dies.len() as Ns;
+        assert_eq!(
+            n.host_page_interval(),
+            n.t_prog / dies,
+            "a program alone at first"
+        );
+        // Every page comes with one relocated page (a read and a program):
+        // the average climbs to that cost, over the window.
+        let w = GcWork {
+            read_pages: 1,
+            program_pages: 1,
+            erases: 0,
+            moved: 1,
+        };
+        let full = (2 * n.t_prog + n.t_read) / dies;
+        for i in 0..8 * PAGE_COST_WINDOW {
+            let die = (i % dies) as u32;
+            n.gc(i * 1_000, die, w);
+            n.program(i * 1_000, die);
+        }
+        let got = n.host_page_interval();
+        assert!(
+            got <= full && got > full * 99 / 100,
+            "{got} ns a page against {full}"
+        );
     }
 
     #[test]
