@@ -999,6 +999,39 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever the writes' sizes and arrival times, a paced drive takes
+        /// each write once its data is in, and takes no more units by any
+        /// time than the sustained rate allows since the first arrived, plus
+        /// a page (and the link's own pace when that is slower).
+        #[test]
+        fn the_ingress_meter_never_runs_ahead_of_the_flash(
+            writes in proptest::collection::vec((0u64..20_000, 1u64..64, 0u64..2_000), 1..200)
+        ) {
+            let p = SsdParams { gc_pacing: true, ..x25e() };
+            let (mut s, _) = drive(&p, SsdState::Fill);
+            let upp = s.ftl.upp() as u64;
+            let per_unit = s.nand.host_page_interval() / upp;
+            let (mut t, mut taken_units) = (0, 0);
+            let mut first = None;
+            for (gap, units, xfer) in writes {
+                t += gap;
+                let end = t + xfer;
+                let taken = s.paced_ingress(t, end, units);
+                proptest::prop_assert!(taken >= end, "taken {taken} before its data is in at {end}");
+                let t0 = *first.get_or_insert(t);
+                taken_units += units;
+                // By `taken`, at most a page plus one unit per interval since
+                // the first arrival (or per unit of link time) has gone in.
+                let allowed = upp + (taken - t0) / per_unit + 1;
+                proptest::prop_assert!(
+                    taken_units <= allowed.max(units + upp),
+                    "{taken_units} units taken by {taken} ns, {allowed} allowed"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_read_behind_a_small_buffer_waits_for_its_program() {
         let p = x25e();
