@@ -665,17 +665,17 @@ impl Ssd {
         }
         let (head, tail) = partial_ends(r);
         let merged = self.read_partial_units(t, (head, tail), first, last);
+        // When the last of the data is in the drive.
+        let filled = data_start + xfer_ns(r.len as u64, self.fill_mbps);
         let done = if self.wc {
             // A drive that keeps its unit atomic commits a merged unit
             // before it acknowledges the write.
             let held = if head || tail { self.partial_commit } else { 0 };
-            let arrived = data_start + xfer_ns(r.len as u64, self.fill_mbps);
-            let taken = self.paced_ingress(data_start, arrived, last - first + 1);
+            let taken = self.paced_ingress(data_start, filled, last - first + 1);
             (merged + held)
                 .max(taken)
                 .max(self.buffered_write(data_start, r.len, first, last))
         } else {
-            let filled = data_start + xfer_ns(r.len as u64, self.fill_mbps);
             self.write_through(merged.max(filled), first, last)
         };
         ctx.schedule(done, self.id, id, Ev::Done);
@@ -697,6 +697,7 @@ impl Ssd {
     /// sustained rate (SSD-iq's PM9A3 runs, docs/model.md). Unpaced drives,
     /// and block-mapped FTLs, take what their buffer has room for.
     fn paced_ingress(&mut self, start: Ns, end: Ns, units: u64) -> Ns {
+        debug_assert!(start <= end, "data arrives before it is all in");
         if !self.nand.paced() || self.blocks.is_some() {
             return end;
         }

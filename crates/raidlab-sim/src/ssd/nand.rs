@@ -241,7 +241,8 @@ pub struct Nand {
     /// What a host page costs the dies in sustained writing, its program and
     /// the collection work booked meanwhile, averaged over about the last
     /// [`PAGE_COST_WINDOW`] pages, times that window (fixed point): see
-    /// [`Nand::host_page_interval`].
+    /// [`Nand::host_page_interval`]. Kept for paced drives only, the ones
+    /// that meter their host by it.
     page_cost_acc: Ns,
     /// Collection work booked since the last host page was programmed.
     gc_since_page: Ns,
@@ -479,9 +480,12 @@ impl Nand {
         let x = self.t_xfer_page;
         let t = self.channel(ch).reserve(at, x);
         let s = self.program_start(die, t);
-        let gc = std::mem::take(&mut self.gc_since_page);
-        self.note_page_cost(t_prog + gc);
         let pacing = self.pacing;
+        if pacing {
+            // Only a paced drive meters its host by this cost.
+            let gc = std::mem::take(&mut self.gc_since_page);
+            self.note_page_cost(t_prog + gc);
+        }
         let d = &mut self.dies[die as usize];
         if pacing && s < d.gc_until {
             // The page runs inside the backlog, which it pushes back.
@@ -503,7 +507,9 @@ impl Nand {
             + w.program_pages as Ns * self.t_prog
             + w.erases as Ns * self.t_erase;
         let freed = self.freed_pages(&w);
-        self.gc_since_page += dur;
+        if self.pacing {
+            self.gc_since_page += dur;
+        }
         let d = &mut self.dies[die as usize];
         d.gc_until = d.gc_until.max(d.free_at).max(at) + dur;
         d.busy += dur;
@@ -555,12 +561,26 @@ mod tests {
     use super::*;
     use raidlab_core::preset::{Preset, PresetDb};
 
-    fn x25e() -> Nand {
+    /// The X25-E preset's parameters.
+    fn x25e_params() -> raidlab_core::preset::SsdParams {
         let db = PresetDb::builtin();
         let Some(Preset::Ssd(p)) = db.get("x25e") else {
             panic!("built-in x25e preset");
         };
-        Nand::new(p, 1.0)
+        p.clone()
+    }
+
+    fn x25e() -> Nand {
+        Nand::new(&x25e_params(), 1.0)
+    }
+
+    /// The X25-E's flash with paced collection.
+    fn x25e_paced() -> Nand {
+        let p = raidlab_core::preset::SsdParams {
+            gc_pacing: true,
+            ..x25e_params()
+        };
+        Nand::new(&p, 1.0)
     }
 
     #[test]
@@ -648,7 +668,7 @@ mod tests {
 
     #[test]
     fn a_host_page_costs_its_program_and_the_collections_that_free_its_room() {
-        let mut n = x25e();
+        let mut n = x25e_paced();
         let dies = n.dies.len() as Ns;
         assert_eq!(
             n.host_page_interval(),
