@@ -423,9 +423,22 @@ struct Touch<'d> {
 }
 
 impl<'a, 'm> Exec<'a, 'm> {
-    /// Read `buf.len()` bytes of node `n` at `off`.
+    /// Read `buf.len()` bytes of node `n` at `off`, boxed (a future of one
+    /// type whatever the node, for the pieces an array reads at once).
     pub fn read<'b>(&'b self, n: usize, off: u64, buf: &'b mut [u8]) -> BoxFut<'b, Res> {
-        Box::pin(async move {
+        Box::pin(self.read_at(n, off, buf))
+    }
+
+    /// Read `buf.len()` bytes of node `n` at `off`: unboxed, for a host
+    /// I/O's own future (an array's reads below it are boxed, which ends
+    /// the recursion).
+    pub fn read_at<'b>(
+        &'b self,
+        n: usize,
+        off: u64,
+        buf: &'b mut [u8],
+    ) -> impl Future<Output = Res> + 'b {
+        async move {
             match &self.vol.nodes[n] {
                 VNode::Member { idx, base } => {
                     let r = self.be.read(*idx, base + off, buf).await;
@@ -444,12 +457,22 @@ impl<'a, 'm> Exec<'a, 'm> {
                     self.array_read(geo, children, failed, off, buf).await
                 }
             }
-        })
+        }
     }
 
-    /// Write `data` to node `n` at `off`.
+    /// Write `data` to node `n` at `off`, boxed (see [`Exec::read`]).
     pub fn write<'b>(&'b self, n: usize, off: u64, data: &'b [u8]) -> BoxFut<'b, Res> {
-        Box::pin(async move {
+        Box::pin(self.write_at(n, off, data))
+    }
+
+    /// Write `data` to node `n` at `off`: unboxed (see [`Exec::read_at`]).
+    pub fn write_at<'b>(
+        &'b self,
+        n: usize,
+        off: u64,
+        data: &'b [u8],
+    ) -> impl Future<Output = Res> + 'b {
+        async move {
             match &self.vol.nodes[n] {
                 VNode::Member { idx, base } => {
                     let r = self.be.write(*idx, base + off, data).await;
@@ -469,7 +492,7 @@ impl<'a, 'm> Exec<'a, 'm> {
                     self.array_write(geo, children, failed, off, data).await
                 }
             }
-        })
+        }
     }
 
     /// Operations pending on node `n`: a member's in flight; 0 for an

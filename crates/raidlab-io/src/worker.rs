@@ -4,12 +4,14 @@
 
 use crate::backend::{Backend, EngineKind, Members, Tries};
 use crate::buf::ABuf;
-use crate::exec::{BoxFut, Exec, LockFut, Locks, Vol};
+use crate::exec::{Exec, LockFut, Locks, Vol};
 use crate::verify::{self, Generations, Mismatch};
 use raidlab_core::metrics::Metrics;
 use raidlab_core::pace::Pacer;
 use raidlab_core::workload::{Io, JobStream};
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
@@ -160,12 +162,23 @@ struct Done {
     repaired: Vec<String>,
 }
 
-struct Task<'w> {
-    fut: BoxFut<'w, Done>,
+/// What a task slot knows of the I/O it runs: when it was issued, what it
+/// is, and whether it is an `fsync=N` flush rather than a host I/O.
+struct Task {
     t0: Instant,
     io: Io,
-    /// An `fsync=N` flush rather than a host I/O.
     flush: bool,
+}
+
+/// A task's work: a host I/O, or (`flush`) the job's `fsync=N` flush of
+/// the whole volume. One future type for both, so that a slot's future
+/// can be replaced in place when the next I/O is issued into it.
+async fn host_task(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, buf: ABuf, flush: bool) -> Done {
+    if flush {
+        host_flush(ex, buf).await
+    } else {
+        host_io(ex, sh, io, buf).await
+    }
 }
 
 /// An `fsync=N` flush of the whole volume, as a task of its own.
@@ -220,7 +233,7 @@ async fn host_write(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, buf: &mut [u8]) 
     }
     let mut tries = Tries::new(ex.be.health(), ex.vol.members());
     while res.is_ok() {
-        res = ex.write(0, io.offset, buf).await;
+        res = ex.write_at(0, io.offset, buf).await;
         if !tries.again(&res) {
             break;
         }
@@ -256,7 +269,7 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
     if io.read {
         let mut tries = Tries::new(ex.be.health(), ex.vol.members());
         res = loop {
-            let r = ex.read(0, io.offset, &mut buf[..len]).await;
+            let r = ex.read_at(0, io.offset, &mut buf[..len]).await;
             if !tries.again(&r) {
                 break r;
             }
@@ -397,14 +410,19 @@ pub fn run_worker(
     let mut cx = Context::from_waker(Waker::noop());
     loop {
         if pace.holding && slots.active == 0 && !exhausted {
-            spawn_flush(&be, &ex, &mut slots, &mut pool);
+            let buf = pool.pop().expect("a free buffer");
+            let flush = host_task(&ex, sh, FLUSH_IO, buf, true);
+            slots.spawn(&be, flush, Instant::now(), FLUSH_IO, true);
         }
         while !exhausted && !pace.holding && slots.active < depth {
-            if stop_before_next(sh, issued) {
+            // One clock reading serves the run's end, the job's rate clock
+            // and the I/O's issue time.
+            let mut at = Instant::now();
+            if stop_before_next(sh, issued, &mut at) {
                 exhausted = true;
                 break;
             }
-            let now = since(sh.start);
+            let now = ns_between(sh.start, at);
             let Some((io, due)) = src.next(now) else {
                 exhausted = true;
                 break;
@@ -425,16 +443,18 @@ pub fn run_worker(
                         reap(&be, &mut slots, &mut cx, &mut pace, &mut out, sh, &mut pool);
                     }
                 }
-                if out_failed(&out) || sh.end.is_some_and(|e| Instant::now() >= e) {
+                // It waited for its time: the I/O goes out now.
+                at = Instant::now();
+                if out_failed(&out) || sh.end.is_some_and(|e| at >= e) {
                     exhausted = true;
                     break;
                 }
             }
             if sh.replay_timed {
-                out.lag.record(since(sh.start).saturating_sub(due));
+                out.lag.record(ns_between(sh.start, at).saturating_sub(due));
             }
             let buf = pool.pop().expect("a free buffer");
-            slots.spawn(&be, Box::pin(host_io(&ex, sh, io, buf)), io, false);
+            slots.spawn(&be, host_task(&ex, sh, io, buf, false), at, io, false);
             issued = true;
         }
         let mut freed = false;
@@ -467,33 +487,27 @@ pub fn run_worker(
     out
 }
 
-/// Start the job's `fsync=N` flush in a free slot.
-fn spawn_flush<'w>(
-    be: &Backend<'_>,
-    ex: &'w Exec<'_, '_>,
-    slots: &mut Slots<'w>,
-    pool: &mut Vec<ABuf>,
-) {
-    let buf = pool.pop().expect("a free buffer");
-    let io = Io {
-        offset: 0,
-        len: 0,
-        read: false,
-    };
-    slots.spawn(be, Box::pin(host_flush(ex, buf)), io, true);
-}
+/// The I/O an `fsync=N` flush task stands for: none (it is not counted).
+const FLUSH_IO: Io = Io {
+    offset: 0,
+    len: 0,
+    read: false,
+};
 
 /// Whether the job stops before its next I/O: the run was stopped or its
 /// time is up, before or after the job's think time (fio's thinktime: the
 /// job's I/O is back, one in flight, and it stalls before the next).
-fn stop_before_next(sh: &Shared<'_>, issued: bool) -> bool {
-    let past_end = || sh.end.is_some_and(|e| Instant::now() >= e);
-    if sh.stop.load(Ordering::Relaxed) || past_end() {
+/// `at` is the time now, read by the caller; after a think time it is
+/// read again.
+fn stop_before_next(sh: &Shared<'_>, issued: bool, at: &mut Instant) -> bool {
+    let past_end = |t: Instant| sh.end.is_some_and(|e| t >= e);
+    if sh.stop.load(Ordering::Relaxed) || past_end(*at) {
         return true;
     }
     if sh.think_ns > 0 && issued {
         sleep_bounded(sh, sh.think_ns);
-        return past_end();
+        *at = Instant::now();
+        return past_end(*at);
     }
     false
 }
@@ -505,7 +519,14 @@ pub fn replay_of(s: &JobStream) -> Option<(raidlab_core::trace::replay::Tally, O
 
 /// Nanoseconds since `t`.
 fn since(t: Instant) -> u64 {
-    t.elapsed().as_nanos().min(u64::MAX as u128) as u64
+    ns_between(t, Instant::now())
+}
+
+/// Nanoseconds from `t` to `u` (0 if `u` is earlier).
+fn ns_between(t: Instant, u: Instant) -> u64 {
+    u.saturating_duration_since(t)
+        .as_nanos()
+        .min(u64::MAX as u128) as u64
 }
 
 /// Whether the worker has met an I/O error (it then issues nothing more).
@@ -524,16 +545,16 @@ fn sleep_bounded(sh: &Shared<'_>, ns: u64) {
 
 /// Complete what the back end has finished, waiting for at least one
 /// completion when I/Os are in flight.
-fn reap<'w>(
+fn reap<F: Future<Output = Done>>(
     be: &Backend<'_>,
-    slots: &mut Slots<'w>,
+    slots: &mut Slots<F>,
     cx: &mut Context<'_>,
     pace: &mut FlushPace,
     out: &mut WorkerOut,
     sh: &Shared<'_>,
     pool: &mut Vec<ABuf>,
 ) {
-    let mut drain = |slots: &mut Slots<'w>, out: &mut WorkerOut, pool: &mut Vec<ABuf>| {
+    let mut drain = |slots: &mut Slots<F>, out: &mut WorkerOut, pool: &mut Vec<ABuf>| {
         while let Some((t, done)) = slots.poll_ready(be, cx) {
             pace.completed(&t);
             finish(out, sh, t, done, Instant::now(), pool);
@@ -551,44 +572,53 @@ fn reap<'w>(
 }
 
 /// A worker's task table: `depth` slots, the free ones, and how many run.
-struct Slots<'w> {
-    tasks: Vec<Option<Task<'w>>>,
+/// A slot keeps its future's allocation once the future has finished: the
+/// next task issued into it is written over the finished one in place
+/// (`Pin::set`), so issuing an I/O allocates nothing.
+struct Slots<F> {
+    tasks: Vec<Option<Task>>,
+    futs: Vec<Option<Pin<Box<F>>>>,
     free: Vec<usize>,
     active: usize,
 }
 
-impl<'w> Slots<'w> {
+impl<F: Future<Output = Done>> Slots<F> {
     fn new(depth: usize) -> Self {
         Slots {
             tasks: (0..depth).map(|_| None).collect(),
+            futs: (0..depth).map(|_| None).collect(),
             free: (0..depth).rev().collect(),
             active: 0,
         }
     }
 
-    /// Start `fut` in a free slot and schedule its first poll.
-    fn spawn(&mut self, be: &Backend<'_>, fut: BoxFut<'w, Done>, io: Io, flush: bool) {
+    /// Start `fut` in a free slot, issued at `t0`, and schedule its first
+    /// poll.
+    fn spawn(&mut self, be: &Backend<'_>, fut: F, t0: Instant, io: Io, flush: bool) {
         let id = self.free.pop().expect("a free task slot");
-        self.tasks[id] = Some(Task {
-            fut,
-            t0: Instant::now(),
-            io,
-            flush,
-        });
+        debug_assert!(self.tasks[id].is_none(), "a free slot runs no task");
+        match &mut self.futs[id] {
+            // The slot's last future has finished: nothing it borrowed is
+            // still lent, so it is dropped where it lies.
+            Some(old) => old.set(fut),
+            empty => *empty = Some(Box::pin(fut)),
+        }
+        self.tasks[id] = Some(Task { t0, io, flush });
         self.active += 1;
         be.sched.ready.borrow_mut().push(id);
     }
 
     /// Poll the scheduled tasks until one finishes; `None` once none of the
     /// scheduled ones can.
-    fn poll_ready(&mut self, be: &Backend<'_>, cx: &mut Context<'_>) -> Option<(Task<'w>, Done)> {
+    fn poll_ready(&mut self, be: &Backend<'_>, cx: &mut Context<'_>) -> Option<(Task, Done)> {
         loop {
             let id = be.sched.ready.borrow_mut().pop()?;
-            let Some(t) = self.tasks[id].as_mut() else {
+            if self.tasks[id].is_none() {
                 continue;
-            };
+            }
+            let fut = self.futs[id].as_mut().expect("a running task has a future");
             be.sched.current.set(id);
-            let polled = t.fut.as_mut().poll(cx);
+            let polled = fut.as_mut().poll(cx);
             // Each host I/O's member operations go to the kernel as soon as
             // it has queued them.
             be.submit();
@@ -620,7 +650,7 @@ impl FlushPace {
         }
     }
 
-    fn completed(&mut self, t: &Task<'_>) {
+    fn completed(&mut self, t: &Task) {
         if t.flush {
             self.holding = false;
         } else if !t.io.read && self.every > 0 {
@@ -699,7 +729,7 @@ fn where_stored(sh: &Shared<'_>, addr: u64) -> String {
 fn finish(
     out: &mut WorkerOut,
     sh: &Shared<'_>,
-    t: Task<'_>,
+    t: Task,
     done: Done,
     now: Instant,
     pool: &mut Vec<ABuf>,
