@@ -413,6 +413,14 @@ pub struct Exec<'a, 'm> {
     pub mirror_turn: std::cell::Cell<usize>,
 }
 
+/// Where an array read's piece comes from (`Exec::piece_source`).
+enum PieceSource {
+    /// Child node and the offset in it.
+    Node(usize, u64),
+    /// A lost member's piece, rebuilt from the rest of its row.
+    Rebuild,
+}
+
 /// The touched part of data chunk `k` of a stripe write: chunk-relative
 /// range and the slice of new data.
 struct Touch<'d> {
@@ -559,36 +567,63 @@ impl<'a, 'm> Exec<'a, 'm> {
     ) -> BoxFut<'b, Res> {
         let mut pieces = Vec::new();
         geo.pieces(off, buf.len() as u64, &mut pieces);
+        let mut copies = Vec::new();
+        if let [p] = pieces[..] {
+            // One piece (a read within a chunk, the common small read): it
+            // needs no join.
+            return match self.piece_source(geo, children, failed, p, &mut copies) {
+                PieceSource::Node(c, co) => Box::pin(self.read_at(c, co, buf)),
+                PieceSource::Rebuild => Box::pin(self.rebuild_piece(geo, children, failed, p, buf)),
+            };
+        }
         let mut futs: Vec<BoxFut<'b, Res>> = Vec::with_capacity(pieces.len());
         let mut rest = buf;
-        let mut copies = Vec::new();
         for p in pieces {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(p.len as usize);
             rest = tail;
-            let m = p.member as usize;
-            match geo.level() {
-                Level::Raid1 | Level::Raid10 => {
-                    // md's read balancing for SSDs: the healthy copy with
-                    // the fewest operations pending, ties taken in turn,
-                    // so a chunk's reads do not all land on one copy.
-                    geo.copies(m, p.member_off, &mut copies);
-                    copies.retain(|(c, _)| !failed[*c]);
-                    let turn = self.mirror_turn.get();
-                    self.mirror_turn.set(turn.wrapping_add(1));
-                    let k = copies.len();
-                    let (c, co) = (0..k)
-                        .map(|i| copies[(turn + i) % k])
-                        .min_by_key(|&(c, _)| self.pending(children[c]))
-                        .expect("a surviving copy");
-                    futs.push(self.read(children[c], co, head));
-                }
-                Level::Raid4 | Level::Raid5 | Level::Raid6 if failed[m] => {
-                    futs.push(Box::pin(self.rebuild_piece(geo, children, failed, p, head)));
-                }
-                _ => futs.push(self.read(children[m], p.member_off, head)),
-            }
+            futs.push(
+                match self.piece_source(geo, children, failed, p, &mut copies) {
+                    PieceSource::Node(c, co) => self.read(c, co, head),
+                    PieceSource::Rebuild => {
+                        Box::pin(self.rebuild_piece(geo, children, failed, p, head))
+                    }
+                },
+            );
         }
         Box::pin(join_all(futs))
+    }
+
+    /// Where piece `p` of an array read is read from: a child node and its
+    /// offset, or (a lost member of a parity array) rebuilt from its row.
+    /// `copies` is scratch space.
+    fn piece_source(
+        &self,
+        geo: &Geometry,
+        children: &[usize],
+        failed: &[bool],
+        p: Piece,
+        copies: &mut Vec<(usize, u64)>,
+    ) -> PieceSource {
+        let m = p.member as usize;
+        match geo.level() {
+            Level::Raid1 | Level::Raid10 => {
+                // md's read balancing for SSDs: the healthy copy with the
+                // fewest operations pending, ties taken in turn, so a
+                // chunk's reads do not all land on one copy.
+                geo.copies(m, p.member_off, copies);
+                copies.retain(|(c, _)| !failed[*c]);
+                let turn = self.mirror_turn.get();
+                self.mirror_turn.set(turn.wrapping_add(1));
+                let k = copies.len();
+                let (c, co) = (0..k)
+                    .map(|i| copies[(turn + i) % k])
+                    .min_by_key(|&(c, _)| self.pending(children[c]))
+                    .expect("a surviving copy");
+                PieceSource::Node(children[c], co)
+            }
+            Level::Raid4 | Level::Raid5 | Level::Raid6 if failed[m] => PieceSource::Rebuild,
+            _ => PieceSource::Node(children[m], p.member_off),
+        }
     }
 
     /// Read a piece of a lost member by rebuilding its stripe row.
@@ -651,6 +686,11 @@ impl<'a, 'm> Exec<'a, 'm> {
             Level::Raid4 | Level::Raid5 | Level::Raid6 => {
                 let mut plan = Vec::new();
                 geo.write_plan(off, data.len() as u64, &mut plan);
+                if plan.len() == 1 {
+                    // One stripe (the common small write): no join.
+                    let op = plan.pop().expect("one stripe");
+                    return Box::pin(self.stripe_write(geo, children, failed, op, off, data));
+                }
                 for op in plan {
                     futs.push(Box::pin(
                         self.stripe_write(geo, children, failed, op, off, data),
