@@ -78,6 +78,9 @@ const RA_ENTRIES: usize = 32;
 /// Not published either: a modelling bound, above the 10 jobs of
 /// petrov2010's heavy preset; jdev2009's 40-thread sequential reads
 /// exceed it, and their later streams are then read without read-ahead.
+/// petrov2010's Table 6 contradicts the bound for its ten heavy streams,
+/// which read sequentially at the random-read rate (docs/model.md, the
+/// audit's read-ahead row).
 const STREAMS: usize = 16;
 
 /// Shared resources of one physical controller.
