@@ -519,6 +519,18 @@ impl ArrayComp {
         }
     }
 
+    /// Whether a host request of direction `op` has this array's work done
+    /// on the thread that submitted it ([`ArrayComp::submit`]'s pool
+    /// choice for a request with no parent and no other payer).
+    pub fn works_on_submitter(&self, op: Op) -> bool {
+        let pool = if op == Op::Write {
+            self.costs.write_cpu
+        } else {
+            self.costs.cpu
+        };
+        pool == HOST_CPU
+    }
+
     /// A request arrives: plan its member commands, charge the array's
     /// engine for them, and start when that work is done.
     pub fn submit(&mut self, ctx: &mut Ctx, id: ReqId) {

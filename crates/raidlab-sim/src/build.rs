@@ -737,6 +737,7 @@ pub(crate) fn install_host(
         w.effective_iodepth(),
         streams,
     );
+    host.set_on_submitter(on_submitter(sim));
     let ramp = w.ramp_time.unwrap_or(0);
     host.window_start = ramp;
     host.set_durability(w.sync, w.fsync);
@@ -753,6 +754,22 @@ pub(crate) fn install_host(
         host.fifth = (w.pass_bytes(span) * w.numjobs as u64 * vols as u64 / 5).max(1);
     }
     sim.comps[HOST.index()] = Comp::Host(Box::new(host));
+}
+
+/// Per volume of `sim`, whether its first component does its own work on
+/// the submitting thread, for [reads and flushes, writes]: an array run by
+/// the host (md, dm, Windows' dynamic disks).
+pub(crate) fn on_submitter(sim: &Sim) -> Vec<[bool; 2]> {
+    sim.roots
+        .iter()
+        .map(|r| match &sim.comps[r.index()] {
+            Comp::Array(a) => [
+                a.works_on_submitter(crate::engine::Op::Read),
+                a.works_on_submitter(crate::engine::Op::Write),
+            ],
+            _ => [false; 2],
+        })
+        .collect()
 }
 
 /// The host block layer's CPU time per I/O on `topo`'s host, ns: polled

@@ -28,6 +28,12 @@ pub struct Host {
     id: CompId,
     /// The volumes the jobs address (fio: a job's filenames).
     roots: Vec<CompId>,
+    /// Per volume, whether its first component does its own work on the
+    /// submitting thread, for [reads and flushes, writes]: md's RAID 0/1/10
+    /// (and RAID 4/5/6 reads) map a request inside the submitter's system
+    /// call (`md_submit_bio`), so the block layer's work and md's are one
+    /// stretch of the thread, which issues nothing else meanwhile.
+    on_submitter: Vec<[bool; 2]>,
     block_ns: Ns,
     think: Ns,
     iodepth: u32,
@@ -152,6 +158,7 @@ impl Host {
         assert!(v <= MAX_VOLUMES, "{v} volumes do not fit in the word");
         Host {
             id,
+            on_submitter: vec![[false; 2]; roots.len()],
             roots,
             block_ns,
             think,
@@ -507,8 +514,29 @@ impl Host {
         // The job's thread submits its I/Os one after another (fio: one
         // thread per job; the NVMe/blk-mq completion runs on the submitting
         // core too), on one of the host's cores.
+        self.submit_on_thread(ctx, job, id);
+    }
+
+    /// Charge the block layer's work on `job`'s thread, then hand `id` to
+    /// its volume: at once when the volume's own work runs on that thread
+    /// too (it is booked there straight after, before anything the thread
+    /// does next), else when the block layer's work ends.
+    fn submit_on_thread(&mut self, ctx: &mut Ctx, job: usize, id: ReqId) {
         let t = ctx.reserve_on_thread(job, HOST_CPU, ctx.now, self.block_ns);
-        ctx.schedule(t, self.id, id, Ev::Submit);
+        let r = &ctx.reqs[id];
+        let vol = vol_of(r);
+        if self.on_submitter[vol][usize::from(r.op == Op::Write)] {
+            ctx.submit(self.roots[vol], id);
+        } else {
+            ctx.schedule(t, self.id, id, Ev::Submit);
+        }
+    }
+
+    /// Say, per volume, whether its first component does its own work on
+    /// the submitting thread, for [reads and flushes, writes].
+    pub fn set_on_submitter(&mut self, on: Vec<[bool; 2]>) {
+        assert_eq!(on.len(), self.roots.len(), "one entry per volume");
+        self.on_submitter = on;
     }
 
     /// A job's `fsync=N` flush of the whole volume.
@@ -520,8 +548,7 @@ impl Host {
         // The job's thread submits its I/Os one after another (fio: one
         // thread per job; the NVMe/blk-mq completion runs on the submitting
         // core too), on one of the host's cores.
-        let t = ctx.reserve_on_thread(job, HOST_CPU, ctx.now, self.block_ns);
-        ctx.schedule(t, self.id, id, Ev::Submit);
+        self.submit_on_thread(ctx, job, id);
     }
 
     /// Note the fifths of a one-pass run's bytes completed by `now`.

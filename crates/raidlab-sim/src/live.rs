@@ -58,7 +58,8 @@ impl Live {
         // of filling before it.
         let full = w.writes() && w.percentage_random > 0;
         warm_controllers(&mut sim, w, span, seed, heap, full)?;
-        let host = Host::external(HOST, sim.roots[0], block_ns(topo, w), &mut sim.ctx);
+        let mut host = Host::external(HOST, sim.roots[0], block_ns(topo, w), &mut sim.ctx);
+        host.set_on_submitter(on_submitter(&sim));
         sim.comps[HOST.index()] = Comp::Host(Box::new(host));
         start_rebuilds(&mut sim);
         Ok(Live { sim })

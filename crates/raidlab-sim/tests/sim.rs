@@ -694,3 +694,34 @@ fn read_ahead_does_not_fetch_its_window_twice() {
         "512 KB sequential reads: {adaptive} ms with read-ahead, {off} ms without"
     );
 }
+
+/// A host-run array is handed each request inside the submitting call
+/// (md_submit_bio): its mapping work is booked on the job's thread right
+/// after the block layer's, with no timed step of the host's between them.
+/// At queue depth 1, where nothing else runs on the thread, an md RAID 0
+/// then costs the simulator no more timed events per I/O than the bare
+/// drive does (the array's own event replaces the host's hand-on), and a
+/// controller's volume keeps the host's hand-on after the block layer.
+#[test]
+fn host_arrays_take_requests_in_the_submitting_call() {
+    let w = "rw=randread bs=4k iodepth=1 size=4m";
+    let per_io = |topo: &str| {
+        let r = run(topo, w);
+        assert_eq!(r.sim.host_ios, 1024, "{topo}");
+        r.sim.events as f64 / r.sim.host_ios as f64
+    };
+    let drive = per_io("host[profile=host2020](pm9a3)");
+    let md = per_io("host[profile=host2020](raid0(2*pm9a3))");
+    assert_eq!(
+        md, drive,
+        "md RAID 0 {md} vs one drive {drive} events per I/O"
+    );
+    let md_lat = run("host[profile=host2020](raid0(2*pm9a3))", w)
+        .summary
+        .lat_avg_ms;
+    let drive_lat = run("host[profile=host2020](pm9a3)", w).summary.lat_avg_ms;
+    assert!(
+        md_lat > drive_lat,
+        "md's work still costs: {md_lat} vs {drive_lat} ms"
+    );
+}
