@@ -523,12 +523,18 @@ impl ArrayComp {
     /// on the thread that submitted it ([`ArrayComp::submit`]'s pool
     /// choice for a request with no parent and no other payer).
     pub fn works_on_submitter(&self, op: Op) -> bool {
-        let pool = if op == Op::Write {
+        self.own_pool(op) == HOST_CPU
+    }
+
+    /// The pool that pays for this array's work on a request of direction
+    /// `op` that no one else pays for: md's stripe threads for RAID 4/5/6
+    /// writes, the array's engine otherwise.
+    fn own_pool(&self, op: Op) -> PoolId {
+        if op == Op::Write {
             self.costs.write_cpu
         } else {
             self.costs.cpu
-        };
-        pool == HOST_CPU
+        }
     }
 
     /// A request arrives: plan its member commands, charge the array's
@@ -574,10 +580,8 @@ impl ArrayComp {
         // `cost_pool` another payer for the work (its flush task).
         let pool = if r.cost_pool != PoolId::NONE {
             r.cost_pool
-        } else if r.op == Op::Write {
-            self.costs.write_cpu
         } else {
-            self.costs.cpu
+            self.own_pool(r.op)
         };
         // md's RAID 0/1/10 requests, and RAID 4/5/6 reads within a chunk,
         // are mapped in the context of the thread that submitted them

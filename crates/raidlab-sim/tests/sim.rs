@@ -705,21 +705,19 @@ fn read_ahead_does_not_fetch_its_window_twice() {
 #[test]
 fn host_arrays_take_requests_in_the_submitting_call() {
     let w = "rw=randread bs=4k iodepth=1 size=4m";
-    let per_io = |topo: &str| {
+    // Events per I/O and mean latency (ms).
+    let measure = |topo: &str| {
         let r = run(topo, w);
         assert_eq!(r.sim.host_ios, 1024, "{topo}");
-        r.sim.events as f64 / r.sim.host_ios as f64
+        let per_io = r.sim.events as f64 / r.sim.host_ios as f64;
+        (per_io, r.summary.lat_avg_ms)
     };
-    let drive = per_io("host[profile=host2020](pm9a3)");
-    let md = per_io("host[profile=host2020](raid0(2*pm9a3))");
+    let (drive, drive_lat) = measure("host[profile=host2020](pm9a3)");
+    let (md, md_lat) = measure("host[profile=host2020](raid0(2*pm9a3))");
     assert_eq!(
         md, drive,
         "md RAID 0 {md} vs one drive {drive} events per I/O"
     );
-    let md_lat = run("host[profile=host2020](raid0(2*pm9a3))", w)
-        .summary
-        .lat_avg_ms;
-    let drive_lat = run("host[profile=host2020](pm9a3)", w).summary.lat_avg_ms;
     assert!(
         md_lat > drive_lat,
         "md's work still costs: {md_lat} vs {drive_lat} ms"
