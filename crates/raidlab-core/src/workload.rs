@@ -31,6 +31,101 @@ pub enum SpanError {
         /// The span addressed.
         span: u64,
     },
+    /// A job's region starts at or past the volume's end (fio refuses it:
+    /// "offset extends end").
+    #[error("job {job} would start at byte {offset} (offset, plus offset_increment x {job}), at or past the volume's end ({cap} bytes)")]
+    OffsetPastEnd {
+        /// The job.
+        job: u32,
+        /// Where it would start.
+        offset: u64,
+        /// Volume size.
+        cap: u64,
+    },
+}
+
+/// A place or a length on the volume as fio's `offset`, `offset_increment`
+/// and `size` give it: bytes, or a percentage of the volume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Extent {
+    /// Bytes.
+    Bytes(u64),
+    /// A percentage of the volume, 0 to 100.
+    Percent(u32),
+}
+
+impl Extent {
+    /// Parse `4g`, `512` or `25%`; byte values must be whole sectors (both
+    /// engines address 512-byte sectors).
+    fn parse(key: &str, v: &str) -> Result<Extent> {
+        if let Some(p) = v.strip_suffix('%') {
+            return Ok(Extent::Percent(int(key, p, 0, 100)? as u32));
+        }
+        let b = parse_size(v).map_err(|m| Error::Workload(format!("{key}: {m}")))?;
+        if b % 512 != 0 {
+            return werr(format!(
+                "{key}={v}: give a multiple of 512 bytes or a percentage (N%)"
+            ));
+        }
+        Ok(Extent::Bytes(b))
+    }
+
+    /// Bytes on a volume of `cap` bytes. As fio does, a percentage is
+    /// rounded down to a multiple of `align` (the smallest block size).
+    pub fn on(self, cap: u64, align: u64) -> u64 {
+        match self {
+            Extent::Bytes(b) => b,
+            Extent::Percent(p) => {
+                let b = (cap as u128 * p as u128 / 100) as u64;
+                b / align.max(1) * align.max(1)
+            }
+        }
+    }
+
+    /// As fio's job files write it.
+    fn word(self) -> String {
+        match self {
+            Extent::Bytes(b) => format_size(b),
+            Extent::Percent(p) => format!("{p}%"),
+        }
+    }
+
+    /// In a JSON document: bytes as a number, a percentage as `"N%"`.
+    fn json(self) -> serde_json::Value {
+        match self {
+            Extent::Bytes(b) => b.into(),
+            Extent::Percent(p) => format!("{p}%").into(),
+        }
+    }
+}
+
+/// One job's region of a volume: its I/O stays in `start..start + span`
+/// (fio's `offset` and `offset_increment` place it, `size` bounds it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    /// First byte.
+    pub start: u64,
+    /// Bytes.
+    pub span: u64,
+}
+
+impl Region {
+    /// One past the last byte.
+    pub fn end(&self) -> u64 {
+        self.start + self.span
+    }
+
+    /// The smallest region holding all of `regions` (empty at 0 when there
+    /// are none).
+    pub fn cover(regions: &[Region]) -> Region {
+        let start = regions.iter().map(|r| r.start).min().unwrap_or(0);
+        let end = regions.iter().map(Region::end).max().unwrap_or(0);
+        Region {
+            start,
+            span: end - start,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -131,9 +226,27 @@ pub struct Workload {
     pub iodepth: u32,
     /// Jobs.
     pub numjobs: u32,
-    /// Span addressed, bytes (`None` = whole volume).
+    /// Span addressed, bytes (`None` = whole volume, or `size_pct` of it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// fio's `size=N%`: the span as a share of the volume (then `size` is
+    /// `None`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_pct: Option<u32>,
+    /// fio's `offset`: where job 0's region starts (`None`: at 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<Extent>,
+    /// fio's `offset_increment`: job `j`'s region starts `j` times this
+    /// after `offset`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset_increment: Option<Extent>,
+    /// fio's `io_size` (`io_limit`): bytes one pass moves, within the
+    /// region, wrapping round it when larger (`None`: the region's bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io_size: Option<u64>,
+    /// fio's `loops`: passes a one-pass run makes (1 by default).
+    #[serde(skip_serializing_if = "is_one")]
+    pub loops: u32,
     /// Measured time, ns (`None` = one pass over `size`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Ns>,
@@ -204,6 +317,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
 fn ser_state<S: serde::Serializer>(
     s: &Option<SsdState>,
     ser: S,
@@ -226,6 +343,11 @@ impl Default for Workload {
             iodepth: 1,
             numjobs: 1,
             size: None,
+            size_pct: None,
+            offset: None,
+            offset_increment: None,
+            io_size: None,
+            loops: 1,
             runtime: None,
             ramp_time: None,
             random_distribution: Dist::Random,
@@ -253,6 +375,11 @@ const MAX_GAP_S: f64 = 60.0;
 /// Most jobs a workload may run (`numjobs`).
 pub const MAX_NUMJOBS: u32 = 4096;
 
+/// Most passes a one-pass run may make (`loops`): a bound on the input,
+/// far past any benchmark's (fio's own is a 32-bit count); a run's length
+/// is bounded anyway by the rate checks and the long-run note.
+pub const MAX_LOOPS: u64 = 1 << 20;
+
 /// Most I/Os a workload may keep outstanding in all (numjobs × iodepth):
 /// 2^20, sixteen times fio's own largest iodepth of one job (65,536). No
 /// array raidlab models needs more to saturate, and the bound keeps both
@@ -267,6 +394,7 @@ fn fio_long_name(k: &str) -> &str {
         "readwrite" => "rw",
         "blocksize" => "bs",
         "randseed" => "seed",
+        "io_limit" => "io_size",
         other => other,
     }
 }
@@ -301,6 +429,10 @@ pub const KEYS: &[&str] = &[
     "iodepth",
     "numjobs",
     "size",
+    "offset",
+    "offset_increment",
+    "io_size",
+    "loops",
     "runtime",
     "ramp_time",
     "random_distribution",
@@ -400,6 +532,11 @@ impl Workload {
             .collect();
         if !replay_pairs.is_empty() {
             w.set_replay(&replay_pairs)?;
+            if w.offset.is_some() || w.offset_increment.is_some() {
+                return werr(
+                    "offset and offset_increment place drawn offsets; a replayed trace gives its own",
+                );
+            }
         }
         // `norandommap` means something only where a random map would be
         // kept; elsewhere it is dropped, so equal behaviour echoes equally.
@@ -461,13 +598,20 @@ impl Workload {
             "percentage_random" => *explicit_random = Some(int(k, v, 0, 100)? as u32),
             "iodepth" => self.iodepth = int(k, v, 1, 65536)? as u32,
             "numjobs" => self.numjobs = int(k, v, 1, MAX_NUMJOBS as u64)? as u32,
-            "size" => {
-                let s = parse_size(v).map_err(|m| Error::Workload(format!("size: {m}")))?;
-                if s == 0 {
-                    return werr("size=0: the span must not be empty");
+            "size" => match Extent::parse(k, v)? {
+                Extent::Bytes(0) | Extent::Percent(0) => {
+                    return werr(format!("size={v}: the span must not be empty"))
                 }
-                self.size = Some(s)
-            }
+                Extent::Bytes(b) => (self.size, self.size_pct) = (Some(b), None),
+                Extent::Percent(p) => (self.size, self.size_pct) = (None, Some(p)),
+            },
+            "offset" => self.offset = Some(Extent::parse(k, v)?),
+            "offset_increment" => self.offset_increment = Some(Extent::parse(k, v)?),
+            "io_size" => match Extent::parse(k, v)? {
+                Extent::Bytes(b) if b > 0 => self.io_size = Some(b),
+                _ => return werr(format!("io_size={v}: give a positive number of bytes")),
+            },
+            "loops" => self.loops = int(k, v, 1, MAX_LOOPS)? as u32,
             "runtime" => {
                 let t = parse_duration(v).map_err(|m| Error::Workload(format!("runtime: {m}")))?;
                 if t == 0 {
@@ -566,26 +710,85 @@ impl Workload {
     }
 
     /// Bytes one job moves over one volume of `span` bytes in a one-pass
-    /// run: `span`, or a replayed trace's reads and writes.
+    /// run: `loops` times `io_size` or `span`, or a replayed trace's reads
+    /// and writes.
     pub fn pass_bytes(&self, span: u64) -> u64 {
-        self.replay.as_ref().map_or(span, |r| r.extent.bytes)
+        match &self.replay {
+            Some(r) => r.extent.bytes,
+            None => self
+                .io_size
+                .unwrap_or(span)
+                .saturating_mul(self.loops as u64),
+        }
     }
 
-    /// The span the workload addresses on a volume of `cap` bytes: `size=`,
-    /// or the whole volume; refused when it exceeds the volume or cannot
-    /// hold the largest block. Both engines check a workload with this.
+    /// The span the workload addresses on a volume of `cap` bytes: the
+    /// largest of its jobs' regions ([`Workload::regions`]), refused as
+    /// they are. Both engines check a workload with this.
     pub fn span_on(&self, cap: u64) -> std::result::Result<u64, SpanError> {
-        let span = self.size.unwrap_or(cap);
-        if span > cap {
-            return Err(SpanError::SizeTooLarge { size: span, cap });
+        let regions = self.regions(cap)?;
+        Ok(regions.iter().map(|r| r.span).max().unwrap_or(0))
+    }
+
+    /// `size=` on a volume of `cap` bytes (`None`: not given), refused
+    /// beyond the volume.
+    fn size_on(&self, cap: u64) -> std::result::Result<Option<u64>, SpanError> {
+        let size = match (self.size, self.size_pct) {
+            (Some(b), _) => Some(b),
+            (None, Some(p)) => Some(Extent::Percent(p).on(cap, self.min_bs())),
+            (None, None) => None,
+        };
+        match size {
+            Some(s) if s > cap => Err(SpanError::SizeTooLarge { size: s, cap }),
+            _ => Ok(size),
         }
-        if self.max_bs() > span || span == 0 {
-            return Err(SpanError::BlockTooLarge {
-                bs: self.max_bs(),
-                span,
-            });
-        }
-        Ok(span)
+    }
+
+    /// Each job's region of a volume of `cap` bytes, as fio lays them out:
+    /// job `j` starts at `offset + j x offset_increment` and spans `size`
+    /// bytes, or to the volume's end when that comes first or `size` is not
+    /// given. Refused when `size` exceeds the volume, a job would start at
+    /// or past its end, or a region cannot hold the largest block.
+    pub fn regions(&self, cap: u64) -> std::result::Result<Vec<Region>, SpanError> {
+        let size = self.size_on(cap)?;
+        let align = self.min_bs();
+        let base = self.offset.map_or(0, |o| o.on(cap, align));
+        let step = self.offset_increment.map_or(0, |o| o.on(cap, align));
+        (0..self.numjobs)
+            .map(|job| {
+                let start = base.saturating_add(step.saturating_mul(job as u64));
+                if start >= cap {
+                    return Err(SpanError::OffsetPastEnd {
+                        job,
+                        offset: start,
+                        cap,
+                    });
+                }
+                let span = size.unwrap_or(cap).min(cap - start);
+                if self.max_bs() > span {
+                    return Err(SpanError::BlockTooLarge {
+                        bs: self.max_bs(),
+                        span,
+                    });
+                }
+                Ok(Region { start, span })
+            })
+            .collect()
+    }
+
+    /// The bytes a workload needs a volume to hold when its `size` and
+    /// offsets are all given in bytes: the end of its furthest region
+    /// (`None` when any is a percentage or `size` is not given).
+    pub fn bytes_needed(&self) -> Option<u64> {
+        let bytes = |e: Option<Extent>| match e {
+            None => Some(0),
+            Some(Extent::Bytes(b)) => Some(b),
+            Some(Extent::Percent(_)) => None,
+        };
+        let last = self.numjobs.saturating_sub(1) as u64;
+        let start =
+            bytes(self.offset)?.saturating_add(bytes(self.offset_increment)?.saturating_mul(last));
+        Some(start.saturating_add(self.size?))
     }
 
     /// Whether the workload writes: a write pattern, or a mix with a write
@@ -742,6 +945,21 @@ impl Workload {
         if let Some(s) = self.size {
             m.insert("size".into(), s.into());
         }
+        if let Some(p) = self.size_pct {
+            m.insert("size".into(), Extent::Percent(p).json());
+        }
+        if let Some(o) = self.offset {
+            m.insert("offset".into(), o.json());
+        }
+        if let Some(o) = self.offset_increment {
+            m.insert("offset_increment".into(), o.json());
+        }
+        if let Some(b) = self.io_size {
+            m.insert("io_size".into(), b.into());
+        }
+        if self.loops != 1 {
+            m.insert("loops".into(), self.loops.into());
+        }
         if let Some(r) = self.runtime {
             m.insert("runtime".into(), (r as f64 / 1e9).into());
         }
@@ -821,6 +1039,21 @@ impl Workload {
         v.push(("numjobs".into(), self.numjobs.to_string()));
         if let Some(s) = self.size {
             v.push(("size".into(), format_size(s)));
+        }
+        if let Some(p) = self.size_pct {
+            v.push(("size".into(), Extent::Percent(p).word()));
+        }
+        if let Some(o) = self.offset {
+            v.push(("offset".into(), o.word()));
+        }
+        if let Some(o) = self.offset_increment {
+            v.push(("offset_increment".into(), o.word()));
+        }
+        if let Some(b) = self.io_size {
+            v.push(("io_size".into(), format_size(b)));
+        }
+        if self.loops != 1 {
+            v.push(("loops".into(), self.loops.to_string()));
         }
         if let Some(r) = self.runtime {
             v.push(("runtime".into(), format!("{}", r as f64 / 1e9)));
@@ -1018,12 +1251,140 @@ mod tests {
     }
 
     #[test]
+    fn offsets_place_each_jobs_region_as_fio_does() {
+        let gib = 1u64 << 30;
+        let regions = |wl: &str, cap: u64| Workload::parse(wl).unwrap().regions(cap);
+        // offset_increment spaces the jobs; without size each runs to the end.
+        let r = regions("rw=read numjobs=4 offset_increment=1g", 4 * gib).unwrap();
+        let got: Vec<(u64, u64)> = r.iter().map(|r| (r.start, r.span)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 4 * gib),
+                (gib, 3 * gib),
+                (2 * gib, 2 * gib),
+                (3 * gib, gib)
+            ]
+        );
+        // size bounds each region; percentages are of the volume, rounded
+        // down to the smallest block.
+        let r = regions(
+            "rw=read bs=64k numjobs=3 size=25% offset=10% offset_increment=30%",
+            1_000_000_000,
+        )
+        .unwrap();
+        let got: Vec<(u64, u64)> = r.iter().map(|r| (r.start, r.span)).collect();
+        // 10 %, 30 % and 25 % of 1e9 bytes, each in whole 64 KiB blocks.
+        let (b, step, s) = (1525 * 65536, 4577 * 65536, 3814 * 65536);
+        assert_eq!(got, vec![(b, s), (b + step, s), (b + 2 * step, s)]);
+        // The last region is cut at the volume's end.
+        let r = regions("rw=read numjobs=2 size=3g offset_increment=2g", 4 * gib).unwrap();
+        assert_eq!((r[1].start, r[1].span), (2 * gib, 2 * gib));
+        // A region that would start at or past the end is refused, as fio does.
+        let e = regions("rw=read numjobs=5 offset_increment=1g", 4 * gib).unwrap_err();
+        assert!(matches!(e, SpanError::OffsetPastEnd { job: 4, .. }), "{e}");
+        assert!(regions("rw=read offset=100%", gib).is_err());
+        // A region too small for the block is refused.
+        assert!(matches!(
+            regions("rw=read bs=1m offset=1048064k", gib).unwrap_err(),
+            SpanError::BlockTooLarge { .. }
+        ));
+        // Byte values are whole sectors; percentages at most 100.
+        assert!(Workload::parse("offset=1000").is_err());
+        assert!(Workload::parse("offset_increment=101%").is_err());
+        assert!(Workload::parse("size=0%").is_err());
+        // The largest region is the span both engines check.
+        let w = Workload::parse("numjobs=2 offset_increment=1g size=2g").unwrap();
+        assert_eq!(w.span_on(4 * gib).unwrap(), 2 * gib);
+        assert_eq!(w.bytes_needed(), Some(3 * gib));
+        assert_eq!(Workload::parse("size=50%").unwrap().bytes_needed(), None);
+        // Echoed as written, and taken from job files.
+        let w =
+            Workload::parse("rw=read numjobs=2 size=25% offset=4k offset_increment=50%").unwrap();
+        let pairs = w.to_pairs();
+        for kv in [
+            ("size", "25%"),
+            ("offset", "4k"),
+            ("offset_increment", "50%"),
+        ] {
+            assert!(
+                pairs.iter().any(|(k, v)| (k.as_str(), v.as_str()) == kv),
+                "{pairs:?}"
+            );
+        }
+        let jf =
+            parse_job_file("[j]\nrw=read\nnumjobs=4\nsize=25%\noffset_increment=25%\n").unwrap();
+        assert_eq!(jf.offset_increment, Some(Extent::Percent(25)));
+        // A replay keeps the trace's own offsets.
+        assert!(Workload::parse("read_iolog=x.log offset=1g").is_err());
+    }
+
+    #[test]
+    fn io_size_and_loops_set_what_one_pass_moves() {
+        let moved = |wl: &str| -> (u64, std::collections::BTreeSet<u64>) {
+            let w = Workload::parse(wl).unwrap();
+            let mut s = job_streams(&w, &w.regions(1 << 20).unwrap(), 2).remove(0);
+            let ios: Vec<Io> = s.by_ref().collect();
+            let bytes = ios.iter().map(|io| io.len as u64).sum();
+            (bytes, ios.iter().map(|io| io.offset).collect())
+        };
+        // Less than the region: stops early, inside it.
+        let (b, offs) = moved("rw=randread bs=4k size=512k io_size=64k");
+        assert_eq!(b, 64 << 10);
+        assert!(offs.iter().all(|&o| o < 512 << 10));
+        // More: wraps round the region, every block visited twice.
+        let (b, offs) = moved("rw=write bs=4k size=64k io_limit=128k");
+        assert_eq!((b, offs.len()), (128 << 10, 16));
+        // loops repeats the pass.
+        assert_eq!(moved("rw=randwrite bs=4k size=64k loops=3").0, 192 << 10);
+        assert!(Workload::parse("loops=0").is_err());
+        assert!(Workload::parse("io_size=10%").is_err());
+        let w = Workload::parse("io_size=1m loops=2").unwrap();
+        assert_eq!(w.pass_bytes(4 << 20), 2 << 20);
+        let pairs = w.to_pairs();
+        assert!(
+            pairs.contains(&("io_size".into(), "1m".into())),
+            "{pairs:?}"
+        );
+        assert!(pairs.contains(&("loops".into(), "2".into())), "{pairs:?}");
+    }
+
+    #[test]
+    fn streams_stay_in_their_jobs_regions() {
+        let w = Workload::parse("rw=randrw bs=4k numjobs=3 size=1m offset=1m offset_increment=2m")
+            .unwrap();
+        let regions = w.regions(8 << 20).unwrap();
+        let streams = job_streams(&w, &regions, 9);
+        for (s, r) in streams.into_iter().zip(&regions) {
+            let ios: Vec<Io> = s.collect();
+            assert_eq!(
+                ios.iter().map(|io| io.len as u64).sum::<u64>(),
+                r.span,
+                "one pass"
+            );
+            assert!(ios
+                .iter()
+                .all(|io| io.offset >= r.start && io.offset + io.len as u64 <= r.end()));
+        }
+        let w =
+            Workload::parse("rw=write bs=128k numjobs=2 offset_increment=512k runtime=1").unwrap();
+        let regions = w.regions(1 << 20).unwrap();
+        let mut streams = job_streams(&w, &regions, 1);
+        let second: Vec<u64> = streams.remove(1).take(5).map(|io| io.offset).collect();
+        // Sequential from its own start, wrapping within its region.
+        assert_eq!(
+            second,
+            vec![512 << 10, 640 << 10, 768 << 10, 896 << 10, 512 << 10]
+        );
+    }
+
+    #[test]
     fn one_random_pass_visits_every_block_once_unless_norandommap() {
         let span = 1 << 20;
         let visited = |wl: &str| {
             let w = Workload::parse(wl).unwrap();
             let mut seen = std::collections::BTreeMap::new();
-            for io in job_streams(&w, span, 5).remove(0) {
+            for io in job_streams(&w, &w.regions(span).unwrap(), 5).remove(0) {
                 *seen.entry(io.offset).or_insert(0u32) += 1;
             }
             seen
@@ -1038,7 +1399,7 @@ mod tests {
         assert!((140..200).contains(&free.len()), "{}", free.len());
         // The order is random, not sequential.
         let w = Workload::parse("rw=randread bs=4k").unwrap();
-        let first: Vec<u64> = job_streams(&w, span, 5)
+        let first: Vec<u64> = job_streams(&w, &w.regions(span).unwrap(), 5)
             .remove(0)
             .take(8)
             .map(|io| io.offset)

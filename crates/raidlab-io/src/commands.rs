@@ -52,7 +52,7 @@ pub fn check_sequence(runs: &[(&str, &Workload)], create: bool) -> Result<(), (u
             }
         }
         let mut needed = Vec::new();
-        if let Some(span) = w.size {
+        if let Some(span) = w.bytes_needed() {
             needed_leaf_size(&topo.root, span, &mut needed);
         }
         for (j, m) in topo.members.iter().enumerate() {

@@ -101,7 +101,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let intent = writes
         .then(|| intent_for(&asm, &vol, life.events))
         .flatten();
-    let span = check_span(w, vol.capacity)?;
+    let regions = check_regions(w, vol.capacity)?;
     let engine = choose_engine(opts.engine)?;
     let shared = shared_for(
         w,
@@ -118,7 +118,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let outs = with_checkpoints(&shared.gens, state, || {
         run_workers(
             &shared,
-            paced_streams(w, span, seed),
+            paced_streams(w, &regions, seed),
             engine,
             w.effective_iodepth() as usize,
             opts.trace,

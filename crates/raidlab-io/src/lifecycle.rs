@@ -286,7 +286,7 @@ pub(crate) fn prepare_members(
         kinds.push(safety::check(&m.path, access, guard)?);
     }
     let mut needed = Vec::new();
-    if let Some(span) = w.size {
+    if let Some(span) = w.bytes_needed() {
         needed_leaf_size(&topo.root, span, &mut needed);
     }
     for (i, m) in topo.members.iter().enumerate() {

@@ -14,7 +14,7 @@ use raidlab_core::result::{
     round3, Component, IoCounts, IoTotals, MemberStats, RealStats, SimStats, VerifyStats,
     BOTTLENECK_UTIL,
 };
-use raidlab_core::workload::{job_streams, Io, Workload};
+use raidlab_core::workload::{job_streams, Io, Region, Workload};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -133,9 +133,9 @@ pub(crate) fn io_totals((ios, bytes): (u64, u64)) -> IoTotals {
     IoTotals { ios, bytes }
 }
 
-/// The span the workload addresses on a volume of `cap` bytes, checked.
-pub(crate) fn check_span(w: &Workload, cap: u64) -> Result<u64, Error> {
-    w.span_on(cap)
+/// Each job's region of a volume of `cap` bytes, checked.
+pub(crate) fn check_regions(w: &Workload, cap: u64) -> Result<Vec<Region>, Error> {
+    w.regions(cap)
         .map_err(|e| Error::new(ErrorKind::Size, e.to_string()))
 }
 
@@ -156,10 +156,10 @@ pub(crate) fn choose_engine(asked: Option<EngineKind>) -> Result<EngineKind, Err
 /// it has one.
 pub(crate) fn paced_streams(
     w: &Workload,
-    span: u64,
+    regions: &[Region],
     seed: u64,
 ) -> Vec<(raidlab_core::workload::JobStream, Option<Pacer>)> {
-    job_streams(w, span, seed)
+    job_streams(w, regions, seed)
         .into_iter()
         .enumerate()
         .map(|(j, st)| (st, Pacer::new(&w.rate, seed, j as u32)))

@@ -97,27 +97,40 @@ fn raid4_keeps_md_level_4_layout_and_survives_a_loss() {
 
 #[test]
 fn simulated_and_real_runs_issue_the_same_offsets() {
-    let d = TempDir::new("trace");
-    let f = d.files(4);
-    let wl = Workload::parse(
+    // The second places each job's region as fio's offset keys do; the
+    // members are created large enough for the furthest region.
+    for (k, text) in [
         "rw=randrw bssplit=4k/50:16k/50 iodepth=4 numjobs=2 size=4m percentage_random=70",
-    )
-    .unwrap();
-    let db = raidlab_core::preset::PresetDb::builtin();
-    let topo = resolve("raid5[stripe=64k](4*x25e)", &db).unwrap();
-    let (_, sim_trace) = raidlab_sim::simulate_traced(&topo, &wl, 3).unwrap();
-    for engine in engines() {
-        let o = RunOptions {
-            engine: Some(engine),
-            trace: true,
-            ..RunOptions::default()
-        };
-        let real = run(&format!("raid5[stripe=64k]({})", f.join(",")), &wl, 3, &o).unwrap();
-        assert_eq!(real.trace.len(), 2);
-        for (j, (r, s)) in real.trace.iter().zip(&sim_trace).enumerate() {
-            // Same span (4 MiB) on both, so the same I/Os in the same order.
-            assert!(s.len() > 100);
-            assert_eq!(r, s, "job {j} ({})", engine.word());
+        "rw=randrw bssplit=4k/50:16k/50 iodepth=4 numjobs=2 size=4m percentage_random=70 offset=1m offset_increment=2m",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = TempDir::new(&format!("trace{k}"));
+        let f = d.files(4);
+        let wl = Workload::parse(text).unwrap();
+        let db = raidlab_core::preset::PresetDb::builtin();
+        let topo = resolve("raid5[stripe=64k](4*x25e)", &db).unwrap();
+        let (_, sim_trace) = raidlab_sim::simulate_traced(&topo, &wl, 3).unwrap();
+        let regions = wl.regions(8 << 20).unwrap();
+        for engine in engines() {
+            let o = RunOptions {
+                engine: Some(engine),
+                trace: true,
+                ..RunOptions::default()
+            };
+            let real = run(&format!("raid5[stripe=64k]({})", f.join(",")), &wl, 3, &o).unwrap();
+            assert_eq!(real.trace.len(), 2);
+            for (j, (r, s)) in real.trace.iter().zip(&sim_trace).enumerate() {
+                // Same regions on both, so the same I/Os in the same order.
+                assert!(s.len() > 100);
+                assert_eq!(r, s, "{text}: job {j} ({})", engine.word());
+                let g = regions[j];
+                assert!(
+                    s.iter().all(|io| io.offset >= g.start && io.offset + io.len as u64 <= g.end()),
+                    "{text}: job {j} leaves {g:?}"
+                );
+            }
         }
     }
 }

@@ -637,13 +637,18 @@ pub(crate) fn build(
     })
 }
 
-/// The span of controller volume `i` a workload over `span` bytes of the
-/// root volumes address.
-pub(crate) fn ctrl_span(sim: &Sim, i: usize, v: &CtrlVol, span: u64) -> u64 {
+/// The region of controller volume `i` a workload over `cover` of the root
+/// volumes addresses (scaled to the volume's share of the array's bytes
+/// when the controller sits below a host array).
+pub(crate) fn ctrl_region(sim: &Sim, i: usize, v: &CtrlVol, cover: Region) -> Region {
     if sim.roots.contains(&CompId::nth(i)) {
-        span
+        cover
     } else {
-        (span as f64 / sim.cap as f64 * v.cfg.capacity as f64) as u64
+        let share = v.cfg.capacity as f64 / sim.cap as f64;
+        Region {
+            start: (cover.start as f64 * share) as u64,
+            span: (cover.span as f64 * share) as u64,
+        }
     }
 }
 
@@ -655,7 +660,7 @@ pub(crate) fn ctrl_span(sim: &Sim, i: usize, v: &CtrlVol, span: u64) -> u64 {
 pub(crate) fn warm_controllers(
     sim: &mut Sim,
     w: &Workload,
-    span: u64,
+    cover: Region,
     seed: u64,
     heap: u64,
     full: bool,
@@ -665,7 +670,7 @@ pub(crate) fn warm_controllers(
     let mut warm_bytes = 0;
     for (i, c) in sim.comps.iter().enumerate() {
         if let Comp::Ctrl(v) = c {
-            let vspan = ctrl_span(sim, i, v, span);
+            let vspan = ctrl_region(sim, i, v, cover).span;
             warm_bytes += v.warm_bytes(
                 vspan,
                 random && reads,
@@ -675,10 +680,10 @@ pub(crate) fn warm_controllers(
         }
     }
     within_bound(heap + warm_bytes, "controller caches")?;
-    let spans: Vec<u64> = (0..sim.comps.len())
+    let spans: Vec<Region> = (0..sim.comps.len())
         .map(|i| match &sim.comps[i] {
-            Comp::Ctrl(v) => ctrl_span(sim, i, v, span),
-            _ => 0,
+            Comp::Ctrl(v) => ctrl_region(sim, i, v, cover),
+            _ => Region { start: 0, span: 0 },
         })
         .collect();
     for (i, c) in sim.comps.iter_mut().enumerate() {
@@ -703,7 +708,7 @@ pub(crate) fn check_paced_pass(w: &Workload, span: u64) -> Result<(), SimError> 
         return Ok(());
     }
     let min_bs = w.min_bs().max(1);
-    let ios = span as f64 / min_bs as f64;
+    let ios = w.pass_bytes(span) as f64 / min_bs as f64;
     let gap = (0..2)
         .map(|d| match (w.rate.bytes[d], w.rate.iops[d]) {
             (Some(b), _) => w.max_bs() as f64 / b as f64,
@@ -713,22 +718,25 @@ pub(crate) fn check_paced_pass(w: &Workload, span: u64) -> Result<(), SimError> 
         .fold(0.0, f64::max);
     let secs = ios * gap;
     if secs > 1e9 {
-        return Err(SimError::PacedTooLong { span, secs });
+        return Err(SimError::PacedTooLong {
+            span: w.pass_bytes(span),
+            secs,
+        });
     }
     Ok(())
 }
 
-/// Put the host, with the workload's jobs over `span` bytes, at `HOST`.
+/// Put the host, with the workload's jobs over their `regions`, at `HOST`.
 pub(crate) fn install_host(
     sim: &mut Sim,
     topo: &Topology,
     w: &Workload,
-    span: u64,
+    regions: &[Region],
     seed: u64,
     trace: bool,
 ) {
     let vols = sim.roots.len() as u32;
-    let streams = raidlab_core::workload::volume_streams(w, span, seed, vols);
+    let streams = raidlab_core::workload::volume_streams(w, regions, seed, vols);
     let mut host = Host::new(
         HOST,
         sim.roots.clone(),
@@ -751,7 +759,8 @@ pub(crate) fn install_host(
     // run stops when the window is found steady.
     host.window_end = w.runtime.zip(w.ramp_time).map(|(r, ramp)| ramp + r);
     if w.runtime.is_none() {
-        host.fifth = (w.pass_bytes(span) * w.numjobs as u64 * vols as u64 / 5).max(1);
+        let pass: u64 = regions.iter().map(|r| w.pass_bytes(r.span)).sum();
+        host.fifth = (pass * vols as u64 / 5).max(1);
     }
     sim.comps[HOST.index()] = Comp::Host(Box::new(host));
 }
@@ -787,7 +796,7 @@ pub(crate) fn block_ns(topo: &Topology, w: &Workload) -> Ns {
 /// built): callers check this before announcing a long pass.
 pub fn check_pace(topo: &Topology, w: &Workload) -> Result<(), SimError> {
     let cap = volume_capacity(topo)?;
-    let span = w.size.unwrap_or(cap).min(cap);
+    let span = w.span_on(cap).unwrap_or(cap);
     check_paced_pass(w, span * topo.volume_count() as u64)
 }
 

@@ -30,6 +30,7 @@ use raidlab_core::preset::StripeGather;
 use raidlab_core::rng::GOLDEN_GAMMA;
 use raidlab_core::topology::ReadAhead;
 use raidlab_core::units::Ns;
+use raidlab_core::workload::Region;
 use raidlab_layout::{Geometry, Level};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -329,9 +330,10 @@ impl ReadCache {
         );
     }
 
-    /// Enter blocks `0..last.len()` that were used (`last[k]` is not
-    /// [`NOT_WRITTEN`]) once each, in the order of their last use.
-    fn insert_by_last_use(&mut self, last: &[u32]) {
+    /// Enter the blocks `base + k x BLOCK` (`k` in `0..last.len()`) that
+    /// were used (`last[k]` is not [`NOT_WRITTEN`]) once each, in the order
+    /// of their last use.
+    fn insert_by_last_use(&mut self, last: &[u32], base: u64) {
         let mut used: Vec<(u32, u64)> = (0..last.len() as u64)
             .filter(|&k| last[k as usize] != NOT_WRITTEN)
             .map(|k| (last[k as usize], k))
@@ -342,7 +344,7 @@ impl ReadCache {
         self.map.reserve(room.saturating_sub(self.map.len()));
         self.order.reserve(room);
         for (_, k) in used {
-            self.insert(k * BLOCK, (k + 1) * BLOCK);
+            self.insert(base + k * BLOCK, base + (k + 1) * BLOCK);
         }
     }
 
@@ -537,14 +539,22 @@ impl CtrlVol {
         read + write
     }
 
-    /// Bring the cache to the steady state of a workload over `span` bytes,
+    /// Bring the cache to the steady state of a workload over `region`,
     /// as a long run would leave it (functional, no timing): read data
     /// cached as LRU would hold it under uniform random access (all of a span
     /// that fits, else a random sample of it), and for random writes the
     /// write-back cache full of dirty data, the state in which sustained
     /// random writes run at the destage rate.
-    pub fn warm(&mut self, span: u64, random_reads: bool, random_writes: bool, bs: u64, seed: u64) {
-        let span = span.min(self.cfg.capacity) / BLOCK * BLOCK;
+    pub fn warm(
+        &mut self,
+        region: Region,
+        random_reads: bool,
+        random_writes: bool,
+        bs: u64,
+        seed: u64,
+    ) {
+        let region = self.whole_blocks(region);
+        let (base, span) = (region.start, region.span);
         if span == 0 {
             return;
         }
@@ -557,17 +567,25 @@ impl CtrlVol {
         if random_reads && self.read_cache.cap > 0 {
             let blocks = span / BLOCK;
             if blocks <= self.read_cache.cap as u64 {
-                self.read_cache.insert(0, span);
+                self.read_cache.insert(base, base + span);
             } else {
                 for _ in 0..self.read_cache.cap {
                     let k = rng.below(blocks);
-                    self.read_cache.insert(k * BLOCK, (k + 1) * BLOCK);
+                    self.read_cache
+                        .insert(base + k * BLOCK, base + (k + 1) * BLOCK);
                 }
             }
         }
         if random_writes {
-            self.fill(span, bs, &mut rng, 0);
+            self.fill(region, bs, &mut rng, 0);
         }
+    }
+
+    /// `region` in whole cache blocks and within the volume.
+    fn whole_blocks(&self, region: Region) -> Region {
+        let start = (region.start / BLOCK * BLOCK).min(self.cfg.capacity);
+        let span = region.span.min(self.cfg.capacity - start) / BLOCK * BLOCK;
+        Region { start, span }
     }
 
     /// Bytes of writes the write-back cache has taken in from above (a
@@ -592,13 +610,13 @@ impl CtrlVol {
     /// `bs` over `span` (docs/workloads.md, "Steady state"): mark random
     /// blocks dirty as of now until the cache is full, as the writes would
     /// have left it, and let destaging start.
-    pub fn fill_to_full(&mut self, ctx: &mut Ctx, span: u64, bs: u64, seed: u64) {
-        let span = span.min(self.cfg.capacity) / BLOCK * BLOCK;
-        if span == 0 {
+    pub fn fill_to_full(&mut self, ctx: &mut Ctx, region: Region, bs: u64, seed: u64) {
+        let region = self.whole_blocks(region);
+        if region.span == 0 {
             return;
         }
         let mut rng = raidlab_core::rng::Rng::new(seed);
-        self.fill(span, bs, &mut rng, ctx.now);
+        self.fill(region, bs, &mut rng, ctx.now);
         self.kick(ctx);
     }
 
@@ -610,12 +628,13 @@ impl CtrlVol {
         (room / bs).min(span.div_ceil(self.line_bytes) + 1)
     }
 
-    /// Mark random `bs` blocks of `span` dirty as of `now` until the
+    /// Mark random `bs` blocks of `region` dirty as of `now` until the
     /// write-back cache is full.
-    fn fill(&mut self, span: u64, bs: u64, rng: &mut raidlab_core::rng::Rng, now: Ns) {
+    fn fill(&mut self, region: Region, bs: u64, rng: &mut raidlab_core::rng::Rng, now: Ns) {
         if self.cfg.wb_bytes == 0 {
             return;
         }
+        let (base, span) = (region.start, region.span);
         let bs = bs.clamp(512, span);
         let n = span / bs;
         let room = self.cfg.wb_bytes.saturating_sub(self.dirty);
@@ -636,15 +655,17 @@ impl CtrlVol {
         let batch = self.read_cache.holds_whole(span) && draws < u64::from(NOT_WRITTEN);
         let mut last_write = batch.then(|| vec![NOT_WRITTEN; span.div_ceil(BLOCK) as usize]);
         let mut i = 0;
-        while let Some(a) = offsets.next(|| rng.below(n) * bs, |a| self.lines.prefetch(a >> shift))
-        {
+        while let Some(a) = offsets.next(
+            || base + rng.below(n) * bs,
+            |a| self.lines.prefetch(a >> shift),
+        ) {
             if self.dirty + bs > self.cfg.wb_bytes {
                 break;
             }
             match &mut last_write {
                 Some(last) => {
                     self.mark_lines_dirty(a, a + bs, now, false);
-                    for k in a / BLOCK..(a + bs).div_ceil(BLOCK) {
+                    for k in (a - base) / BLOCK..(a - base + bs).div_ceil(BLOCK) {
                         last[k as usize] = i;
                     }
                 }
@@ -653,7 +674,7 @@ impl CtrlVol {
             i += 1;
         }
         if let Some(last) = last_write {
-            self.read_cache.insert_by_last_use(&last);
+            self.read_cache.insert_by_last_use(&last, base);
         }
     }
 

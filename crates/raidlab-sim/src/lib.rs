@@ -43,7 +43,7 @@ use raidlab_core::topology::{
     Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
 };
 use raidlab_core::units::Ns;
-use raidlab_core::workload::Workload;
+use raidlab_core::workload::{Region, Workload};
 use raidlab_layout::{Geometry, LayoutError, Level};
 use ssd::Ssd;
 use thiserror::Error;
@@ -238,7 +238,8 @@ fn simulate_inner(
     }
     let mut heap = 0;
     let mut sim = build(topo, w, seed, &mut heap)?;
-    let span = w.span_on(sim.cap)?;
+    let regions = w.regions(sim.cap)?;
+    let span = regions.iter().map(|r| r.span).max().unwrap_or(0);
     // One stream per job and volume: bounded with the models' memory.
     let split_bytes = 16 * (w.bssplit.len() + w.bssplit_write.len()) as u64;
     // A replaying stream holds its own reader of the trace.
@@ -252,11 +253,12 @@ fn simulate_inner(
     let heap = heap + w.numjobs as u64 * sim.roots.len() as u64 * stream_bytes;
     within_bound(heap, "job streams")?;
     check_in_flight(topo, w, sim.roots.len(), heap)?;
-    warm_controllers(&mut sim, w, span, seed, heap, how.full_caches)?;
+    let cover = Region::cover(&regions);
+    warm_controllers(&mut sim, w, cover, seed, heap, how.full_caches)?;
     check_paced_pass(w, span * sim.roots.len() as u64)?;
-    install_host(&mut sim, topo, w, span, seed, how.trace);
+    install_host(&mut sim, topo, w, &regions, seed, how.trace);
     start_rebuilds(&mut sim);
-    let measured = run_events(&mut sim, w, span, seed, progress);
+    let measured = run_events(&mut sim, w, &regions, seed, progress);
     if cfg!(debug_assertions) {
         check_invariants(&sim);
     }

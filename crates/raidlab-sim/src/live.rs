@@ -51,13 +51,16 @@ impl Live {
         if sim.roots.len() != 1 {
             return Err(SimError::LiveVolumes(sim.roots.len()));
         }
-        let span = sim.cap;
+        let whole = Region {
+            start: 0,
+            span: sim.cap,
+        };
         // A write-back cache under random writes settles full of dirty
         // data (the steady state `simulate` measures, reached there by
         // filling ahead); a served array starts in it, not in the minutes
         // of filling before it.
         let full = w.writes() && w.percentage_random > 0;
-        warm_controllers(&mut sim, w, span, seed, heap, full)?;
+        warm_controllers(&mut sim, w, whole, seed, heap, full)?;
         let mut host = Host::external(HOST, sim.roots[0], block_ns(topo, w), &mut sim.ctx);
         host.set_on_submitter(on_submitter(&sim));
         sim.comps[HOST.index()] = Comp::Host(Box::new(host));

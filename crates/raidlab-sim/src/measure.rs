@@ -145,13 +145,13 @@ pub(crate) struct Measured {
 pub(crate) fn run_events(
     sim: &mut Sim,
     w: &Workload,
-    span: u64,
+    regions: &[Region],
     seed: u64,
     progress: Option<&dyn Fn(f64)>,
 ) -> Measured {
     let mut rounds = window::Rounds::of(w);
     let ramp = w.ramp_time.unwrap_or(0);
-    let pass_bytes = (w.pass_bytes(span) as f64 * w.numjobs as f64).max(1.0);
+    let pass_bytes = (regions.iter().map(|r| w.pass_bytes(r.span)).sum::<u64>() as f64).max(1.0);
     let mut start = Snapshot::take(sim);
     let mut snapped = ramp == 0;
     if let Some(r) = rounds.as_mut() {
@@ -164,7 +164,7 @@ pub(crate) fn run_events(
             );
         }
     }
-    let fill = Fill::of(sim, w, span, seed);
+    let fill = Fill::of(sim, w, Region::cover(regions), seed);
     let Sim {
         ctx,
         comps,
@@ -392,22 +392,22 @@ pub(crate) fn cache_noise(comps: &[Comp]) -> Vec<f64> {
 /// How a random-write workload's write-back caches are filled ahead when
 /// they are seen filling (docs/workloads.md, "Steady state").
 pub(crate) struct Fill {
-    /// Each write-back cache's component and the span of it the workload
-    /// addresses, in [`write_back_caches`]' order.
-    pub(crate) caches: Vec<(CompId, u64)>,
+    /// Each write-back cache's component and the region of it the
+    /// workload addresses, in [`write_back_caches`]' order.
+    pub(crate) caches: Vec<(CompId, Region)>,
     pub(crate) bs: u64,
     pub(crate) seed: u64,
 }
 
 impl Fill {
     /// For a run that looks for steady state under random writes.
-    pub(crate) fn of(sim: &Sim, w: &Workload, span: u64, seed: u64) -> Option<Fill> {
+    pub(crate) fn of(sim: &Sim, w: &Workload, cover: Region, seed: u64) -> Option<Fill> {
         let writes = w.writes();
         if w.ramp_time.is_some() || w.runtime.is_none() || !writes || w.percentage_random == 0 {
             return None;
         }
         let caches = write_back_caches(&sim.comps)
-            .map(|(i, v)| (CompId::nth(i), ctrl_span(sim, i, v, span)))
+            .map(|(i, v)| (CompId::nth(i), ctrl_region(sim, i, v, cover)))
             .collect();
         Some(Fill {
             caches,
@@ -437,7 +437,7 @@ impl Fill {
         let mut filled = false;
         let noise = rs.noise().to_vec();
         let taken = rs.last_taken();
-        for (k, &(id, span)) in self.caches.iter().enumerate() {
+        for (k, &(id, region)) in self.caches.iter().enumerate() {
             // What the cache took in over the lesser of the two rounds.
             let intake = taken.get(k).map_or(0.0, |&(a, b)| a.min(b));
             let pace = level_allowance(noise[k], intake, 1);
@@ -446,7 +446,7 @@ impl Fill {
                 .is_some_and(|&(a, b)| a >= pace && b >= pace && b >= KEEPS_PACE * a);
             if rising && level[k] < 1.0 - LEVEL_EXCURSION {
                 if let Comp::Ctrl(v) = &mut comps[id.index()] {
-                    v.fill_to_full(ctx, span, self.bs, mix(self.seed, 0xF111 + k as u64));
+                    v.fill_to_full(ctx, region, self.bs, mix(self.seed, 0xF111 + k as u64));
                     filled = true;
                 }
             }

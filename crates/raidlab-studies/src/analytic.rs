@@ -137,6 +137,9 @@ pub fn one_drive(
     };
     let mut w = w.clone();
     w.size = Some(w.size.map_or(dev.capacity(), |s| s.min(dev.capacity())));
+    // The drive alone from its start: where the jobs sit on the array says
+    // nothing about one drive's region.
+    (w.size_pct, w.offset, w.offset_increment) = (None, None, None);
     simulate(&t, &w, seed).map(|r| r.summary)
 }
 

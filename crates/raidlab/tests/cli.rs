@@ -337,6 +337,58 @@ fn reproduce_lays_out_a_document() {
 }
 
 #[test]
+fn offsets_keep_each_job_to_its_region_as_fio_does() {
+    let (dir, m) = member_paths("offsets", 1);
+    let img = &m[0];
+    std::fs::File::create(img)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    // Two jobs of 1 MiB, at 2 MiB and 6 MiB: the rest of the file untouched.
+    let wl = "rw=write bs=64k numjobs=2 size=1m offset=2m offset_increment=4m";
+    let o = raidlab(&["run", "-t", img, "-w", wl, "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let data = std::fs::read(img).unwrap();
+    for (mib, chunk) in data.chunks(1 << 20).enumerate() {
+        let written = chunk
+            .chunks(4096)
+            .filter(|b| b.iter().any(|&x| x != 0))
+            .count();
+        let want = if mib == 2 || mib == 6 { 256 } else { 0 };
+        assert_eq!(written, want, "MiB {mib}");
+    }
+    // A job that would start past the end is refused, in both engines.
+    let past = "rw=read numjobs=3 offset_increment=4m";
+    assert_input_error(&["run", "-t", img, "-w", past], "past the volume's end");
+    assert_input_error(
+        &[
+            "sim",
+            "-t",
+            "x25e",
+            "-w",
+            "rw=read numjobs=5 offset_increment=25%",
+        ],
+        "job 4 would start",
+    );
+    assert_input_error(
+        &["sim", "-t", "x25e", "-w", "offset=1000"],
+        "multiple of 512",
+    );
+    // A fio job file's even split of a drive among its jobs.
+    let job = tmp(
+        "split.fio",
+        "[global]\nruntime=1\ntime_based\n[seq]\nrw=read\nbs=128k\nnumjobs=4\nsize=25%\noffset_increment=25%\n",
+    );
+    let v = json_of(&["sim", "-t", "x25e", "--job", &job, "--format", "json"]);
+    assert_eq!(
+        v["workload"]["offset_increment"], "25%",
+        "{}",
+        v["workload"]
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn run_rejects_bad_input_with_status_2() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("raidlab-cli-run-{}", std::process::id()));

@@ -4,25 +4,29 @@
 use super::*;
 pub use crate::ioreq::Io;
 
-/// The streams of every job of `w` over a span of `span` bytes: the one
-/// workload generator both engines use. Without `runtime`, each job moves
-/// `span` bytes and stops (fio's one pass over `size`).
-pub fn job_streams(w: &Workload, span: u64, seed: u64) -> Vec<JobStream> {
-    volume_streams(w, span, seed, 1)
+/// The streams of every job of `w`, job `j` over `regions[j]`
+/// ([`Workload::regions`]): the one workload generator both engines use.
+/// Without `runtime`, each job moves its region's bytes and stops (fio's
+/// one pass over `size`).
+pub fn job_streams(w: &Workload, regions: &[Region], seed: u64) -> Vec<JobStream> {
+    volume_streams(w, regions, seed, 1)
 }
 
-/// The streams of `w`'s jobs over `volumes` volumes of `span` bytes each,
-/// job-major: a fio job with several filenames keeps each file's offsets
-/// apart. The first volume's streams are [`job_streams`]'s.
-pub fn volume_streams(w: &Workload, span: u64, seed: u64, volumes: u32) -> Vec<JobStream> {
+/// The streams of `w`'s jobs over `volumes` volumes, job `j` over
+/// `regions[j]` of each, job-major: a fio job with several filenames keeps
+/// each file's offsets apart. The first volume's streams are
+/// [`job_streams`]'s.
+pub fn volume_streams(w: &Workload, regions: &[Region], seed: u64, volumes: u32) -> Vec<JobStream> {
+    assert_eq!(regions.len(), w.numjobs as usize, "one region a job");
     let mut out = Vec::with_capacity(w.numjobs as usize * volumes as usize);
-    for j in 0..w.numjobs {
+    for (j, r) in (0..w.numjobs).zip(regions) {
         for v in 0..volumes {
             // Job numbers are below MAX_NUMJOBS, so every (job, volume)
             // has a stream number of its own.
-            let mut s = JobStream::new(w, span, seed, v * MAX_NUMJOBS + j, None);
+            let mut s = JobStream::new(w, r.span, seed, v * MAX_NUMJOBS + j, None);
+            s.base = r.start;
             if w.runtime.is_none() && w.replay.is_none() {
-                s.budget = Some(span);
+                s.budget = Some(w.pass_bytes(r.span));
             }
             if w.uses_random_map() {
                 s.map = Some(0);
@@ -53,6 +57,9 @@ pub struct JobStream {
     mix: u32,
     pct_random: u32,
     span: u64,
+    /// Where the job's region starts: every offset drawn in `0..span`
+    /// lands this much further on (fio's `offset`, `offset_increment`).
+    base: u64,
     cursor: u64,
     dist: Dist,
     zipf_norm: f64,
@@ -84,6 +91,7 @@ impl JobStream {
             mix: w.rwmixread,
             pct_random: w.percentage_random,
             span,
+            base: 0,
             cursor: 0,
             dist,
             zipf_norm,
@@ -276,7 +284,7 @@ impl JobStream {
         };
         self.cursor = if random { offset + len } else { self.cursor };
         Some(Io {
-            offset,
+            offset: self.base + offset,
             len: len as u32,
             read,
         })

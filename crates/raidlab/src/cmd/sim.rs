@@ -107,11 +107,13 @@ fn note_long_pass(topo: &Topology, w: &Workload) {
             (r.extent.reads + r.extent.writes) * w.numjobs as u64,
         ),
         None => {
-            let bytes = w.size.unwrap_or(cap);
-            (
-                bytes,
-                (bytes as f64 / w.mean_bs().max(1.0)) as u64 * w.numjobs as u64,
-            )
+            // A workload that does not fit is refused when it runs.
+            let Ok(regions) = w.regions(cap) else {
+                return;
+            };
+            let bytes = regions.iter().map(|r| r.span).max().unwrap_or(cap);
+            let all: u64 = regions.iter().map(|r| w.pass_bytes(r.span)).sum();
+            (bytes, (all as f64 / w.mean_bs().max(1.0)) as u64)
         }
     };
     if ios as f64 > LONG_RUN_IOS {
