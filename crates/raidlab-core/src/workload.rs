@@ -1159,12 +1159,30 @@ const FIO_ACCEPTED: &[&str] = &[
     "time_based",
     "group_reporting",
     "randrepeat",
-    "buffered",
     "invalidate",
     "thread",
     "description",
     "stonewall",
     "new_group",
+    // What fio measures and reports, not what it issues.
+    "gtod_reduce",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "unified_rw_reporting",
+    "per_job_logs",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "exitall",
+    // Data contents and file preparation: the drives model neither
+    // compression nor deduplication, and raidlab lays out its files whole.
+    "refill_buffers",
+    "scramble_buffers",
+    "overwrite",
 ];
 
 /// Read a fio job file: `[global]` plus one job section.
@@ -1200,6 +1218,13 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
                 let w = int(k, v, 0, 100)?;
                 pairs.retain(|(pk, _)| pk != "rwmixread");
                 pairs.push(("rwmixread".into(), (100 - w).to_string()));
+                continue;
+            }
+            // fio's `buffered` is `direct` turned round (a bare line: 1).
+            "buffered" => {
+                let b = if v.is_empty() { 1 } else { int(k, v, 0, 1)? };
+                pairs.retain(|(pk, _)| pk != "direct");
+                pairs.push(("direct".into(), (1 - b).to_string()));
                 continue;
             }
             other => other,
@@ -1547,6 +1572,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("unsupported fio option 'verify'"), "{e}");
+        // fio's buffered is direct turned round, not an option to pass over.
+        assert!(parse_job_file("[j]\nbuffered=1\n").unwrap().buffered);
+        assert!(parse_job_file("[j]\nbuffered\n").unwrap().buffered);
+        assert!(
+            !parse_job_file("[j]\ndirect=0\nbuffered=0\n")
+                .unwrap()
+                .buffered
+        );
+        assert!(parse_job_file("[j]\nbuffered=2\n").is_err());
+        // Reporting options change nothing issued.
+        assert_eq!(
+            parse_job_file("[j]\nrw=randread\ngtod_reduce=1\nclat_percentiles=1\n").unwrap(),
+            Workload::parse("rw=randread").unwrap()
+        );
         assert!(parse_job_file("[a]\n[b]\n").is_err());
         assert!(parse_job_file("bs=4k\n").is_err());
         // fio's rate limits parse, echo as fio writes them, and come from job files.
