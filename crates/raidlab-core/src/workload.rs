@@ -71,8 +71,8 @@ impl Extent {
         Ok(Extent::Bytes(b))
     }
 
-    /// Bytes on a volume of `cap` bytes. As fio does, a percentage is
-    /// rounded down to a multiple of `align` (the smallest block size).
+    /// Bytes on a volume of `cap` bytes, a percentage rounded down to a
+    /// multiple of `align` (the smallest block size), as fio rounds `size`.
     pub fn on(self, cap: u64, align: u64) -> u64 {
         match self {
             Extent::Bytes(b) => b,
@@ -744,19 +744,31 @@ impl Workload {
         }
     }
 
-    /// Each job's region of a volume of `cap` bytes, as fio lays them out:
-    /// job `j` starts at `offset + j x offset_increment` and spans `size`
-    /// bytes, or to the volume's end when that comes first or `size` is not
+    /// Each job's region of a volume of `cap` bytes, as fio lays them out
+    /// (`get_start_offset` in fio's filesetup.c): job `j` starts at
+    /// `offset + j x offset_increment`, rounded up to a multiple of the
+    /// smallest block when either is a percentage, and spans `size` bytes,
+    /// or to the volume's end when that comes first or `size` is not
     /// given. Refused when `size` exceeds the volume, a job would start at
     /// or past its end, or a region cannot hold the largest block.
     pub fn regions(&self, cap: u64) -> std::result::Result<Vec<Region>, SpanError> {
         let size = self.size_on(cap)?;
         let align = self.min_bs();
-        let base = self.offset.map_or(0, |o| o.on(cap, align));
-        let step = self.offset_increment.map_or(0, |o| o.on(cap, align));
+        // fio takes a percentage of the volume as it is, unrounded, and
+        // rounds the sum up.
+        let raw = |e: Option<Extent>| match e {
+            None => (0, false),
+            Some(Extent::Bytes(b)) => (b, false),
+            Some(Extent::Percent(p)) => ((cap as u128 * p as u128 / 100) as u64, true),
+        };
+        let (base, base_pct) = raw(self.offset);
+        let (step, step_pct) = raw(self.offset_increment);
         (0..self.numjobs)
             .map(|job| {
-                let start = base.saturating_add(step.saturating_mul(job as u64));
+                let mut start = base.saturating_add(step.saturating_mul(job as u64));
+                if base_pct || step_pct {
+                    start = start.div_ceil(align).saturating_mul(align);
+                }
                 if start >= cap {
                     return Err(SpanError::OffsetPastEnd {
                         job,
@@ -1299,9 +1311,19 @@ mod tests {
         )
         .unwrap();
         let got: Vec<(u64, u64)> = r.iter().map(|r| (r.start, r.span)).collect();
-        // 10 %, 30 % and 25 % of 1e9 bytes, each in whole 64 KiB blocks.
-        let (b, step, s) = (1525 * 65536, 4577 * 65536, 3814 * 65536);
-        assert_eq!(got, vec![(b, s), (b + step, s), (b + 2 * step, s)]);
+        // 10 % + j x 30 % of 1e9 bytes, rounded up to 64 KiB blocks; 25 %
+        // rounded down to them.
+        let s = 3814 * 65536;
+        let starts = [1526 * 65536, 6104 * 65536, 10682 * 65536];
+        assert_eq!(got, starts.iter().map(|&b| (b, s)).collect::<Vec<_>>());
+        // fio's own layout of an 8 MiB file: the third of three jobs at
+        // 30 % steps starts at 64 KiB block 77, not 76.
+        let r = regions(
+            "rw=write bs=64k numjobs=3 size=25% offset_increment=30%",
+            8 << 20,
+        )
+        .unwrap();
+        assert_eq!(r[2].start, 77 * 65536);
         // The last region is cut at the volume's end.
         let r = regions("rw=read numjobs=2 size=3g offset_increment=2g", 4 * gib).unwrap();
         assert_eq!((r[1].start, r[1].span), (2 * gib, 2 * gib));

@@ -115,6 +115,59 @@ fn fio_and_raidlab_do_the_same_io() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's `offset`, `offset_increment` and percentage `size` place each
+/// job's region; the job file `export-fio` prints, run by fio, and `raidlab
+/// run` write the same 64 KiB blocks of equal files, and nothing else.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_write_the_same_regions() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-fio-regions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let written = |path: &std::path::Path| -> Vec<usize> {
+        let d = std::fs::read(path).unwrap();
+        (0..d.len() / 65536)
+            .filter(|&b| d[b * 65536..(b + 1) * 65536].iter().any(|&x| x != 0))
+            .collect()
+    };
+    for wl in [
+        "rw=write bs=64k numjobs=2 size=1m offset=2m offset_increment=4m",
+        // Percentages: fio rounds the third job's start up to block 77.
+        "rw=write bs=64k numjobs=3 size=25% offset_increment=30%",
+        "rw=randwrite bs=64k numjobs=2 size=10% offset=5% offset_increment=45%",
+        "rw=write bs=64k size=512k offset=1m io_size=256k loops=3",
+    ] {
+        let (ours, theirs) = (dir.join("ours.img"), dir.join("fio.img"));
+        for f in [&ours, &theirs] {
+            std::fs::write(f, vec![0u8; 8 << 20]).unwrap();
+        }
+        let job = raidlab(&[
+            "export-fio",
+            "-w",
+            wl,
+            "--filename",
+            &theirs.display().to_string(),
+            "--engine",
+            "psync",
+        ]);
+        assert!(job.status.success(), "{}", stderr(&job));
+        let job_path = dir.join("regions.fio");
+        std::fs::write(&job_path, &job.stdout).unwrap();
+        let fio = Command::new("fio").arg(&job_path).output().unwrap();
+        assert!(
+            fio.status.success(),
+            "fio: {}",
+            String::from_utf8_lossy(&fio.stderr)
+        );
+        let r = raidlab(&["run", "-t", &ours.display().to_string(), "-w", wl]);
+        assert!(r.status.success(), "{wl}: {}", stderr(&r));
+        let (a, b) = (written(&ours), written(&theirs));
+        assert!(!a.is_empty(), "{wl}");
+        assert_eq!(a, b, "{wl}: blocks raidlab wrote vs fio's");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Key paths of a JSON value with the JSON type at each (`int`, `float`,
 /// `string`, `object`, ...), as a consumer written against fio sees them.
 fn shape(v: &Value, path: &str, out: &mut Vec<(String, &'static str)>) {
