@@ -433,6 +433,7 @@ pub const KEYS: &[&str] = &[
     "offset_increment",
     "io_size",
     "loops",
+    "filesize",
     "runtime",
     "ramp_time",
     "random_distribution",
@@ -525,6 +526,13 @@ impl Workload {
         if !w.bssplit.is_empty() {
             w.bs = w.bssplit[0].0;
         }
+        let has = |key: &str| pairs.iter().any(|(k, _)| *k == key);
+        if has("bssplit") && pairs.iter().any(|(k, v)| *k == "bs" && v.contains(',')) {
+            return werr("give per-direction sizes with bs=R,W or with bssplit, not both");
+        }
+        if let Some((_, f)) = pairs.iter().find(|(k, _)| *k == "filesize") {
+            w.apply_filesize(f)?;
+        }
         let replay_pairs: Vec<(&str, &str)> = pairs
             .iter()
             .copied()
@@ -551,6 +559,28 @@ impl Workload {
         w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
         w.check_rate_gap()?;
         Ok(w)
+    }
+
+    /// fio's `filesize`: the region each job addresses, `size` then only
+    /// the bytes a pass moves (fio: "size becomes merely the default for
+    /// io_size").
+    fn apply_filesize(&mut self, v: &str) -> Result<()> {
+        let f = match Extent::parse("filesize", v)? {
+            Extent::Bytes(b) if b > 0 => b,
+            _ => {
+                return werr(format!(
+                    "filesize={v}: give a positive number of bytes (one size, not a range)"
+                ))
+            }
+        };
+        if self.size_pct.is_some() {
+            return werr("with filesize, give size in bytes (the bytes a pass moves)");
+        }
+        if let Some(s) = self.size.filter(|_| self.io_size.is_none()) {
+            self.io_size = Some(s);
+        }
+        self.size = Some(f);
+        Ok(())
     }
 
     /// `preset=`: jobs and depth first, which explicit keys then override.
@@ -580,7 +610,18 @@ impl Workload {
                     ))
                 })?
             }
-            "bs" => self.bs = block(k, v)?,
+            "bs" => match v.split_once(',') {
+                // fio's per-direction sizes: reads, then writes (then
+                // trims, which are not modelled); an empty one is 4k.
+                Some((r, rest)) => {
+                    let w = rest.split(',').next().unwrap_or("");
+                    let size = |x: &str| if x.is_empty() { Ok(4096) } else { block(k, x) };
+                    self.bssplit = vec![(size(r)?, 100)];
+                    self.bssplit_write = vec![(size(w)?, 100)];
+                    self.bs = self.bssplit[0].0;
+                }
+                None => self.bs = block(k, v)?,
+            },
             "bssplit" => {
                 let lists: Vec<&str> = v.split(',').collect();
                 if lists.len() > 2 {
@@ -612,6 +653,8 @@ impl Workload {
                 _ => return werr(format!("io_size={v}: give a positive number of bytes")),
             },
             "loops" => self.loops = int(k, v, 1, MAX_LOOPS)? as u32,
+            // Applied in `from_pairs`, where `size` and `io_size` are known.
+            "filesize" => {}
             "runtime" => {
                 let t = parse_duration(v).map_err(|m| Error::Workload(format!("runtime: {m}")))?;
                 if t == 0 {
@@ -1190,6 +1233,8 @@ const FIO_ACCEPTED: &[&str] = &[
     "cpus_allowed",
     "cpus_allowed_policy",
     "exitall",
+    // Which generator draws the offsets: raidlab has its own.
+    "random_generator",
     // Data contents and file preparation: the drives model neither
     // compression nor deduplication, and raidlab lays out its files whole.
     "refill_buffers",
@@ -1364,6 +1409,39 @@ mod tests {
         assert_eq!(jf.offset_increment, Some(Extent::Percent(25)));
         // A replay keeps the trace's own offsets.
         assert!(Workload::parse("read_iolog=x.log offset=1g").is_err());
+    }
+
+    #[test]
+    fn per_direction_block_sizes_and_filesize_read_as_fio_reads_them() {
+        let w = Workload::parse("rw=randrw bs=4k,64k").unwrap();
+        assert_eq!(
+            (w.bssplit.clone(), w.bssplit_write.clone()),
+            (vec![(4096, 100)], vec![(65536, 100)])
+        );
+        assert_eq!((w.min_bs(), w.max_bs()), (4096, 65536));
+        // An empty one is fio's default; trims' are passed over.
+        let w = Workload::parse("rw=randrw bs=,8k,").unwrap();
+        assert_eq!((w.bssplit[0].0, w.bssplit_write[0].0), (4096, 8192));
+        assert!(Workload::parse("bs=4k,64k bssplit=4k/100").is_err());
+        assert!(Workload::parse("bs=4k,1000").is_err());
+        // The echo reads back the same.
+        let w = Workload::parse("rw=randrw bs=8k,32k").unwrap();
+        let line: Vec<String> = w
+            .to_pairs()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        assert_eq!(Workload::parse(&line.join(" ")).unwrap(), w);
+        // filesize is the region; size then only what a pass moves.
+        let w = Workload::parse("rw=randread filesize=1g size=64m").unwrap();
+        assert_eq!((w.size, w.io_size), (Some(1 << 30), Some(64 << 20)));
+        let w = Workload::parse("rw=randread filesize=1g").unwrap();
+        assert_eq!((w.size, w.io_size), (Some(1 << 30), None));
+        assert!(Workload::parse("filesize=1g-2g").is_err());
+        assert!(Workload::parse("filesize=1g size=50%").is_err());
+        let jf = parse_job_file("[j]\nrw=randread\nrandom_generator=tausworthe64\nfilesize=10g\n")
+            .unwrap();
+        assert_eq!(jf.size, Some(10 << 30));
     }
 
     #[test]
