@@ -61,6 +61,13 @@ fn wl_token() -> impl Strategy<Value = String> {
         Just("preset=heavy".to_string()),
         Just("random_distribution=zipf:".to_string()),
         Just("size=".to_string()),
+        Just("offset=".to_string()),
+        Just("offset_increment=".to_string()),
+        Just("numjobs=".to_string()),
+        Just("io_size=".to_string()),
+        Just("loops=".to_string()),
+        Just("filesize=".to_string()),
+        Just("bs=4k,".to_string()),
         Just("runtime=".to_string()),
         Just("state=steady".to_string()),
         Just(" ".to_string()),
@@ -94,6 +101,32 @@ proptest! {
         let s = toks.join(" ");
         if let Err(e) = Workload::parse(&s) {
             prop_assert!(!e.to_string().contains('\n'));
+        }
+    }
+
+    /// Whatever offsets, sizes and job counts parse, every job's region
+    /// lies inside the volume and holds the largest block, or the
+    /// workload is refused with one line.
+    #[test]
+    fn regions_stay_inside_the_volume(
+        offset in prop_oneof!["[0-9]{1,3}%", "[0-9]{1,4}[kmg]"],
+        step in prop_oneof!["[0-9]{1,2}%", "[0-9]{1,4}[km]"],
+        size in prop_oneof!["[0-9]{1,3}%", "[0-9]{1,4}[kmg]"],
+        jobs in 1u32..40,
+        bs in prop_oneof![Just("4k"), Just("64k"), Just("1m"), Just("4k,128k")],
+        cap_sectors in 1u64..(1 << 33),
+    ) {
+        let text = format!("bs={bs} numjobs={jobs} offset={offset} offset_increment={step} size={size}");
+        let Ok(w) = Workload::parse(&text) else { return Ok(()) };
+        let cap = cap_sectors * 512;
+        match w.regions(cap) {
+            Ok(rs) => {
+                prop_assert_eq!(rs.len(), jobs as usize);
+                for r in rs {
+                    prop_assert!(r.end() <= cap && r.span >= w.max_bs(), "{}: {:?} on {}", text, r, cap);
+                }
+            }
+            Err(e) => prop_assert!(!e.to_string().contains('\n')),
         }
     }
 
