@@ -45,9 +45,9 @@ pub enum SpanError {
 }
 
 /// A place or a length on the volume as fio's `offset`, `offset_increment`
-/// and `size` give it: bytes, or a percentage of the volume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// and `size` give it: bytes, or a percentage of the volume. Serialized as
+/// the result's JSON writes it: bytes as a number, a percentage as `"N%"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Extent {
     /// Bytes.
     Bytes(u64),
@@ -96,6 +96,15 @@ impl Extent {
         match self {
             Extent::Bytes(b) => b.into(),
             Extent::Percent(p) => format!("{p}%").into(),
+        }
+    }
+}
+
+impl Serialize for Extent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match *self {
+            Extent::Bytes(b) => s.serialize_u64(b),
+            Extent::Percent(p) => s.serialize_str(&format!("{p}%")),
         }
     }
 }
@@ -1407,6 +1416,11 @@ mod tests {
         let jf =
             parse_job_file("[j]\nrw=read\nnumjobs=4\nsize=25%\noffset_increment=25%\n").unwrap();
         assert_eq!(jf.offset_increment, Some(Extent::Percent(25)));
+        // Serialized as the result's JSON writes it.
+        let v = serde_json::to_value(&jf).unwrap();
+        assert_eq!(v["offset_increment"], "25%");
+        let v = serde_json::to_value(Workload::parse("offset=1m").unwrap()).unwrap();
+        assert_eq!(v["offset"], 1 << 20);
         // A replay keeps the trace's own offsets.
         assert!(Workload::parse("read_iolog=x.log offset=1g").is_err());
     }
