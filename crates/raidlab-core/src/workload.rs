@@ -56,30 +56,42 @@ pub enum Extent {
 }
 
 impl Extent {
-    /// Parse `4g`, `512` or `25%`; byte values must be whole sectors (both
-    /// engines address 512-byte sectors).
+    /// Parse `4g`, `1000` or `25%`.
     fn parse(key: &str, v: &str) -> Result<Extent> {
         if let Some(p) = v.strip_suffix('%') {
             return Ok(Extent::Percent(int(key, p, 0, 100)? as u32));
         }
         let b = parse_size(v).map_err(|m| Error::Workload(format!("{key}: {m}")))?;
-        if b % 512 != 0 {
-            return werr(format!(
-                "{key}={v}: give a multiple of 512 bytes or a percentage (N%)"
-            ));
-        }
         Ok(Extent::Bytes(b))
+    }
+
+    /// Parse a place (`offset`, `offset_increment`): as [`Extent::parse`],
+    /// byte values whole sectors (both engines address 512-byte sectors).
+    fn parse_place(key: &str, v: &str) -> Result<Extent> {
+        match Extent::parse(key, v)? {
+            Extent::Bytes(b) if b % 512 != 0 => werr(format!(
+                "{key}={v}: give a multiple of 512 bytes or a percentage (N%)"
+            )),
+            e => Ok(e),
+        }
+    }
+
+    /// Bytes on a volume of `cap` bytes, a percentage taken as it is
+    /// (fio's `get_start_offset` rounds only the sum).
+    fn unrounded(self, cap: u64) -> u64 {
+        match self {
+            Extent::Bytes(b) => b,
+            Extent::Percent(p) => (cap as u128 * p as u128 / 100) as u64,
+        }
     }
 
     /// Bytes on a volume of `cap` bytes, a percentage rounded down to a
     /// multiple of `align` (the smallest block size), as fio rounds `size`.
     pub fn on(self, cap: u64, align: u64) -> u64 {
+        let b = self.unrounded(cap);
         match self {
-            Extent::Bytes(b) => b,
-            Extent::Percent(p) => {
-                let b = (cap as u128 * p as u128 / 100) as u64;
-                b / align.max(1) * align.max(1)
-            }
+            Extent::Bytes(_) => b,
+            Extent::Percent(_) => b / align.max(1) * align.max(1),
         }
     }
 
@@ -655,8 +667,8 @@ impl Workload {
                 Extent::Bytes(b) => (self.size, self.size_pct) = (Some(b), None),
                 Extent::Percent(p) => (self.size, self.size_pct) = (None, Some(p)),
             },
-            "offset" => self.offset = Some(Extent::parse(k, v)?),
-            "offset_increment" => self.offset_increment = Some(Extent::parse(k, v)?),
+            "offset" => self.offset = Some(Extent::parse_place(k, v)?),
+            "offset_increment" => self.offset_increment = Some(Extent::parse_place(k, v)?),
             "io_size" => match Extent::parse(k, v)? {
                 Extent::Bytes(b) if b > 0 => self.io_size = Some(b),
                 _ => return werr(format!("io_size={v}: give a positive number of bytes")),
@@ -808,10 +820,10 @@ impl Workload {
         let align = self.min_bs();
         // fio takes a percentage of the volume as it is, unrounded, and
         // rounds the sum up.
-        let raw = |e: Option<Extent>| match e {
-            None => (0, false),
-            Some(Extent::Bytes(b)) => (b, false),
-            Some(Extent::Percent(p)) => ((cap as u128 * p as u128 / 100) as u64, true),
+        let raw = |e: Option<Extent>| {
+            e.map_or((0, false), |e| {
+                (e.unrounded(cap), matches!(e, Extent::Percent(_)))
+            })
         };
         let (base, base_pct) = raw(self.offset);
         let (step, step_pct) = raw(self.offset_increment);
@@ -835,7 +847,9 @@ impl Workload {
                         span,
                     });
                 }
-                Ok(Region { start, span })
+                let r = Region { start, span };
+                debug_assert!(r.end() <= cap, "{r:?} passes the volume's end {cap}");
+                Ok(r)
             })
             .collect()
     }
@@ -1392,6 +1406,8 @@ mod tests {
         ));
         // Byte values are whole sectors; percentages at most 100.
         assert!(Workload::parse("offset=1000").is_err());
+        // A size need not be whole sectors (as before offsets came).
+        assert_eq!(Workload::parse("size=1000").unwrap().size, Some(1000));
         assert!(Workload::parse("offset_increment=101%").is_err());
         assert!(Workload::parse("size=0%").is_err());
         // The largest region is the span both engines check.
