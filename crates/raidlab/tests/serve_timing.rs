@@ -142,6 +142,13 @@ fn round_trip_around(before: Seen, after: Seen) -> Seen {
 /// is wrong misses all of them.
 const ATTEMPTS: usize = 3;
 
+/// Cases that must keep up: as many as the X25-E has. Its rates (4,900
+/// reads and 7,100 writes a second, 35,700 reads a second at queue depth
+/// 32, in `raidlab sim`) are within what a host of two cores carries over
+/// NBD; the deep-queue rates of the NVMe array and the MegaRAID need more
+/// cores.
+const KEEP_UP: usize = 4;
+
 /// What one served case came to: the server kept up (and every bound
 /// held), or it said it could not.
 enum Outcome {
@@ -256,9 +263,18 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
                 let want = sim(topo, rw, qd);
                 let mut misses = Vec::new();
                 let outcome = loop {
+                    let again = misses.len() + 1 < ATTEMPTS;
                     match served_case(&d, &null, topo, rw, qd, want) {
+                        // A server that fell behind said so, as it must; while
+                        // the cases that kept up are still too few, the host's
+                        // noise (one pause over 1 % of a 3 s case's requests
+                        // is enough) is given the same further attempts as a
+                        // missed bound.
+                        Ok(Outcome::Behind) if again && kept_up < KEEP_UP => {
+                            misses.push(format!("{topo} {rw} QD{qd}: fell behind"))
+                        }
                         Ok(o) => break o,
-                        Err(m) if misses.len() + 1 < ATTEMPTS => misses.push(m),
+                        Err(m) if again => misses.push(m),
                         Err(m) => {
                             misses.push(m);
                             panic!("missed in all {ATTEMPTS} attempts:\n{}", misses.join("\n"))
@@ -285,7 +301,5 @@ fn slow_served_simulated_arrays_answer_as_the_model_does() {
             format!(":\n{}", retried.join("\n"))
         }
     );
-    // The X25-E's own rates (a few thousand requests a second) are well
-    // within what any host carries over NBD.
-    assert!(kept_up >= 4, "only {kept_up} of 12 cases kept up");
+    assert!(kept_up >= KEEP_UP, "only {kept_up} of 12 cases kept up");
 }
