@@ -212,6 +212,74 @@ pub enum Dist {
     Pareto(f64),
 }
 
+/// What fio's `thinktime_blocks` counts (`thinktime_blocks_type`): the
+/// job's I/Os completed (fio's default) or issued since its last think.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkCount {
+    /// I/Os completed (`complete`, fio's `td->io_blocks`).
+    #[default]
+    Complete,
+    /// I/Os issued (`issue`, fio's `td->io_issues`).
+    Issue,
+}
+
+/// When a job with `thinktime` stalls, as fio's `handle_thinktime`
+/// (backend.c) decides: the job counts its I/Os (completed, or issued with
+/// `thinktime_blocks_type=issue`); once `thinktime_blocks` more than at its
+/// last think time are counted, it waits for its I/Os in flight
+/// (`io_u_quiesce`) and then thinks. fio checks after each I/O it issues,
+/// and when the queue is full after reaping a completion (its
+/// `wait_for_completions` reaps at least one, usually one); the count
+/// remembered is the one checked, so I/Os that complete while the job
+/// quiesces count towards the next think time. Both engines keep one per
+/// job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThinkClock {
+    blocks: u64,
+    count: ThinkCount,
+    issued: u64,
+    completed: u64,
+    last: u64,
+}
+
+impl ThinkClock {
+    /// The clock of a job of `w`; `None` without `thinktime`.
+    pub fn of(w: &Workload) -> Option<ThinkClock> {
+        (w.thinktime > 0).then_some(ThinkClock {
+            blocks: w.thinktime_blocks.into(),
+            count: w.thinktime_blocks_type,
+            issued: 0,
+            completed: 0,
+            last: 0,
+        })
+    }
+
+    /// The job issued an I/O.
+    pub fn issued(&mut self) {
+        self.issued += 1;
+    }
+
+    /// One of the job's I/Os completed.
+    pub fn completed(&mut self) {
+        self.completed += 1;
+    }
+
+    /// fio's check: whether the job stalls now (waits for its I/Os in
+    /// flight, then thinks); when it does, the count is remembered.
+    pub fn stall(&mut self) -> bool {
+        let b = match self.count {
+            ThinkCount::Complete => self.completed,
+            ThinkCount::Issue => self.issued,
+        };
+        let due = b >= self.last + self.blocks;
+        if due {
+            self.last = b;
+        }
+        due
+    }
+}
+
 /// The petrov2010 workload presets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -280,6 +348,13 @@ pub struct Workload {
     pub random_distribution: Dist,
     /// Think time between I/Os of one job, ns.
     pub thinktime: Ns,
+    /// fio's `thinktime_blocks`: the I/Os a job counts between think times
+    /// (1, fio's default: after every I/O).
+    #[serde(skip_serializing_if = "is_one")]
+    pub thinktime_blocks: u32,
+    /// fio's `thinktime_blocks_type`: what `thinktime_blocks` counts.
+    #[serde(skip_serializing_if = "is_complete")]
+    pub thinktime_blocks_type: ThinkCount,
     /// Random seed (`None` = the command's `--seed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -338,6 +413,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_complete(c: &ThinkCount) -> bool {
+    *c == ThinkCount::Complete
+}
+
 fn is_one(n: &u32) -> bool {
     *n == 1
 }
@@ -373,6 +452,8 @@ impl Default for Workload {
             ramp_time: None,
             random_distribution: Dist::Random,
             thinktime: 0,
+            thinktime_blocks: 1,
+            thinktime_blocks_type: ThinkCount::Complete,
             seed: None,
             preset: None,
             state: None,
@@ -459,6 +540,8 @@ pub const KEYS: &[&str] = &[
     "ramp_time",
     "random_distribution",
     "thinktime",
+    "thinktime_blocks",
+    "thinktime_blocks_type",
     "seed",
     "preset",
     "state",
@@ -690,6 +773,18 @@ impl Workload {
             }
             "random_distribution" => self.random_distribution = parse_dist(v)?,
             "thinktime" => self.thinktime = int(k, v, 0, 60_000_000)? * 1000,
+            "thinktime_blocks" => self.thinktime_blocks = int(k, v, 0, u32::MAX.into())? as u32,
+            "thinktime_blocks_type" => {
+                self.thinktime_blocks_type = match v {
+                    "complete" => ThinkCount::Complete,
+                    "issue" => ThinkCount::Issue,
+                    _ => {
+                        return werr(format!(
+                            "thinktime_blocks_type={v}: expected complete or issue"
+                        ))
+                    }
+                }
+            }
             "seed" | "randseed" => self.seed = Some(int(k, v, 0, u64::MAX)?),
             "state" => {
                 self.state = Some(SsdState::from_word(v).ok_or_else(|| {
@@ -918,12 +1013,14 @@ impl Workload {
         Ok(())
     }
 
-    /// The I/Os a job keeps in flight: `iodepth`, or one with `thinktime`,
-    /// which fio takes after every I/O once the job's I/Os in flight have
-    /// completed (`handle_thinktime` calls `io_u_quiesce` before it stalls,
-    /// with the default `thinktime_blocks=1`).
+    /// The I/Os a job keeps in flight: `iodepth`, or one with `thinktime`
+    /// after every I/O (`thinktime_blocks` 0 or 1, fio's default), which
+    /// fio takes once the job's I/Os in flight have completed
+    /// (`handle_thinktime` calls `io_u_quiesce` before it stalls). With more
+    /// blocks between think times the job issues up to `iodepth`, and
+    /// [`ThinkClock`] says when it stalls.
     pub fn effective_iodepth(&self) -> u32 {
-        if self.thinktime > 0 {
+        if self.thinktime > 0 && self.thinktime_blocks <= 1 {
             1
         } else {
             self.iodepth
@@ -1051,6 +1148,14 @@ impl Workload {
         };
         m.insert("random_distribution".into(), dist.into());
         m.insert("thinktime".into(), (self.thinktime / 1000).into());
+        if self.thinktime > 0 {
+            m.insert("thinktime_blocks".into(), self.thinktime_blocks.into());
+            let count = match self.thinktime_blocks_type {
+                ThinkCount::Complete => "complete",
+                ThinkCount::Issue => "issue",
+            };
+            m.insert("thinktime_blocks_type".into(), count.into());
+        }
         m.insert("seed".into(), seed.into());
         if let Some(p) = self.preset {
             let w = match p {
@@ -1146,6 +1251,12 @@ impl Workload {
         }
         if self.thinktime > 0 {
             v.push(("thinktime".into(), (self.thinktime / 1000).to_string()));
+        }
+        if self.thinktime_blocks != 1 {
+            v.push(("thinktime_blocks".into(), self.thinktime_blocks.to_string()));
+        }
+        if self.thinktime_blocks_type == ThinkCount::Issue {
+            v.push(("thinktime_blocks_type".into(), "issue".into()));
         }
         if let Some(a) = self.blockalign {
             v.push(("blockalign".into(), format_size(a)));
@@ -1439,6 +1550,70 @@ mod tests {
         assert_eq!(v["offset"], 1 << 20);
         // A replay keeps the trace's own offsets.
         assert!(Workload::parse("read_iolog=x.log offset=1g").is_err());
+    }
+
+    #[test]
+    fn think_clock_stalls_as_fio_handle_thinktime_does() {
+        // No think time, no clock.
+        assert!(ThinkClock::of(&Workload::parse("rw=read").unwrap()).is_none());
+        // thinktime_blocks=8 counting completions: the 8th completion
+        // stalls; the 7 completing while the job waits count towards the
+        // next stall, which the 16th completion brings.
+        let w = Workload::parse("thinktime=10 thinktime_blocks=8 iodepth=8").unwrap();
+        assert_eq!(w.effective_iodepth(), 8);
+        let mut c = ThinkClock::of(&w).unwrap();
+        for _ in 0..7 {
+            c.issued();
+            c.completed();
+            assert!(!c.stall());
+        }
+        c.completed();
+        assert!(c.stall());
+        assert!(!c.stall(), "one stall per count reached");
+        for _ in 0..7 {
+            c.completed();
+        }
+        assert!(!c.stall());
+        c.completed();
+        assert!(c.stall());
+        // Counting issued I/Os instead.
+        let w =
+            Workload::parse("thinktime=10 thinktime_blocks=2 thinktime_blocks_type=issue").unwrap();
+        let mut c = ThinkClock::of(&w).unwrap();
+        c.completed();
+        c.issued();
+        assert!(!c.stall());
+        c.issued();
+        assert!(c.stall());
+        // 0 or 1 (fio's default): a stall after every I/O, one in flight.
+        for b in ["", " thinktime_blocks=0", " thinktime_blocks=1"] {
+            let w = Workload::parse(&format!("thinktime=10 iodepth=8{b}")).unwrap();
+            assert_eq!(w.effective_iodepth(), 1, "{b}");
+        }
+        // Echoed only where they differ from fio's defaults.
+        let w =
+            Workload::parse("thinktime=10 thinktime_blocks=4 thinktime_blocks_type=issue").unwrap();
+        let pairs = w.to_pairs();
+        let refs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(Workload::from_pairs(&refs).unwrap(), w);
+        let v = serde_json::to_value(&w).unwrap();
+        assert_eq!(
+            (
+                v["thinktime_blocks"].clone(),
+                v["thinktime_blocks_type"].clone()
+            ),
+            (4.into(), "issue".into())
+        );
+        let v = serde_json::to_value(Workload::parse("thinktime=10").unwrap()).unwrap();
+        assert!(v.get("thinktime_blocks").is_none() && v.get("thinktime_blocks_type").is_none());
+        assert!(Workload::parse("thinktime_blocks_type=sometimes").is_err());
+        assert!(Workload::parse("thinktime_blocks=-1").is_err());
+        // A job file's line reads the same.
+        let jf = parse_job_file("[j]\nthinktime=10\nthinktime_blocks=4\n").unwrap();
+        assert_eq!(jf.thinktime_blocks, 4);
     }
 
     #[test]

@@ -195,6 +195,7 @@ fn shared_for<'a>(
         replay_timed: replay_timed(w),
         timeline: w.timeline(),
         think_ns: w.thinktime,
+        think: raidlab_core::workload::ThinkClock::of(w),
         end: w
             .runtime
             .map(|r| ramp_end + std::time::Duration::from_nanos(r)),

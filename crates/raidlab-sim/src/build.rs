@@ -746,6 +746,9 @@ pub(crate) fn install_host(
         streams,
     );
     host.set_on_submitter(on_submitter(sim));
+    if let Some(clock) = raidlab_core::workload::ThinkClock::of(w) {
+        host.set_think_clock(clock);
+    }
     let ramp = w.ramp_time.unwrap_or(0);
     host.window_start = ramp;
     host.set_durability(w.sync, w.fsync);

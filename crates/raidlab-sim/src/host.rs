@@ -7,7 +7,7 @@ use crate::live::Tag;
 use crate::metrics::Metrics;
 use raidlab_core::pace::{Pacer, Rate};
 use raidlab_core::units::Ns;
-use raidlab_core::workload::{Io, JobStream};
+use raidlab_core::workload::{Io, JobStream, ThinkClock};
 
 events! {
     /// The host's events: an I/O leaves the block layer; a job's think time
@@ -36,6 +36,11 @@ pub struct Host {
     on_submitter: Vec<[bool; 2]>,
     block_ns: Ns,
     think: Ns,
+    /// Per job, when it stalls for its think time (with `think`), and
+    /// whether it is stalled: waiting for its I/Os in flight, then
+    /// thinking.
+    think_clocks: Vec<Option<ThinkClock>>,
+    thinking: Vec<bool>,
     iodepth: u32,
     /// One stream per job and volume, job-major: each file of a fio job
     /// keeps its own offsets.
@@ -162,6 +167,8 @@ impl Host {
             roots,
             block_ns,
             think,
+            think_clocks: vec![None; n],
+            thinking: vec![false; n],
             iodepth,
             streams,
             next_vol: vec![0; n],
@@ -208,6 +215,8 @@ impl Host {
         h.waiting_since = vec![0];
         h.waited = vec![0];
         h.done_jobs = vec![false];
+        h.think_clocks = vec![None];
+        h.thinking = vec![false];
         h.external = Some(Box::default());
         ctx.threads = vec![0];
         ctx.thread_busy = vec![0];
@@ -349,10 +358,32 @@ impl Host {
         }
     }
 
+    /// Stall every job for its think time as `clock` says (fio's
+    /// `thinktime_blocks`); without it, a job with think time thinks after
+    /// every I/O.
+    pub fn set_think_clock(&mut self, clock: ThinkClock) {
+        self.think_clocks.fill(Some(clock));
+    }
+
     /// Issue job `job`'s I/Os until its `iodepth` are outstanding, or it
-    /// waits (for a flush, its rate clock) or has no more.
+    /// waits (for a flush, its rate clock, its think time) or has no more.
     fn fill(&mut self, ctx: &mut Ctx, job: usize) {
-        while self.inflight[job] < self.iodepth && self.issue(ctx, job) {}
+        while self.inflight[job] < self.iodepth && self.issue(ctx, job) {
+            // fio checks its think time after an I/O that left room in the
+            // queue; a full queue first waits for a completion (`done`).
+            if self.think > 0 && self.inflight[job] < self.iodepth {
+                self.check_think(job);
+            }
+        }
+    }
+
+    /// fio's think-time check for job `job`: it stalls once its clock says.
+    fn check_think(&mut self, job: usize) {
+        if let Some(c) = &mut self.think_clocks[job] {
+            if !self.thinking[job] && c.stall() {
+                self.thinking[job] = true;
+            }
+        }
     }
 
     /// The job's next I/O and the volume it goes to, from its volumes in
@@ -415,7 +446,10 @@ impl Host {
     /// lets it go; whether it took a slot (false: the job is waiting for a
     /// flush or its clock, or has nothing more to issue).
     fn issue(&mut self, ctx: &mut Ctx, job: usize) -> bool {
-        if self.window_end.is_some_and(|e| ctx.now >= e) || self.sleeping[job] {
+        if self.window_end.is_some_and(|e| ctx.now >= e)
+            || self.sleeping[job]
+            || (self.think > 0 && self.thinking[job])
+        {
             return false;
         }
         if self.holding[job] {
@@ -511,6 +545,11 @@ impl Host {
     /// Send job `job`'s request `id` into the block layer now.
     fn send(&mut self, ctx: &mut Ctx, job: usize, id: ReqId) {
         self.outstanding_one_more(job, ctx.now);
+        if self.think > 0 {
+            if let Some(c) = &mut self.think_clocks[job] {
+                c.issued();
+            }
+        }
         // The job's thread submits its I/Os one after another (fio: one
         // thread per job; the NVMe/blk-mq completion runs on the submitting
         // core too), on one of the host's cores.
@@ -571,7 +610,8 @@ impl Host {
                 // The finished I/O waited out its job's think time.
                 let job = job_of(&ctx.reqs[id]);
                 ctx.reqs.release(id);
-                self.issue(ctx, job);
+                self.thinking[job] = false;
+                self.fill(ctx, job);
             }
             Ev::Arrive => self.send(ctx, 0, id),
             Ev::Tick => {}
@@ -645,12 +685,31 @@ impl Host {
         self.outstanding_one_less(job, now);
         self.settle(ctx, job);
         if self.think > 0 {
-            // The request stays allocated through the think time, and the
-            // event names it (and so its job).
-            ctx.schedule(now + self.think, self.id, id, Ev::Think);
-        } else {
+            return self.done_thinking(ctx, id, job);
+        }
+        ctx.reqs.release(id);
+        self.issue(ctx, job);
+    }
+
+    /// A host I/O of job `job`, which has think time, is back and counted:
+    /// the job checks its think-time clock, and once stalled thinks when
+    /// its I/Os in flight are all back.
+    #[inline(never)]
+    fn done_thinking(&mut self, ctx: &mut Ctx, id: ReqId, job: usize) {
+        if let Some(c) = &mut self.think_clocks[job] {
+            c.completed();
+            // The job reaped what its queue waited for, and checks.
+            self.check_think(job);
+        }
+        if !self.thinking[job] {
             ctx.reqs.release(id);
             self.issue(ctx, job);
+        } else if self.inflight[job] == 0 {
+            // Quiesced: the job thinks. The request stays allocated through
+            // the think time, and the event names it (and so its job).
+            ctx.schedule(ctx.now + self.think, self.id, id, Ev::Think);
+        } else {
+            ctx.reqs.release(id);
         }
     }
 }

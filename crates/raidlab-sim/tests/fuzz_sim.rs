@@ -130,6 +130,8 @@ fn workload() -> impl Strategy<Value = String> {
             Just("random_distribution=zipf:1.2"),
             Just("bssplit=4k/50:64k/50"),
             Just("thinktime=50"),
+            Just("thinktime=50 thinktime_blocks=3"),
+            Just("thinktime=50 thinktime_blocks=0 thinktime_blocks_type=issue"),
             Just("rate_iops=2000,500 rate_process=poisson"),
             Just("rate=4m io_submit_mode=offload"),
             // Flushes reach every member, missing ones excepted.

@@ -1103,6 +1103,28 @@ fn run_paces_jobs_by_their_rate_limits() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let iops = v["summary"]["iops"].as_f64().expect("iops");
     assert!((250.0..500.0).contains(&iops), "thinktime: {iops} IOPS");
+    // With thinktime_blocks=4 at queue depth 4, the job stalls once 4 more
+    // reads are back than at its last think, waits for the rest, and
+    // thinks 20 ms: 4 reads per think (those back while it waits count
+    // towards the next; fio's check follows each completion reaped), at
+    // most 50 thinks in a second and at least 40 even with 5 ms of reads
+    // and wake-ups in each; a think after every read would allow 50.
+    let o = raidlab(&[
+        "run",
+        "-t",
+        &f,
+        "-w",
+        "rw=randread bs=4k size=16m iodepth=4 thinktime=20000 thinktime_blocks=4 runtime=1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let iops = v["summary"]["iops"].as_f64().expect("iops");
+    assert!(
+        (160.0..=210.0).contains(&iops),
+        "thinktime_blocks: {iops} IOPS"
+    );
 }
 
 /// A real RAID 1's reads go to both mirrors, and each member's busy time
