@@ -1090,18 +1090,13 @@ fn run_paces_jobs_by_their_rate_limits() {
     }
     // fio's thinktime: 2 ms after each I/O (one in flight, whatever the
     // iodepth) allows fewer than 500 a second.
-    let o = raidlab(&[
-        "run",
-        "-t",
-        &f,
-        "-w",
-        "rw=randread bs=4k size=16m iodepth=8 thinktime=2000 runtime=1",
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let iops = v["summary"]["iops"].as_f64().expect("iops");
+    let run_iops = |wl: &str| {
+        let o = raidlab(&["run", "-t", &f, "-w", wl, "--format", "json"]);
+        assert!(o.status.success(), "{wl}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["summary"]["iops"].as_f64().expect("iops")
+    };
+    let iops = run_iops("rw=randread bs=4k size=16m iodepth=8 thinktime=2000 runtime=1");
     assert!((250.0..500.0).contains(&iops), "thinktime: {iops} IOPS");
     // With thinktime_blocks=4 at queue depth 4, the job stalls once 4 more
     // reads are back than at its last think, waits for the rest, and
@@ -1109,18 +1104,9 @@ fn run_paces_jobs_by_their_rate_limits() {
     // towards the next; fio's check follows each completion reaped), at
     // most 50 thinks in a second and at least 40 even with 5 ms of reads
     // and wake-ups in each; a think after every read would allow 50.
-    let o = raidlab(&[
-        "run",
-        "-t",
-        &f,
-        "-w",
+    let iops = run_iops(
         "rw=randread bs=4k size=16m iodepth=4 thinktime=20000 thinktime_blocks=4 runtime=1",
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let iops = v["summary"]["iops"].as_f64().expect("iops");
+    );
     assert!(
         (160.0..=210.0).contains(&iops),
         "thinktime_blocks: {iops} IOPS"

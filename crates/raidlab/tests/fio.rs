@@ -10,15 +10,49 @@ mod common;
 use common::*;
 use serde_json::Value;
 
+/// A fresh directory `name` (with the process id) holding a 16 MiB file
+/// of `byte`s: the directory, and the file's path.
+fn scratch(name: &str, byte: u8) -> (std::path::PathBuf, String) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("target.img");
+    std::fs::write(&file, vec![byte; 16 << 20]).unwrap();
+    (dir, file.display().to_string())
+}
+
+/// Write to `job` the job file `raidlab export-fio` prints for `wl` on
+/// `filename`, with `--engine` and what follows it from `engine`.
+fn export(job: &std::path::Path, wl: &str, filename: &str, engine: &[&str]) -> std::path::PathBuf {
+    let mut args = vec!["export-fio", "-w", wl, "--filename", filename, "--engine"];
+    args.extend_from_slice(engine);
+    let o = raidlab(&args);
+    assert!(o.status.success(), "{wl}: {}", stderr(&o));
+    std::fs::write(job, &o.stdout).unwrap();
+    job.to_path_buf()
+}
+
+/// fio's JSON output for the job file at `job`, which it must run cleanly.
+fn fio_json(job: &std::path::Path) -> Value {
+    let fio = Command::new("fio")
+        .args(["--output-format=json"])
+        .arg(job)
+        .output()
+        .unwrap();
+    assert!(
+        fio.status.success(),
+        "fio: {}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    // fio may print notes before its JSON document.
+    let out = String::from_utf8_lossy(&fio.stdout);
+    serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).expect("fio JSON")
+}
+
 #[test]
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_do_the_same_io() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("raidlab-fio-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("target.img");
-    std::fs::write(&file, vec![0u8; 16 << 20]).unwrap();
-    let path = file.display().to_string();
+    let (dir, path) = scratch("raidlab-fio", 0);
     let cases = [
         ("rw=randread bs=4k iodepth=8 size=8m", true),
         ("rw=randwrite bs=8k iodepth=4 size=8m", true),
@@ -34,38 +68,9 @@ fn fio_and_raidlab_do_the_same_io() {
         ("rw=randrw bs=4k rwmixread=70 size=4m", false),
     ];
     for (wl, per_direction) in cases {
-        let job = raidlab(&[
-            "export-fio",
-            "-w",
-            wl,
-            "--filename",
-            &path,
-            "--engine",
-            "psync",
-            "--buffered",
-        ]);
-        assert!(
-            job.status.success(),
-            "{}",
-            String::from_utf8_lossy(&job.stderr)
-        );
-        let job_path = dir.join("job.fio");
-        std::fs::write(&job_path, &job.stdout).unwrap();
+        let job_path = export(&dir.join("job.fio"), wl, &path, &["psync", "--buffered"]);
 
-        let fio = Command::new("fio")
-            .args(["--output-format=json"])
-            .arg(&job_path)
-            .output()
-            .unwrap();
-        assert!(
-            fio.status.success(),
-            "fio: {}",
-            String::from_utf8_lossy(&fio.stderr)
-        );
-        // fio may print notes before its JSON document.
-        let out = String::from_utf8_lossy(&fio.stdout);
-        let f: Value =
-            serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).expect("fio JSON");
+        let f = fio_json(&job_path);
         let j = &f["jobs"][0];
         let fio_dir = |d: &str| {
             (
@@ -141,18 +146,12 @@ fn fio_and_raidlab_write_the_same_regions() {
         for f in [&ours, &theirs] {
             std::fs::write(f, vec![0u8; 8 << 20]).unwrap();
         }
-        let job = raidlab(&[
-            "export-fio",
-            "-w",
+        let job_path = export(
+            &dir.join("regions.fio"),
             wl,
-            "--filename",
             &theirs.display().to_string(),
-            "--engine",
-            "psync",
-        ]);
-        assert!(job.status.success(), "{}", stderr(&job));
-        let job_path = dir.join("regions.fio");
-        std::fs::write(&job_path, &job.stdout).unwrap();
+            &["psync"],
+        );
         let fio = Command::new("fio").arg(&job_path).output().unwrap();
         assert!(
             fio.status.success(),
@@ -179,40 +178,17 @@ fn fio_and_raidlab_write_the_same_regions() {
 #[test]
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_think_as_often() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("raidlab-fio-think-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("target.img");
-    std::fs::write(&file, vec![1u8; 16 << 20]).unwrap();
-    let path = file.display().to_string();
+    let (dir, path) = scratch("raidlab-fio-think", 1);
     let wl = "rw=randread bs=4k size=16m iodepth=4 thinktime=10000 thinktime_blocks=4 runtime=2";
-    let job = raidlab(&[
-        "export-fio",
-        "-w",
+    let job_path = export(
+        &dir.join("think.fio"),
         wl,
-        "--filename",
         &path,
-        "--engine",
-        "io_uring",
-        "--buffered",
-    ]);
-    assert!(job.status.success(), "{}", stderr(&job));
-    let job_path = dir.join("think.fio");
-    std::fs::write(&job_path, &job.stdout).unwrap();
-    let fio = Command::new("fio")
-        .args(["--output-format=json"])
-        .arg(&job_path)
-        .output()
-        .unwrap();
-    assert!(
-        fio.status.success(),
-        "fio: {}",
-        String::from_utf8_lossy(&fio.stderr)
+        &["io_uring", "--buffered"],
     );
-    let out = String::from_utf8_lossy(&fio.stdout);
-    let f: Value =
-        serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).expect("fio JSON");
-    let theirs = f["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    let theirs = fio_json(&job_path)["jobs"][0]["read"]["iops"]
+        .as_f64()
+        .unwrap();
     let r = raidlab(&[
         "run",
         "-t",
