@@ -246,13 +246,19 @@ pub struct ThinkClock {
 impl ThinkClock {
     /// The clock of a job of `w`; `None` without `thinktime`.
     pub fn of(w: &Workload) -> Option<ThinkClock> {
-        (w.thinktime > 0).then_some(ThinkClock {
-            blocks: w.thinktime_blocks.into(),
-            count: w.thinktime_blocks_type,
+        (w.thinktime > 0).then(|| ThinkClock::new(w.thinktime_blocks, w.thinktime_blocks_type))
+    }
+
+    /// A clock that stalls every `blocks` I/Os counted as `count` says
+    /// (fio's defaults: 1, completed).
+    pub fn new(blocks: u32, count: ThinkCount) -> ThinkClock {
+        ThinkClock {
+            blocks: blocks.into(),
+            count,
             issued: 0,
             completed: 0,
             last: 0,
-        })
+        }
     }
 
     /// The job issued an I/O.

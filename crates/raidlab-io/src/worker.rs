@@ -423,7 +423,7 @@ pub fn run_worker(
             // One clock reading serves the run's end, the job's rate clock
             // and the I/O's issue time.
             let mut at = Instant::now();
-            if stop_before_next(sh, &mut at) {
+            if stop_before_next(sh, at) {
                 exhausted = true;
                 break;
             }
@@ -434,7 +434,7 @@ pub fn run_worker(
                 }
                 sleep_bounded(sh, sh.think_ns);
                 at = Instant::now();
-                if stop_before_next(sh, &mut at) || out_failed(&out) {
+                if stop_before_next(sh, at) || out_failed(&out) {
                     exhausted = true;
                     break;
                 }
@@ -516,8 +516,8 @@ const FLUSH_IO: Io = Io {
 
 /// Whether the job stops before its next I/O: the run was stopped or its
 /// time is up at `at`, the time now.
-fn stop_before_next(sh: &Shared<'_>, at: &mut Instant) -> bool {
-    sh.stop.load(Ordering::Relaxed) || sh.end.is_some_and(|e| *at >= e)
+fn stop_before_next(sh: &Shared<'_>, at: Instant) -> bool {
+    sh.stop.load(Ordering::Relaxed) || sh.end.is_some_and(|e| at >= e)
 }
 
 /// A stream's replay tally, its error as text.

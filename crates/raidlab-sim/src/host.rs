@@ -7,7 +7,7 @@ use crate::live::Tag;
 use crate::metrics::Metrics;
 use raidlab_core::pace::{Pacer, Rate};
 use raidlab_core::units::Ns;
-use raidlab_core::workload::{Io, JobStream, ThinkClock};
+use raidlab_core::workload::{Io, JobStream, ThinkClock, ThinkCount};
 
 events! {
     /// The host's events: an I/O leaves the block layer; a job's think time
@@ -167,7 +167,8 @@ impl Host {
             roots,
             block_ns,
             think,
-            think_clocks: vec![None; n],
+            // fio's default: a think after every I/O.
+            think_clocks: vec![(think > 0).then(|| ThinkClock::new(1, ThinkCount::Complete)); n],
             thinking: vec![false; n],
             iodepth,
             streams,
@@ -359,7 +360,7 @@ impl Host {
     }
 
     /// Stall every job for its think time as `clock` says (fio's
-    /// `thinktime_blocks`); without it, a job with think time thinks after
+    /// `thinktime_blocks`); by default a job with think time thinks after
     /// every I/O.
     pub fn set_think_clock(&mut self, clock: ThinkClock) {
         self.think_clocks.fill(Some(clock));
@@ -696,11 +697,12 @@ impl Host {
     /// its I/Os in flight are all back.
     #[inline(never)]
     fn done_thinking(&mut self, ctx: &mut Ctx, id: ReqId, job: usize) {
-        if let Some(c) = &mut self.think_clocks[job] {
-            c.completed();
-            // The job reaped what its queue waited for, and checks.
-            self.check_think(job);
-        }
+        let c = self.think_clocks[job]
+            .as_mut()
+            .expect("a job with think time has a clock");
+        c.completed();
+        // The job reaped what its queue waited for, and checks.
+        self.check_think(job);
         if !self.thinking[job] {
             ctx.reqs.release(id);
             self.issue(ctx, job);
