@@ -410,7 +410,7 @@ pub fn run_worker(
         mirror_turn: std::cell::Cell::new(0),
     };
     let mut slots = Slots::new(depth);
-    let mut pace = FlushPace::new(sh.fsync, sh.think);
+    let mut pace = JobPace::new(sh.fsync, sh.think);
     let mut exhausted = false;
     let mut cx = Context::from_waker(Waker::noop());
     loop {
@@ -577,7 +577,7 @@ fn reap<F: Future<Output = Done>>(
     be: &Backend<'_>,
     slots: &mut Slots<F>,
     cx: &mut Context<'_>,
-    pace: &mut FlushPace,
+    pace: &mut JobPace,
     out: &mut WorkerOut,
     sh: &Shared<'_>,
     pool: &mut Vec<ABuf>,
@@ -660,9 +660,10 @@ impl<F: Future<Output = Done>> Slots<F> {
     }
 }
 
-/// `fsync=N`: counts a worker's completed writes and holds its I/Os back
-/// for a flush after every N.
-struct FlushPace {
+/// What a worker's issues and completions decide about its next I/O:
+/// `fsync=N` counts its completed writes and holds its I/Os back for a
+/// flush after every N; `thinktime` stalls it as its [`ThinkClock`] says.
+struct JobPace {
     every: u32,
     since: u32,
     /// New I/Os wait until the flush has completed.
@@ -678,9 +679,9 @@ struct FlushPace {
     stalled: bool,
 }
 
-impl FlushPace {
+impl JobPace {
     fn new(every: u32, think: Option<ThinkClock>) -> Self {
-        FlushPace {
+        JobPace {
             every,
             since: 0,
             holding: false,
@@ -717,7 +718,8 @@ impl FlushPace {
     }
 
     fn completed(&mut self, t: &Task) {
-        if let (Some(c), false) = (&mut self.think, t.flush) {
+        // fio counts reads and writes only, not the job's fsync flushes.
+        if let Some(c) = self.think.as_mut().filter(|_| !t.flush) {
             c.completed();
         }
         if t.flush {
