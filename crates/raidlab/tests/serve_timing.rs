@@ -3,7 +3,8 @@
 //! serve` of an X25-E, a RAID 5 of four S3500s behind a MegaRAID and an md
 //! RAID 10 of NVMe drives, measures what `raidlab sim` says for the same
 //! job, give or take the NBD round trip (measured just before and after
-//! each case, in its direction, against a served file in memory), and the
+//! each case, in its direction, against a served file in memory, with the
+//! idle gap between requests a depth-1 case has), and the
 //! server's drift report agrees. Where the host
 //! cannot carry the model's request rate over NBD, the server must say so
 //! and the client must never measure more than the model. A case whose
@@ -43,12 +44,18 @@ struct Seen {
 /// fio's nbd engine against the socket: `rw` of 4 KiB at `qd`, for
 /// [`FIO_SECONDS`].
 fn fio(sock: &std::path::Path, rw: &str, qd: u32) -> Seen {
-    fio_for(sock, rw, qd, FIO_SECONDS)
+    fio_for(sock, rw, qd, FIO_SECONDS, 0)
 }
 
-/// fio's nbd engine against the socket: `rw` of 4 KiB at `qd`, `secs` long.
-fn fio_for(sock: &std::path::Path, rw: &str, qd: u32, secs: u32) -> Seen {
+/// fio's nbd engine against the socket: `rw` of 4 KiB at `qd`, `secs` long,
+/// thinking `think_us` after each I/O when that is not 0.
+fn fio_for(sock: &std::path::Path, rw: &str, qd: u32, secs: u32, think_us: u32) -> Seen {
+    let think: Vec<String> = (think_us > 0)
+        .then(|| format!("--thinktime={think_us}"))
+        .into_iter()
+        .collect();
     let o = Command::new("fio")
+        .args(&think)
         .args([
             "--name=t",
             "--ioengine=nbd",
@@ -111,11 +118,16 @@ fn null_image(d: &std::path::Path) -> std::path::PathBuf {
 /// The NBD round trip on this machine: fio's `rw` at queue depth 1 against
 /// `img` served from the page cache (mean and p99, µs). A write's round
 /// trip carries its data the other way, so each direction is measured as
-/// it is used.
-fn round_trip(img: &std::path::Path, rw: &str) -> Seen {
+/// it is used. `gap_us` apart: a queue-depth-1 case leaves client and
+/// server idle for the model's latency around each request, and on a
+/// virtual machine an idle CPU wakes slower than a busy one (the X25-E's
+/// served reads measured a 0.29-0.35 ms mean and 0.64-0.96 ms p99 here,
+/// against 0.26 ms and 0.29 ms with one core kept busy), so the round trip
+/// those cases pay is measured with the same idle gap.
+fn round_trip(img: &std::path::Path, rw: &str, gap_us: u32) -> Seen {
     let sock = img.with_extension("sock");
     let child = serve(img.to_str().unwrap(), &sock, &["--force"]);
-    let seen = fio_for(&sock, rw, 1, ROUND_TRIP_SECONDS);
+    let seen = fio_for(&sock, rw, 1, ROUND_TRIP_SECONDS, gap_us);
     stop(child);
     seen
 }
@@ -167,7 +179,9 @@ fn served_case(
     qd: u32,
     want: Seen,
 ) -> Result<Outcome, String> {
-    let before = round_trip(null, rw);
+    // Deep queues keep the client busy; one I/O at a time leaves it idle.
+    let gap_us = if qd == 1 { want.mean.round() as u32 } else { 0 };
+    let before = round_trip(null, rw, gap_us);
     let sock = d.join("s.sock");
     let report = d.join("drift.json");
     let prep = format!("rw={rw} bs=4k iodepth={qd}");
@@ -178,7 +192,7 @@ fn served_case(
     );
     let got = fio(&sock, rw, qd);
     let err = stop(child);
-    let rt = round_trip_around(before, round_trip(null, rw));
+    let rt = round_trip_around(before, round_trip(null, rw, gap_us));
     let drift: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let case = format!(
