@@ -118,7 +118,8 @@ pub struct SsdParams {
     pub write_cache: bool,
     /// Internal sequential read-ahead, KiB (0 = none).
     pub readahead_kb: u32,
-    /// Free erase blocks per die below which greedy GC runs.
+    /// Free erase blocks per pool (a die, or the dies whose blocks are
+    /// collected together) below which greedy GC runs.
     pub gc_free_blocks: u32,
     /// The firmware paces garbage collection: it interleaves relocations
     /// with host programs, each host page paying its share of the backlog,

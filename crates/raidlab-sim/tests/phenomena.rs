@@ -792,8 +792,9 @@ fn p60_a_drive_with_an_atomic_write_unit_commits_partial_writes_before_completin
 /// github.com/gabriel-haas/ssdiq-pub) writes 4 KiB at a p99 of 14 µs at
 /// 39.7K writes/s, 44 µs at 49.6K and 81 µs at 59.5K, its median staying
 /// near 11-14 µs, against a saturation near 76.5K/s. The model's PM9A3 960
-/// sustains Samsung's 70K/s; at 40 % of that its writes go straight in, at
-/// 80 % a burst of Poisson arrivals waits its turn.
+/// sustains about 82K/s (its spare set from SSD-iq's measured write
+/// amplification); at a third of that its writes go straight in, at
+/// SSD-iq's highest load, 69K/s, a burst of Poisson arrivals waits its turn.
 #[test]
 fn p61_a_paced_drive_meters_host_writes_at_its_sustained_rate() {
     let at = |per_job: u32| {
@@ -803,22 +804,22 @@ fn p61_a_paced_drive_meters_host_writes_at_its_sustained_rate() {
         );
         run("pm9a3-960", &w).summary.write
     };
-    let (light, heavy) = (at(7_000), at(14_000));
+    let (light, heavy) = (at(7_000), at(17_250));
     assert!(
         light.lat_p99_ms < 2.0 * light.lat_p50_ms,
-        "40 %: p99 {} ms against p50 {} ms",
+        "a third: p99 {} ms against p50 {} ms",
         light.lat_p99_ms,
         light.lat_p50_ms
     );
     assert!(
         heavy.lat_p99_ms > 2.5 * light.lat_p99_ms,
-        "80 %: p99 {} ms against {} ms at 40 %",
+        "69K/s: p99 {} ms against {} ms at a third",
         heavy.lat_p99_ms,
         light.lat_p99_ms
     );
     assert!(
         heavy.lat_p50_ms < 2.0 * light.lat_p50_ms,
-        "80 %: most writes still go straight in, p50 {} ms",
+        "69K/s: most writes still go straight in, p50 {} ms",
         heavy.lat_p50_ms
     );
 }
@@ -1158,8 +1159,10 @@ fn p32_md_raid10_stops_at_its_barrier_lock() {
 /// Four PM9A3 in RAID 5 lose about a quarter of their 4 KiB random writes
 /// when raid5d alone runs the stripes, and less once eight stripe workers
 /// leave the drives as the limit (each write then costs its drives a third
-/// more commands, but the log is a small region rewritten in place, cheap
-/// for their garbage collection). Full-stripe writes log nothing.
+/// more commands and, as the model writes a log unit's header for every
+/// write where md shares one among the stripes of a raid5d pass, twice the
+/// bytes: up to half the rate once the drives' flash is the limit; the
+/// shared header is not modelled). Full-stripe writes log nothing.
 #[test]
 fn p33_md_ppl_costs_raid5_small_writes() {
     let w = "rw=randwrite bs=4k iodepth=32 numjobs=8 runtime=0.5 ramp_time=0.3 size=8g";
@@ -1183,7 +1186,7 @@ fn p33_md_ppl_costs_raid5_small_writes() {
     let (workers, _, bound) = cost("impl=md,group_thread_cnt=8");
     assert_eq!(bound.map(|l| l.1).as_deref(), Some("nand"));
     assert!(
-        (0.03..=0.45).contains(&workers),
+        (0.03..=0.50).contains(&workers),
         "drive-bound: {:.0}% lost (raid5d-bound {:.0}%)",
         workers * 100.0,
         drop * 100.0

@@ -25,13 +25,29 @@ fn rows_of(file: &str) -> Vec<Row> {
     parse_csv(&text).expect("datasheet CSV")
 }
 
+/// Figures a fitted preset no longer meets because a value of the preset
+/// now comes from an independent measurement of the same drive, each with
+/// the reason. Each must stay within [`UNFITTED_PCT`].
+const UNFITTED: &[(&str, &str)] = &[(
+    "pm9a3-960g-randwrite-4k",
+    "spare_pct comes from SSD-iq's measured write amplification (4.2) of a PM9A3 960 GB, \
+     whose drive wrote 76.5k random 4 KiB a second: 9 % above the sheet's 70k",
+)];
+
+/// How far an [`UNFITTED`] figure may sit from the simulation (%).
+const UNFITTED_PCT: f64 = 20.0;
+
 fn check(file: &str) {
     let rows = rows_of(file);
     let v = validate(&rows, &PresetDb::builtin(), 1, 2, false, &|_, _| {});
     assert!(v.failed.is_empty(), "{file}: {:?}", v.failed);
     for r in &v.rows {
+        let bound = match UNFITTED.iter().find(|(id, _)| *id == r.row.id) {
+            Some(_) => UNFITTED_PCT,
+            None => STALE_PCT,
+        };
         assert!(
-            r.error_pct.abs() <= STALE_PCT,
+            r.error_pct.abs() <= bound,
             "{}: {} published, {:.0} simulated ({:+.1} %)",
             r.row.id,
             r.row.value,

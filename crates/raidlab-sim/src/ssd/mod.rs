@@ -410,7 +410,7 @@ impl Ssd {
     fn fw_background(&mut self, t: Ns, w: GcWork) {
         if self.nand.paced() {
             // Paced: no backlog; each host page pays its share as it goes.
-            let freed = self.nand.freed_pages(&w);
+            let freed = Nand::freed_pages(&w);
             if let Some(share) = (self.fw_gc * w.moved as Ns).checked_div(freed) {
                 self.fw_bg_share = share;
             }
@@ -437,6 +437,16 @@ impl Ssd {
         done
     }
 
+    /// Queue a collection's work on the dies of `die`'s pool, each its
+    /// share (see pools in the FTL's notes).
+    fn pool_gc(&mut self, t: Ns, die: u32, w: GcWork) {
+        let span = self.ftl.span();
+        let first = die - die % span;
+        for i in 0..span {
+            self.nand.gc(t, first + i, w.share(i, span));
+        }
+    }
+
     /// Program the page in `self.page` on the least busy die, after any GC it triggers.
     #[inline]
     fn program(&mut self, t: Ns) -> Ns {
@@ -451,7 +461,7 @@ impl Ssd {
             if w.is_empty() {
                 break;
             }
-            self.nand.gc(t, die, w);
+            self.pool_gc(t, die, w);
             self.fw_background(t, w);
             self.gc_through_write_path(t, w);
             die = self.nand.least_busy(self.die_rr);
@@ -471,7 +481,7 @@ impl Ssd {
         let ready = if work.is_empty() {
             self.fw_bg_prev
         } else {
-            self.nand.gc(t, die, work);
+            self.pool_gc(t, die, work);
             self.fw_background(t, work);
             self.gc_through_write_path(t, work);
             self.fw_bg_until

@@ -310,6 +310,7 @@ impl Nand {
             read_pages: pages,
             program_pages: pages,
             erases,
+            erased_pages: erases * self.ppb as u32,
             moved: 0,
         };
         let mut end = at;
@@ -344,8 +345,8 @@ impl Nand {
 
     /// Pages a collection frees: its erased blocks' pages less those it
     /// programmed with relocated data.
-    pub fn freed_pages(&self, w: &GcWork) -> u64 {
-        (w.erases as u64 * self.ppb).saturating_sub(w.program_pages as u64)
+    pub fn freed_pages(w: &GcWork) -> u64 {
+        (w.erased_pages as u64).saturating_sub(w.program_pages as u64)
     }
 
     /// When a page at `at` may go, given background work queued until
@@ -506,7 +507,7 @@ impl Nand {
         let dur = w.read_pages as Ns * self.t_read
             + w.program_pages as Ns * self.t_prog
             + w.erases as Ns * self.t_erase;
-        let freed = self.freed_pages(&w);
+        let freed = Self::freed_pages(&w);
         if self.pacing {
             self.gc_since_page += dur;
         }
@@ -681,6 +682,7 @@ mod tests {
             read_pages: 1,
             program_pages: 1,
             erases: 0,
+            erased_pages: 0,
             moved: 1,
         };
         let full = (2 * n.t_prog + n.t_read) / dies;
