@@ -10,8 +10,10 @@ use phen::*;
 /// greedy garbage collection finds nearly empty victims (Haas, Lee, Bonnet
 /// and Leis, "SSD-iq", PVLDB 18(11), 2025: write amplification follows the
 /// access pattern, not the drive). A PM9A3 960 GB in random-write steady
-/// state writes its datasheet's 70,000 IOPS over the whole drive at a
-/// write amplification near 5, and more than twice that over 10 GiB of it.
+/// state writes within 15 % of the 76,500 IOPS SSD-iq measured over the
+/// whole drive, at a write amplification over 4 (theirs: 4.2), and over
+/// 10 GiB of it amplifies under 2.5, so its flash-bound rate is over 1.5
+/// times the whole drive's (4.2 against 2.2 in the model, with pooled GC).
 #[test]
 fn p34_random_writes_to_a_small_span_are_amplified_less() {
     let run = |span: &str| {
@@ -27,12 +29,12 @@ fn p34_random_writes_to_a_small_span_are_amplified_less() {
     let (all, wa_all) = run("");
     let (part, wa_part) = run("size=10g");
     assert!(
-        (60_000.0..80_000.0).contains(&all),
+        (65_000.0..88_000.0).contains(&all),
         "whole drive: {all} IOPS"
     );
     assert!(wa_all > 4.0, "whole drive amplifies {wa_all:.2}");
     assert!(wa_part < 2.5, "10 GiB of it amplifies {wa_part:.2}");
-    assert!(part > 2.0 * all, "10 GiB: {part} IOPS, whole drive {all}");
+    assert!(part > 1.5 * all, "10 GiB: {part} IOPS, whole drive {all}");
 }
 
 /// Phenomenon 35: reads stay fast under writes on flash that suspends its
