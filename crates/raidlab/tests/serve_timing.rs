@@ -9,9 +9,7 @@
 //! cannot carry the model's request rate over NBD, the server must say so
 //! and the client must never measure more than the model. A case whose
 //! timing misses on host noise is measured again, up to [`ATTEMPTS`]
-//! times, and the test says which were. A host too slow to wake an idle
-//! thread for depth-1 timing to mean anything ([`WAKE_US`]) has those
-//! cases' timing bounds skipped, and the CI summary lists them.
+//! times, and the test says which were.
 //!
 //! Alone in its test binary: the timing it checks needs the machine's cores
 //! to itself (test binaries run one after another).
@@ -156,52 +154,6 @@ fn round_trip_around(before: Seen, after: Seen) -> Seen {
 /// is wrong misses all of them.
 const ATTEMPTS: usize = 3;
 
-/// Most the host may take, on average, to run a thread blocked on a socket
-/// once data arrives after an idle gap, for depth-1 timing to be checked
-/// (µs): the NBD protocol overhead issue 53 allows (30 µs). A host that
-/// takes longer (a busy VM's halted virtual CPUs, woken by the hypervisor)
-/// adds that to every depth-1 request fio makes, which no model of the
-/// array accounts for and the round trip against a file served at once
-/// (client and server never idle together) does not see; such a host's
-/// depth-1 timing bounds are skipped, and the CI summary says so.
-const WAKE_US: f64 = 30.0;
-
-/// Mean µs from a write on one end of a socket pair, made after `gap_us`
-/// of sleep, to the reader blocked on the other end having it.
-fn idle_wake_us(gap_us: u64) -> f64 {
-    use std::io::{Read, Write};
-    const N: u32 = 2_000;
-    let (mut a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
-    let t0 = std::time::Instant::now();
-    let reader = std::thread::spawn(move || {
-        let (mut sum, mut buf) = (0u128, [0u8; 16]);
-        for _ in 0..N {
-            b.read_exact(&mut buf).unwrap();
-            sum += t0.elapsed().as_nanos() - u128::from_le_bytes(buf);
-        }
-        sum as f64 / f64::from(N) / 1_000.0
-    });
-    for _ in 0..N {
-        std::thread::sleep(std::time::Duration::from_micros(gap_us));
-        a.write_all(&t0.elapsed().as_nanos().to_le_bytes()).unwrap();
-    }
-    reader.join().unwrap()
-}
-
-/// Record a part of this test that was skipped, with why, where `.ci/run`
-/// finds it for its summary (`target/tmp/skipped-parts.txt`).
-fn skipped_part(what: &str) {
-    use std::io::Write;
-    eprintln!("skipped part: {what}");
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-parts.txt");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    writeln!(f, "serve_timing: {what}").unwrap();
-}
-
 /// Cases that must keep up: as many as the X25-E has. Its rates (4,900
 /// reads and 7,100 writes a second, 35,700 reads a second at queue depth
 /// 32, in `raidlab sim`) are within what a host of two cores carries over
@@ -254,16 +206,6 @@ fn served_case(
         // The server said so, in its last words.
         assert!(err.contains("did NOT keep up"), "{case}\n{err}");
         return Ok(Outcome::Behind);
-    }
-    if qd == 1 {
-        let wake = idle_wake_us(gap_us as u64);
-        if wake > WAKE_US {
-            skipped_part(&format!(
-                "{topo} {rw} QD1 timing bounds: this host wakes a thread blocked on a socket \
-                 {wake:.0} us after data arrives from an idle gap (over {WAKE_US} us)"
-            ));
-            return Ok(Outcome::KeptUp);
-        }
     }
     let bound = |ok: bool, what: &str| {
         if ok {
