@@ -3,9 +3,9 @@
 //! serve` of an X25-E, a RAID 5 of four S3500s behind a MegaRAID and an md
 //! RAID 10 of NVMe drives, measures what `raidlab sim` says for the same
 //! job, give or take the NBD round trip (measured just before and after
-//! each case, in its direction, against a served file in memory, with the
-//! idle gap between requests a depth-1 case has), and the
-//! server's drift report agrees. Where the host
+//! each case, in its direction, against a file served from memory or, for
+//! a depth-1 case, against a server that holds each request for the
+//! model's mean latency), and the server's drift report agrees. Where the host
 //! cannot carry the model's request rate over NBD, the server must say so
 //! and the client must never measure more than the model. A case whose
 //! timing misses on host noise is measured again, up to [`ATTEMPTS`]
@@ -15,6 +15,7 @@
 //! to itself (test binaries run one after another).
 
 mod common;
+use common::held::serve_held;
 use common::served::{serve, stop};
 use common::*;
 
@@ -115,21 +116,36 @@ fn null_image(d: &std::path::Path) -> std::path::PathBuf {
     img
 }
 
-/// The NBD round trip on this machine: fio's `rw` at queue depth 1 against
-/// `img` served from the page cache (mean and p99, µs). A write's round
-/// trip carries its data the other way, so each direction is measured as
-/// it is used. `gap_us` apart: a queue-depth-1 case leaves client and
-/// server idle for the model's latency around each request, and on a
-/// virtual machine an idle CPU wakes slower than a busy one (the X25-E's
-/// served reads measured a 0.29-0.35 ms mean and 0.64-0.96 ms p99 here,
-/// against 0.26 ms and 0.29 ms with one core kept busy), so the round trip
-/// those cases pay is measured with the same idle gap.
-fn round_trip(img: &std::path::Path, rw: &str, gap_us: u32) -> Seen {
+/// The NBD round trip on this machine: fio's `rw` at queue depth 1 (mean,
+/// p99 and p99.8, µs). A write's round trip carries its data the other
+/// way, so each direction is measured as it is used. With `hold_us` 0,
+/// against `img` served from the page cache. Otherwise against a server
+/// that holds every request `hold_us` before answering it, the hold taken
+/// off each figure: a queue-depth-1 case leaves its client idle for the
+/// model's latency inside every request, and on a virtual machine a CPU
+/// that idled that long wakes slower than one that did not (the X25-E's
+/// served reads, 202 µs in the model, measured 279-289 µs means here
+/// where the round trip with the same idle gap outside the request, as
+/// fio's think time, measured 42 µs), so the round trip those cases pay
+/// is measured with the same idle inside it.
+fn round_trip(img: &std::path::Path, rw: &str, hold_us: u32) -> Seen {
     let sock = img.with_extension("sock");
-    let child = serve(img.to_str().unwrap(), &sock, &["--force"]);
-    let seen = fio_for(&sock, rw, 1, ROUND_TRIP_SECONDS, gap_us);
-    stop(child);
-    seen
+    if hold_us == 0 {
+        let child = serve(img.to_str().unwrap(), &sock, &["--force"]);
+        let seen = fio_for(&sock, rw, 1, ROUND_TRIP_SECONDS, 0);
+        stop(child);
+        return seen;
+    }
+    let server = serve_held(&sock, std::time::Duration::from_micros(hold_us.into()));
+    let seen = fio_for(&sock, rw, 1, ROUND_TRIP_SECONDS, 0);
+    server.stop();
+    let hold = f64::from(hold_us);
+    Seen {
+        iops: seen.iops,
+        mean: seen.mean - hold,
+        p99: seen.p99 - hold,
+        p998: seen.p998 - hold,
+    }
 }
 
 /// The round trip around one case: measured just before and just after it
@@ -179,9 +195,10 @@ fn served_case(
     qd: u32,
     want: Seen,
 ) -> Result<Outcome, String> {
-    // Deep queues keep the client busy; one I/O at a time leaves it idle.
-    let gap_us = if qd == 1 { want.mean.round() as u32 } else { 0 };
-    let before = round_trip(null, rw, gap_us);
+    // Deep queues keep the client busy; one I/O at a time leaves it idle
+    // for the model's latency in each request.
+    let hold_us = if qd == 1 { want.mean.round() as u32 } else { 0 };
+    let before = round_trip(null, rw, hold_us);
     let sock = d.join("s.sock");
     let report = d.join("drift.json");
     let prep = format!("rw={rw} bs=4k iodepth={qd}");
@@ -192,7 +209,7 @@ fn served_case(
     );
     let got = fio(&sock, rw, qd);
     let err = stop(child);
-    let rt = round_trip_around(before, round_trip(null, rw, gap_us));
+    let rt = round_trip_around(before, round_trip(null, rw, hold_us));
     let drift: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let case = format!(

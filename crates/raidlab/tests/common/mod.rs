@@ -3,6 +3,7 @@
 
 pub use std::process::{Command, Output};
 
+pub mod held;
 pub mod served;
 
 pub fn raidlab(args: &[&str]) -> Output {
