@@ -105,9 +105,12 @@ pub struct GcWork {
     pub read_pages: u32,
     /// NAND pages programmed for relocation.
     pub program_pages: u32,
-    /// Blocks erased, one per die of the pool for each victim.
-    pub erases: u32,
-    /// Pages the erases free (the victims' pages, all dies together).
+    /// Each die's part of a victim is an erase there: a victim striped
+    /// over a pool of `span` dies counts `span` here (each die's erase
+    /// time is scaled to its part, `block_scale`).
+    pub die_erases: u32,
+    /// Pages the erases free, the victims' whole pages on all their dies
+    /// (pages, unlike `die_erases`, are not multiplied by the span).
     pub erased_pages: u32,
     /// Units relocated.
     pub moved: u32,
@@ -116,7 +119,7 @@ pub struct GcWork {
 impl GcWork {
     /// No work.
     pub fn is_empty(&self) -> bool {
-        self.erases == 0 && self.read_pages == 0
+        self.die_erases == 0 && self.read_pages == 0
     }
 
     /// Die `i`'s part of this work when `n` dies share it evenly (the
@@ -126,10 +129,111 @@ impl GcWork {
         GcWork {
             read_pages: part(self.read_pages),
             program_pages: part(self.program_pages),
-            erases: part(self.erases),
+            die_erases: part(self.die_erases),
             erased_pages: part(self.erased_pages),
             moved: part(self.moved),
         }
+    }
+}
+
+/// How a drive's flash is laid out in the simulation: its folded logical
+/// space, its pools of dies and their blocks (see block scaling and pools
+/// in the module's notes).
+struct Shape {
+    /// Simulated logical units (after folding).
+    logical: u32,
+    /// Dies per pool, and pools.
+    span: u32,
+    pools: u32,
+    /// Simulated pages per block (a power of two), and units per block.
+    ppb_sim: u32,
+    upb: u32,
+    /// Simulated / real pages per erase block of one die.
+    scale: f64,
+    /// Blocks per pool, and in all.
+    bpp: u32,
+    blocks: usize,
+}
+
+impl Shape {
+    /// The layout of [`Ftl::new`]'s arguments.
+    fn of(
+        logical_units: u64,
+        physical_ratio: f64,
+        upp: u32,
+        ppb: u32,
+        dies: u32,
+        threshold: u32,
+    ) -> Shape {
+        let logical = logical_units.clamp((upp * ppb) as u64, FOLD_UNITS) as u32;
+        let phys_units = (logical as f64 * physical_ratio.max(1.0)) as u64;
+        let span = pool_span(phys_units, (upp * ppb) as u64, dies);
+        assert!(
+            dies.is_multiple_of(span),
+            "pools of {span} over {dies} dies"
+        );
+        let pools = dies / span;
+        let per_pool = phys_units.div_ceil(pools as u64);
+        let ppb_sim = sim_pages_per_block(per_pool, upp, ppb);
+        let scale = ppb_sim as f64 / (ppb as f64 * span as f64);
+        let upb = upp * ppb_sim;
+        // The blocks GC keeps free (its reserve and the two open blocks) are a
+        // negligible share of a real drive's thousands of blocks per die; here
+        // they come on top, so the simulated spare keeps the drive's ratio.
+        let reserve = threshold + 3;
+        // However little spare a drive has, GC needs a few blocks of
+        // valid-data slack per pool beyond its reserve, or pages that land
+        // unevenly on pools can fill one pool with valid data (no victim then
+        // frees anything). MIN_SPARE_BLOCKS is that slack: ≤ 6 % of a pool's
+        // ≥ 128 simulated blocks, below any real drive's 7 % GiB/GB floor.
+        let logical_per_pool = (logical as u64).div_ceil(pools as u64).div_ceil(upb as u64);
+        let bpp = (per_pool / upb as u64).max(logical_per_pool + MIN_SPARE_BLOCKS) as u32 + reserve;
+        let blocks = (bpp * pools) as usize;
+        Shape {
+            logical,
+            span,
+            pools,
+            ppb_sim,
+            upb,
+            scale,
+            bpp,
+            blocks,
+        }
+    }
+}
+
+/// Pages per simulated block for a pool of `per_pool` units of pages of
+/// `upp` units, real blocks of `ppb` pages: the real block when the pool
+/// holds [`MIN_BLOCKS_PER_POOL`] of them, else as many pages as leave that
+/// many blocks (at least 2). Simulated blocks hold a power of two of
+/// pages, so units map to blocks by a shift; each die's erase time is
+/// scaled to its part of the block (`block_scale`).
+fn sim_pages_per_block(per_pool: u64, upp: u32, ppb: u32) -> u32 {
+    let want = if per_pool / (upp * ppb) as u64 >= MIN_BLOCKS_PER_POOL {
+        ppb
+    } else {
+        ((per_pool / MIN_BLOCKS_PER_POOL / upp as u64) as u32).clamp(2, ppb)
+    };
+    1u32 << (31 - want.max(2).leading_zeros())
+}
+
+/// A pool of dies (see pools in the module's notes): the index of its free
+/// list, open blocks, buckets and hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+struct PoolId(u16);
+
+impl PoolId {
+    /// Index into the per-pool tables.
+    #[inline]
+    fn ix(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The pool's first die, with `span` dies a pool.
+    #[inline]
+    fn first_die(self, span: u32) -> u32 {
+        u32::from(self.0) * span
     }
 }
 
@@ -146,7 +250,7 @@ pub struct Ftl {
     /// (`V / W`), when the drive is larger than the simulated space.
     fold_scale: Option<u64>,
     /// Pool of each block.
-    pool_of: Vec<u16>,
+    pool_of: Vec<PoolId>,
     /// Die within its pool of each page (empty when pools are single dies).
     page_die: Vec<u8>,
     /// Dies per pool.
@@ -227,39 +331,9 @@ impl Ftl {
         dies: u32,
         threshold: u32,
     ) -> Ftl {
-        let logical = logical_units.clamp((upp * ppb) as u64, FOLD_UNITS) as u32;
-        let phys_units = (logical as f64 * physical_ratio.max(1.0)) as u64;
-        let span = pool_span(phys_units, (upp * ppb) as u64, dies);
-        assert!(
-            dies.is_multiple_of(span),
-            "pools of {span} over {dies} dies"
-        );
-        let pools = dies / span;
-        let per_pool = phys_units.div_ceil(pools as u64);
-        let want = if per_pool / (upp * ppb) as u64 >= MIN_BLOCKS_PER_POOL {
-            ppb
-        } else {
-            ((per_pool / MIN_BLOCKS_PER_POOL / upp as u64) as u32).clamp(2, ppb)
-        };
-        // Simulated blocks hold a power of two of pages, so units map to
-        // blocks by a shift; each die's erase time is scaled to its part
-        // of the block (block_scale).
-        let ppb_sim = 1u32 << (31 - want.max(2).leading_zeros());
-        let scale = ppb_sim as f64 / (ppb as f64 * span as f64);
-        let upb = upp * ppb_sim;
-        // The blocks GC keeps free (its reserve and the two open blocks) are a
-        // negligible share of a real drive's thousands of blocks per die; here
-        // they come on top, so the simulated spare keeps the drive's ratio.
-        let reserve = threshold + 3;
-        // However little spare a drive has, GC needs a few blocks of
-        // valid-data slack per pool beyond its reserve, or pages that land
-        // unevenly on pools can fill one pool with valid data (no victim then
-        // frees anything). MIN_SPARE_BLOCKS is that slack: ≤ 6 % of a pool's
-        // ≥ 128 simulated blocks, below any real drive's 7 % GiB/GB floor.
-        let logical_per_pool = (logical as u64).div_ceil(pools as u64).div_ceil(upb as u64);
-        let bpp = (per_pool / upb as u64).max(logical_per_pool + MIN_SPARE_BLOCKS) as u32 + reserve;
-        let blocks = (bpp * pools) as usize;
-        let pages = blocks * ppb_sim as usize;
+        let sh = Shape::of(logical_units, physical_ratio, upp, ppb, dies, threshold);
+        let (logical, upb, bpp, pools) = (sh.logical, sh.upb, sh.bpp, sh.pools);
+        let pages = sh.blocks * sh.ppb_sim as usize;
         let mut ftl = Ftl {
             upp,
             upp_shift: upp.trailing_zeros(),
@@ -269,21 +343,27 @@ impl Ftl {
                 .is_power_of_two()
                 .then(|| logical as u64 - 1),
             fold_scale: window_scale(logical_units, logical as u64),
-            pool_of: (0..blocks as u32).map(|b| (b / bpp) as u16).collect(),
-            page_die: if span > 1 { vec![0; pages] } else { Vec::new() },
-            span,
+            pool_of: (0..sh.blocks as u32)
+                .map(|b| PoolId((b / bpp) as u16))
+                .collect(),
+            page_die: if sh.span > 1 {
+                vec![0; pages]
+            } else {
+                Vec::new()
+            },
+            span: sh.span,
             pools,
             lazy_fill: false,
-            scale,
+            scale: sh.scale,
             dies,
             logical,
             threshold,
             l2p: vec![INVALID; logical as usize],
-            p2l: vec![INVALID; blocks * upb as usize],
-            valid: vec![0; blocks],
-            closed: vec![false; blocks],
-            prev: vec![INVALID; blocks],
-            next: vec![INVALID; blocks],
+            p2l: vec![INVALID; sh.blocks * upb as usize],
+            valid: vec![0; sh.blocks],
+            closed: vec![false; sh.blocks],
+            prev: vec![INVALID; sh.blocks],
+            next: vec![INVALID; sh.blocks],
             heads: vec![INVALID; pools as usize * (upb as usize + 1)],
             min_hint: vec![0; pools as usize],
             free: (0..pools)
@@ -331,8 +411,8 @@ impl Ftl {
     }
     /// The pool holding `die`.
     #[inline]
-    fn pool(&self, die: u32) -> usize {
-        (die / self.span) as usize
+    fn pool(&self, die: u32) -> PoolId {
+        PoolId((die / self.span) as u16)
     }
     /// Record that `page` went to die `die` (a drive-wide die number).
     #[inline]
@@ -371,7 +451,7 @@ impl Ftl {
             let page = page_of(u, self.upp_shift);
             let within = self.page_die.get(page as usize).map_or(0, |&d| d as u32);
             (
-                self.pool_of[block as usize] as u32 * self.span + within,
+                self.pool_of[block as usize].first_die(self.span) + within,
                 page,
             )
         })
@@ -397,13 +477,12 @@ impl Ftl {
 
     #[inline]
     fn bucket(&self, b: u32) -> usize {
-        self.pool_of[b as usize] as usize * (self.upb as usize + 1)
-            + self.valid[b as usize] as usize
+        self.pool_of[b as usize].ix() * (self.upb as usize + 1) + self.valid[b as usize] as usize
     }
 
     #[inline]
     fn bucket_insert(&mut self, b: u32) {
-        let pool = self.pool_of[b as usize] as usize;
+        let pool = self.pool_of[b as usize].ix();
         let v = self.valid[b as usize] as u32;
         if v < self.min_hint[pool] {
             self.min_hint[pool] = v;
@@ -468,7 +547,8 @@ impl Ftl {
         self.bucket_insert(b);
     }
 
-    fn collect(&mut self, pool: usize, target: u32, work: &mut GcWork) {
+    fn collect(&mut self, id: PoolId, target: u32, work: &mut GcWork) {
+        let pool = id.ix();
         let base = pool * (self.upb as usize + 1);
         while (self.free[pool].len() as u32) < target {
             let start = self.min_hint[pool] as usize;
@@ -520,7 +600,7 @@ impl Ftl {
             }
             self.p2l[vs as usize..ve as usize].fill(INVALID);
             self.valid[victim as usize] = 0;
-            let (programs, in_place) = self.relocate(pool, victim, &buf[..n]);
+            let (programs, in_place) = self.relocate(id, victim, &buf[..n]);
             self.gc_buf = buf;
             let moved = n as u32;
             work.read_pages += reads;
@@ -528,7 +608,7 @@ impl Ftl {
             self.gc_units += moved as u64;
             work.moved += moved;
             // Each die of the pool erases its part of the victim.
-            work.erases += self.span;
+            work.die_erases += self.span;
             work.erased_pages += self.upb >> self.upp_shift;
             self.erases += self.span as u64;
             if !in_place {
@@ -541,7 +621,8 @@ impl Ftl {
     /// block, a run at a time up to the end of each block. Returns the
     /// pages programmed and whether the victim itself became the GC block.
     #[inline]
-    fn relocate(&mut self, pool: usize, victim: u32, movers: &[u32]) -> (u32, bool) {
+    fn relocate(&mut self, id: PoolId, victim: u32, movers: &[u32]) -> (u32, bool) {
+        let pool = id.ix();
         let (upb, upp, n) = (self.upb, self.upp, movers.len());
         let (mut gb, mut gu) = (self.gc_active[pool].block, self.gc_active[pool].unit);
         let (mut programs, mut done, mut in_place) = (0u32, 0usize, false);
@@ -591,12 +672,13 @@ impl Ftl {
     /// die's pool.
     pub fn write_page(&mut self, die: u32, lpns: &[u32]) -> GcWork {
         self.materialize();
-        let d = self.pool(die);
+        let id = self.pool(die);
+        let d = id.ix();
         let mut work = GcWork::default();
         if self.active[d].unit == self.upb {
             let full = self.active[d].block;
             self.close(full);
-            self.collect(d, self.threshold, &mut work);
+            self.collect(id, self.threshold, &mut work);
             let nb = self.free[d]
                 .pop()
                 .expect("flash exhausted: no free block after GC");
@@ -612,7 +694,7 @@ impl Ftl {
         self.set_page_die(base >> self.upp_shift, die);
         self.active[d].unit += self.upp;
         if self.free[d].len() as u32 <= self.threshold {
-            self.plan_prefetch(d);
+            self.plan_prefetch(id);
         }
         self.prefetch_some(PF_STEP);
         work
@@ -626,7 +708,8 @@ impl Ftl {
     /// program collects. Victims are taken in bucket order (fewest valid
     /// units first) until one block's worth of units is free; the plan goes
     /// half a block further, in case pages invalidate others meanwhile.
-    fn plan_prefetch(&mut self, pool: usize) {
+    fn plan_prefetch(&mut self, id: PoolId) {
+        let pool = id.ix();
         let base = pool * (self.upb as usize + 1);
         let mut left = self.upb + self.upb / 2;
         let mut v = self.min_hint[pool];
@@ -676,8 +759,8 @@ impl Ftl {
         self.pool_starved(self.pool(die))
     }
 
-    fn pool_starved(&self, pool: usize) -> bool {
-        !self.lazy_fill && (self.free[pool].len() as u32) < self.threshold
+    fn pool_starved(&self, pool: PoolId) -> bool {
+        !self.lazy_fill && (self.free[pool.ix()].len() as u32) < self.threshold
     }
 
     /// `die`, or when its pool is [`starved`](Self::starved) the die at the
@@ -688,8 +771,8 @@ impl Ftl {
         if !self.pool_starved(home) {
             return die;
         }
-        let n = self.pools as usize;
-        let mut order = (0..n).map(|i| (home + i) % n);
+        let n = self.pools as u16;
+        let mut order = (0..n).map(|i| PoolId((home.0 + i) % n));
         let pool = order
             .clone()
             .skip(1)
@@ -698,10 +781,10 @@ impl Ftl {
                 order
                     .by_ref()
                     .rev()
-                    .max_by_key(|&p| self.free[p].len())
+                    .max_by_key(|&p| self.free[p.ix()].len())
                     .unwrap_or(home)
             });
-        pool as u32 * self.span + die % self.span
+        pool.first_die(self.span) + die % self.span
     }
 
     /// Background GC: when `die`'s pool is down to its reserve, reclaim one block
@@ -711,7 +794,7 @@ impl Ftl {
         self.materialize();
         let mut work = GcWork::default();
         let pool = self.pool(die);
-        if (self.free[pool].len() as u32) <= self.threshold {
+        if (self.free[pool.ix()].len() as u32) <= self.threshold {
             self.collect(pool, self.threshold + 1, &mut work);
         } else {
             self.prefetch_some(PF_STEP);
@@ -751,7 +834,7 @@ impl Ftl {
         let pages = logical.div_ceil(upp);
         for p in 0..pages {
             let die = p % self.dies;
-            let pool = self.pool(die);
+            let pool = self.pool(die).ix();
             if self.active[pool].unit == self.upb {
                 self.close(self.active[pool].block);
                 let block = self.free[pool].pop().expect("flash exhausted during fill");
@@ -869,6 +952,16 @@ impl Ftl {
             }
         }
         assert_eq!(valid, self.valid, "valid counts");
+        assert!(
+            self.page_die.iter().all(|&d| u32::from(d) < self.span),
+            "a page's die lies outside its pool of {} dies",
+            self.span
+        );
+        assert!(
+            self.pool_of.iter().all(|p| u32::from(p.0) < self.pools),
+            "a block's pool is past the last of {}",
+            self.pools
+        );
     }
 }
 
@@ -957,7 +1050,7 @@ mod tests {
         for i in 0..(1 << 14) {
             let d = i % 4;
             f.write_page(d, &[rng.below(1 << 14) as u32]);
-            if f.free[f.pool(d)].len() as u32 > f.threshold {
+            if f.free[f.pool(d).ix()].len() as u32 > f.threshold {
                 f.gc_ahead(d);
                 continue;
             }
@@ -1094,7 +1187,7 @@ mod tests {
         let w = GcWork {
             read_pages: 29,
             program_pages: 27,
-            erases: 6,
+            die_erases: 6,
             erased_pages: 64,
             moved: 101,
         };
@@ -1104,7 +1197,7 @@ mod tests {
         assert_eq!(sum(|p| p.program_pages), 27);
         assert_eq!(sum(|p| p.erased_pages), 64);
         assert_eq!(sum(|p| p.moved), 101);
-        assert!(parts.iter().all(|p| p.erases == 1));
+        assert!(parts.iter().all(|p| p.die_erases == 1));
     }
 
     #[test]

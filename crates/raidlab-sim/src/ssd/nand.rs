@@ -309,7 +309,7 @@ impl Nand {
         let w = GcWork {
             read_pages: pages,
             program_pages: pages,
-            erases,
+            die_erases: erases,
             erased_pages: erases * self.ppb as u32,
             moved: 0,
         };
@@ -506,7 +506,7 @@ impl Nand {
     pub fn gc(&mut self, at: Ns, die: u32, w: GcWork) {
         let dur = w.read_pages as Ns * self.t_read
             + w.program_pages as Ns * self.t_prog
-            + w.erases as Ns * self.t_erase;
+            + w.die_erases as Ns * self.t_erase;
         let freed = Self::freed_pages(&w);
         if self.pacing {
             self.gc_since_page += dur;
@@ -681,7 +681,7 @@ mod tests {
         let w = GcWork {
             read_pages: 1,
             program_pages: 1,
-            erases: 0,
+            die_erases: 0,
             erased_pages: 0,
             moved: 1,
         };
