@@ -411,6 +411,8 @@ pub struct Exec<'a, 'm> {
     /// Mirror reads taken so far: where copies are equally busy, each read
     /// goes to the next in turn, so every copy serves reads.
     pub mirror_turn: std::cell::Cell<usize>,
+    /// Buffers kept for reuse by stripe writes.
+    pub spares: crate::buf::Spares,
 }
 
 /// Where an array read's piece comes from (`Exec::piece_source`).
@@ -642,6 +644,7 @@ impl<'a, 'm> Exec<'a, 'm> {
             .row(geo, children, failed, stripe, a, a + p.len)
             .await?;
         out.copy_from_slice(&rows[p.member as usize]);
+        self.spares.give_all(rows);
         Ok(())
     }
 
@@ -659,7 +662,7 @@ impl<'a, 'm> Exec<'a, 'm> {
         let n = geo.members();
         let len = (b - a) as usize;
         let base = stripe * geo.chunk() + a;
-        let mut bufs: Vec<ABuf> = (0..n).map(|_| ABuf::zeroed(len)).collect();
+        let mut bufs: Vec<ABuf> = (0..n).map(|_| self.spares.take(len)).collect();
         {
             let futs = bufs
                 .iter_mut()
@@ -729,15 +732,16 @@ impl<'a, 'm> Exec<'a, 'm> {
     ) -> Res {
         let stripe = op.stripe;
         let w = RowWrite::new(geo, children, stripe, off, data);
-        let mut p = ABuf::zeroed(w.row());
-        let mut q = ABuf::zeroed(if w.qd.is_some() { w.row() } else { 0 });
+        let mut p = self.spares.take(w.row());
+        let mut q = self.spares.take(if w.qd.is_some() { w.row() } else { 0 });
         if failed.iter().any(|&f| f) {
             // Degraded: rebuild the whole row, lay the new data over it and
             // recompute parity from it; write what survives.
-            let rows = self
+            let mut rows = self
                 .row(geo, children, failed, stripe, w.row_lo, w.row_hi)
                 .await?;
-            w.parity_over(rows, &mut p, &mut q);
+            w.parity_over(&mut rows, &mut p, &mut q);
+            self.spares.give_all(rows);
         } else {
             match op.kind {
                 WriteKind::FullStripe => {
@@ -751,18 +755,24 @@ impl<'a, 'm> Exec<'a, 'm> {
                     self.rmw_parity(&w, &op.reads, &mut p, &mut q).await?
                 }
                 WriteKind::ReconstructWrite => {
-                    let rows = self.rest_of_row(&w, &op.reads).await?;
-                    w.parity_over(rows, &mut p, &mut q);
+                    let mut rows = self.rest_of_row(&w, &op.reads).await?;
+                    w.parity_over(&mut rows, &mut p, &mut q);
+                    self.spares.give_all(rows);
                 }
             }
         }
-        self.write_row(&w, failed, &p, &q).await
+        let done = self.write_row(&w, failed, &p, &q).await;
+        self.spares.give_all([p, q]);
+        done
     }
 
     /// Read every extent of `reads` (member offsets of `w`'s array) into a
     /// buffer of its own.
     async fn pre_read(&self, w: &RowWrite<'_>, reads: &[Extent]) -> io::Result<Vec<ABuf>> {
-        let mut bufs: Vec<ABuf> = reads.iter().map(|e| ABuf::zeroed(e.len as usize)).collect();
+        let mut bufs: Vec<ABuf> = reads
+            .iter()
+            .map(|e| self.spares.take(e.len as usize))
+            .collect();
         let futs = reads
             .iter()
             .zip(bufs.iter_mut())
@@ -794,6 +804,7 @@ impl<'a, 'm> Exec<'a, 'm> {
         for (e, mut o) in reads.iter().zip(old) {
             let m = e.member as usize;
             if m == w.pd || Some(m) == w.qd {
+                self.spares.give(o);
                 continue;
             }
             let t = w.touch_on(m);
@@ -806,6 +817,7 @@ impl<'a, 'm> Exec<'a, 'm> {
                 let g = gf::pow2(w.geo.q_index(w.stripe, m));
                 parity::mul_xor_into(&mut q[r], &o, g);
             }
+            self.spares.give(o);
         }
         Ok(())
     }
@@ -815,15 +827,19 @@ impl<'a, 'm> Exec<'a, 'm> {
     /// them in place (the replaced parts are laid over by the caller).
     async fn rest_of_row(&self, w: &RowWrite<'_>, reads: &[Extent]) -> io::Result<Vec<ABuf>> {
         let (geo, dd) = (w.geo, w.geo.data_disks());
-        let mut rows: Vec<ABuf> = (0..geo.members()).map(|_| ABuf::zeroed(0)).collect();
+        // Parity members' entries stay empty.
+        let mut rows: Vec<ABuf> = (0..geo.members()).map(|_| self.spares.take(0)).collect();
         for k in 0..dd {
-            rows[w.member(k)] = ABuf::zeroed(w.row());
+            let m = w.member(k);
+            let empty = std::mem::replace(&mut rows[m], self.spares.take(w.row()));
+            self.spares.give(empty);
         }
         let got = self.pre_read(w, reads).await?;
         for (e, b) in reads.iter().zip(&got) {
             let at = (e.offset - w.base - w.row_lo) as usize;
             rows[e.member as usize][at..at + b.len()].copy_from_slice(b);
         }
+        self.spares.give_all(got);
         Ok(rows)
     }
 
@@ -929,12 +945,12 @@ impl<'d> RowWrite<'d> {
     }
 
     /// Lay the new data over the old `rows` and compute the row's parity.
-    fn parity_over(&self, mut rows: Vec<ABuf>, p: &mut ABuf, q: &mut ABuf) {
+    fn parity_over(&self, rows: &mut [ABuf], p: &mut ABuf, q: &mut ABuf) {
         for t in &self.touches {
             rows[self.member(t.k)][(t.a - self.row_lo) as usize..(t.b - self.row_lo) as usize]
                 .copy_from_slice(t.data);
         }
-        gen_parity(self.geo, self.stripe, &rows, p, q);
+        gen_parity(self.geo, self.stripe, rows, p, q);
     }
 }
 

@@ -92,11 +92,13 @@ pub(crate) fn rebuild(
         vol: &degraded,
         be: &be,
         mirror_turn: std::cell::Cell::new(0),
+        spares: Default::default(),
     };
     let writer = Exec {
         vol,
         be: &be,
         mirror_turn: std::cell::Cell::new(0),
+        spares: Default::default(),
     };
     let start = Instant::now();
     let mut done = 0;

@@ -35,6 +35,7 @@ pub(crate) fn resync(
         vol,
         be: &be,
         mirror_turn: std::cell::Cell::new(0),
+        spares: Default::default(),
     };
     let mut total = 0;
     for n in vol.arrays_bottom_up() {

@@ -111,6 +111,7 @@ pub(crate) fn scrub(
             vol,
             be: &be,
             mirror_turn: std::cell::Cell::new(0),
+            spares: Default::default(),
         },
         names,
         repair,

@@ -36,6 +36,7 @@ impl Volume<'_> {
             vol: self.vol,
             be: &be,
             mirror_turn: std::cell::Cell::new(0),
+            spares: Default::default(),
         };
         f(&ex, &be)
     }

@@ -341,6 +341,7 @@ async fn repair_unit(
             vol: &without,
             be: ex.be,
             mirror_turn: std::cell::Cell::new(0),
+            spares: Default::default(),
         };
         let mut again = ABuf::zeroed(buf.len());
         if dx.read(0, io.offset, &mut again).await.is_err() {
@@ -408,6 +409,7 @@ pub fn run_worker(
         vol: sh.vol,
         be: &be,
         mirror_turn: std::cell::Cell::new(0),
+        spares: Default::default(),
     };
     let mut slots = Slots::new(depth);
     let mut pace = JobPace::new(sh.fsync, sh.think);
