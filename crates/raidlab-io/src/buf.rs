@@ -39,9 +39,10 @@ impl ABuf {
         self.layout.size()
     }
 
-    /// Make this `len` bytes long, all zero; `len` must be within the
+    /// Make this `len` bytes long, keeping whatever the allocation holds
+    /// (zeros, or bytes an earlier use wrote); `len` must be within the
     /// allocation ([`ABuf::capacity`]).
-    pub fn reset(&mut self, len: usize) {
+    fn resize_within(&mut self, len: usize) {
         assert!(
             len <= self.capacity(),
             "{len} bytes in a buffer of {}",
@@ -51,7 +52,6 @@ impl ABuf {
         // ever written through these slices, so any len within it reads
         // initialised bytes.
         self.len = len;
-        self.fill(0);
     }
 }
 
@@ -79,11 +79,22 @@ pub struct Spares {
 impl Spares {
     /// A zeroed buffer of `len` bytes: a kept one large enough, or a new one.
     pub fn take(&self, len: usize) -> ABuf {
+        let mut b = self.take_any(len);
+        b.fill(0);
+        b
+    }
+
+    /// A buffer of `len` bytes whose contents are whatever an earlier use
+    /// left (initialised, but not zeroed): for a caller that overwrites
+    /// every byte before it reads any or hands the buffer to a write (a
+    /// member read's destination, parity computed over the whole row), so
+    /// that steady writing pays no memset per buffer.
+    pub fn take_any(&self, len: usize) -> ABuf {
         let mut free = self.free.borrow_mut();
         match free.iter().rposition(|b| b.capacity() >= len) {
             Some(i) => {
                 let mut b = free.swap_remove(i);
-                b.reset(len);
+                b.resize_within(len);
                 b
             }
             None => ABuf::zeroed(len),
@@ -163,6 +174,16 @@ mod tests {
         assert_eq!(b.as_ptr(), at, "the kept buffer is reused");
         assert_eq!(b.len(), 1000);
         assert!(b.iter().all(|&x| x == 0), "reused buffers are zeroed");
+        let mut d = b;
+        d.fill(5);
+        s.give(d);
+        let e = s.take_any(4096);
+        assert_eq!(e.len(), 4096, "take_any may lengthen within the allocation");
+        assert!(
+            e[..1000].iter().all(|&x| x == 5),
+            "take_any keeps the bytes"
+        );
+        s.give(e);
         let c = s.take(8192);
         assert_ne!(c.as_ptr(), at, "a larger request gets a new buffer");
         s.give_all((0..SPARES_MAX + 10).map(|_| ABuf::zeroed(4096)));

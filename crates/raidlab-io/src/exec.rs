@@ -732,8 +732,13 @@ impl<'a, 'm> Exec<'a, 'm> {
     ) -> Res {
         let stripe = op.stripe;
         let w = RowWrite::new(geo, children, stripe, off, data);
-        let mut p = self.spares.take(w.row());
-        let mut q = self.spares.take(if w.qd.is_some() { w.row() } else { 0 });
+        // Every path below overwrites P and Q whole before they are written:
+        // gen_parity computes them afresh, read-modify-write starts them
+        // from the old parity it read.
+        let mut p = self.spares.take_any(w.row());
+        let mut q = self
+            .spares
+            .take_any(if w.qd.is_some() { w.row() } else { 0 });
         if failed.iter().any(|&f| f) {
             // Degraded: rebuild the whole row, lay the new data over it and
             // recompute parity from it; write what survives.
@@ -767,11 +772,12 @@ impl<'a, 'm> Exec<'a, 'm> {
     }
 
     /// Read every extent of `reads` (member offsets of `w`'s array) into a
-    /// buffer of its own.
+    /// buffer of its own. A member read fills its buffer or fails (a short
+    /// transfer is an error), so the buffers need no zeroing first.
     async fn pre_read(&self, w: &RowWrite<'_>, reads: &[Extent]) -> io::Result<Vec<ABuf>> {
         let mut bufs: Vec<ABuf> = reads
             .iter()
-            .map(|e| self.spares.take(e.len as usize))
+            .map(|e| self.spares.take_any(e.len as usize))
             .collect();
         let futs = reads
             .iter()
@@ -793,14 +799,22 @@ impl<'a, 'm> Exec<'a, 'm> {
         q: &mut ABuf,
     ) -> Res {
         let old = self.pre_read(w, reads).await?;
+        let mut parities = 0;
         for (e, o) in reads.iter().zip(&old) {
             let m = e.member as usize;
             if m == w.pd || Some(m) == w.qd {
                 debug_assert_eq!((e.offset, e.len), (w.base + w.row_lo, w.row() as u64));
                 let dst = if m == w.pd { &mut *p } else { &mut *q };
                 dst.copy_from_slice(o);
+                parities += 1;
             }
         }
+        // P and Q came unzeroed: the old parity must have replaced them.
+        assert_eq!(
+            parities,
+            1 + usize::from(w.qd.is_some()),
+            "read-modify-write reads the row's old parity"
+        );
         for (e, mut o) in reads.iter().zip(old) {
             let m = e.member as usize;
             if m == w.pd || Some(m) == w.qd {
@@ -824,22 +838,36 @@ impl<'a, 'm> Exec<'a, 'm> {
 
     /// Reconstruct-write: `reads` are the parts of every data chunk's row
     /// that this write does not replace; return each data member's row with
-    /// them in place (the replaced parts are laid over by the caller).
+    /// them read in place (the replaced parts are laid over by the caller;
+    /// parity members' entries stay empty). The reads go straight into the
+    /// rows, which therefore need no zeroing: the reads and the touched
+    /// range cover each data member's row exactly (asserted).
     async fn rest_of_row(&self, w: &RowWrite<'_>, reads: &[Extent]) -> io::Result<Vec<ABuf>> {
-        let (geo, dd) = (w.geo, w.geo.data_disks());
-        // Parity members' entries stay empty.
-        let mut rows: Vec<ABuf> = (0..geo.members()).map(|_| self.spares.take(0)).collect();
-        for k in 0..dd {
-            let m = w.member(k);
-            let empty = std::mem::replace(&mut rows[m], self.spares.take(w.row()));
-            self.spares.give(empty);
+        let geo = w.geo;
+        let data: Vec<bool> = (0..geo.members())
+            .map(|m| m != w.pd && Some(m) != w.qd)
+            .collect();
+        let mut rows: Vec<ABuf> = data
+            .iter()
+            .map(|&d| self.spares.take_any(if d { w.row() } else { 0 }))
+            .collect();
+        let mut order: Vec<&Extent> = reads.iter().collect();
+        order.sort_unstable_by_key(|e| (e.member, e.offset));
+        let mut futs: Vec<BoxFut<Res>> = Vec::with_capacity(reads.len());
+        for (m, row) in rows.iter_mut().enumerate() {
+            let mine = order.iter().filter(|e| e.member as usize == m);
+            let gaps = carve_reads(w, m, row, mine, &mut futs, self);
+            let touched = w
+                .touches
+                .iter()
+                .find(|t| w.member(t.k) == m)
+                .map(|t| (t.a, t.b));
+            assert!(
+                !data[m] || gaps == touched.map_or(vec![], |r| vec![r]),
+                "member {m}: reads leave {gaps:?} of the row, the write replaces {touched:?}"
+            );
         }
-        let got = self.pre_read(w, reads).await?;
-        for (e, b) in reads.iter().zip(&got) {
-            let at = (e.offset - w.base - w.row_lo) as usize;
-            rows[e.member as usize][at..at + b.len()].copy_from_slice(b);
-        }
-        self.spares.give_all(got);
+        join_all(futs).await?;
         Ok(rows)
     }
 
@@ -862,6 +890,41 @@ impl<'a, 'm> Exec<'a, 'm> {
         }
         join_all(futs).await
     }
+}
+
+/// Queue on `futs` the reads of `mine` (extents on member `m`, in offset
+/// order) straight into their places in `row`, member `m`'s bytes
+/// `[w.row_lo, w.row_hi)`; return the chunk ranges the reads leave
+/// uncovered, in order.
+fn carve_reads<'b, 'e: 'b>(
+    w: &RowWrite<'_>,
+    m: usize,
+    row: &'b mut ABuf,
+    mine: impl Iterator<Item = &'e &'e Extent>,
+    futs: &mut Vec<BoxFut<'b, Res>>,
+    exec: &'b Exec<'_, '_>,
+) -> Vec<(u64, u64)> {
+    let mut gaps = Vec::new();
+    let mut rest: &'b mut [u8] = &mut row[..];
+    let mut at = w.row_lo;
+    for e in mine {
+        let from = e.offset - w.base;
+        let skip = from
+            .checked_sub(at)
+            .expect("a member's reads do not overlap");
+        if skip > 0 {
+            gaps.push((at, from));
+        }
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(skip as usize);
+        let (dst, tail) = tail.split_at_mut(e.len as usize);
+        rest = tail;
+        at = from + e.len;
+        futs.push(exec.read(w.child(m), e.offset, dst));
+    }
+    if !rest.is_empty() {
+        gaps.push((at, w.row_hi));
+    }
+    gaps
 }
 
 /// One stripe row a write touches: where its chunks and parity are, and
