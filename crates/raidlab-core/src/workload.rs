@@ -305,14 +305,21 @@ pub struct Workload {
     pub rw: Rw,
     /// Block size in bytes (the first of `bssplit` when given).
     pub bs: u64,
-    /// `(size, weight%)` pairs; empty unless `bssplit` was given. With a
-    /// second list (`bssplit=READS,WRITES`) these are the reads'.
+    /// `(size, weight)` pairs, a size drawn with its weight's share of
+    /// their sum; empty unless `bssplit` or `bsrange` was given. Under
+    /// `bssplit` the weights are its percentages; under `bsrange`, each
+    /// size's share of the range as fio draws it ([`bsrange_split`]).
+    /// With a second list (`bssplit=READS,WRITES`) these are the reads'.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bssplit: Vec<(u64, u32)>,
-    /// Writes' `(size, weight%)` pairs when `bssplit` gives a list per
-    /// direction; empty: writes use `bssplit`.
+    /// Writes' `(size, weight)` pairs when `bssplit` or `bsrange` gives a
+    /// list per direction; empty: writes use `bssplit`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bssplit_write: Vec<(u64, u32)>,
+    /// fio's `bsrange` as given, `(min, max)` for reads and, when apart,
+    /// for writes: echoed instead of the sizes it expands to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bsrange: Vec<(u64, u64)>,
     /// Read share for mixed patterns, %.
     pub rwmixread: u32,
     /// Share of random I/O, % (IOMeter's "% random").
@@ -444,6 +451,7 @@ impl Default for Workload {
             bs: 4096,
             bssplit: Vec::new(),
             bssplit_write: Vec::new(),
+            bsrange: Vec::new(),
             rwmixread: 50,
             percentage_random: 0,
             iodepth: 1,
@@ -501,6 +509,7 @@ fn fio_long_name(k: &str) -> &str {
     match k {
         "readwrite" => "rw",
         "blocksize" => "bs",
+        "blocksize_range" => "bsrange",
         "randseed" => "seed",
         "io_limit" => "io_size",
         other => other,
@@ -532,6 +541,7 @@ pub const KEYS: &[&str] = &[
     "rw",
     "bs",
     "bssplit",
+    "bsrange",
     "rwmixread",
     "percentage_random",
     "iodepth",
@@ -640,6 +650,9 @@ impl Workload {
         if has("bssplit") && pairs.iter().any(|(k, v)| *k == "bs" && v.contains(',')) {
             return werr("give per-direction sizes with bs=R,W or with bssplit, not both");
         }
+        if has("bsrange") && (has("bs") || has("bssplit")) {
+            return werr("give block sizes with one of bs, bsrange and bssplit");
+        }
         if let Some((_, f)) = pairs.iter().find(|(k, _)| *k == "filesize") {
             w.apply_filesize(f)?;
         }
@@ -745,6 +758,7 @@ impl Workload {
                     None => Vec::new(),
                 };
             }
+            "bsrange" => self.set_bsrange(v)?,
             "rwmixread" => self.rwmixread = int(k, v, 0, 100)? as u32,
             "percentage_random" => *explicit_random = Some(int(k, v, 0, 100)? as u32),
             "iodepth" => self.iodepth = int(k, v, 1, 65536)? as u32,
@@ -870,6 +884,7 @@ impl Workload {
         self.bs = x.max_len.div_ceil(512).max(1) * 512;
         self.bssplit.clear();
         self.bssplit_write.clear();
+        self.bsrange.clear();
         self.replay = Some(Box::new(r));
         Ok(())
     }
@@ -1095,6 +1110,32 @@ impl Workload {
             && self.blockalign.is_none()
     }
 
+    /// `bsrange` as written: the reads' range, then the writes' if apart.
+    fn bsrange_words(&self) -> String {
+        self.bsrange
+            .iter()
+            .map(|&(lo, hi)| format!("{}-{}", format_size(lo), format_size(hi)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// fio's `bsrange=MIN-MAX` (a second range after a comma is for
+    /// writes; a third, trims', is passed over, as under `bs`).
+    fn set_bsrange(&mut self, v: &str) -> Result<()> {
+        let ranges = v
+            .split(',')
+            .take(2)
+            .map(|r| parse_bsrange(v, r))
+            .collect::<Result<Vec<_>>>()?;
+        self.bssplit = bsrange_split(ranges[0]);
+        self.bssplit_write = match ranges.get(1) {
+            Some(&r) => bsrange_split(r),
+            None => Vec::new(),
+        };
+        self.bsrange = ranges;
+        Ok(())
+    }
+
     /// `bssplit` as written: the reads' list, then the writes' if apart.
     fn bssplit_words(&self) -> String {
         let list = |l: &[(u64, u32)]| {
@@ -1116,7 +1157,9 @@ impl Workload {
         let mut m = serde_json::Map::new();
         m.insert("rw".into(), self.rw.word().into());
         m.insert("bs".into(), self.bs.into());
-        if !self.bssplit.is_empty() {
+        if !self.bsrange.is_empty() {
+            m.insert("bsrange".into(), self.bsrange_words().into());
+        } else if !self.bssplit.is_empty() {
             m.insert("bssplit".into(), self.bssplit_words().into());
         }
         m.insert("rwmixread".into(), self.rwmixread.into());
@@ -1209,7 +1252,9 @@ impl Workload {
     /// The workload as fio job-file lines (`key=value`), for export and labels.
     pub fn to_pairs(&self) -> Vec<(String, String)> {
         let mut v = vec![("rw".to_string(), self.rw.word().to_string())];
-        if self.bssplit.is_empty() {
+        if !self.bsrange.is_empty() {
+            v.push(("bsrange".into(), self.bsrange_words()));
+        } else if self.bssplit.is_empty() {
             v.push(("bs".into(), format_size(self.bs)));
         } else {
             v.push(("bssplit".into(), self.bssplit_words()));
@@ -1315,6 +1360,62 @@ fn parse_bssplit(v: &str, list: &str) -> Result<Vec<(u64, u32)>> {
         ));
     }
     Ok(split)
+}
+
+/// Most sizes one `bsrange` range may draw from: the stream keeps 16
+/// bytes a size per job and direction, and searches them on every I/O;
+/// 8192 sizes reach from 512 to 4m.
+const MAX_RANGE_SIZES: u64 = 8192;
+
+/// One direction's range of `bsrange=` (`MIN-MAX`; an empty one is 4k,
+/// as under `bs`).
+fn parse_bsrange(v: &str, range: &str) -> Result<(u64, u64)> {
+    if range.is_empty() {
+        return Ok((4096, 4096));
+    }
+    let Some((lo, hi)) = range.split_once('-') else {
+        return werr(format!(
+            "bsrange={v}: expected MIN-MAX, e.g. 4k-64k (a second range after a comma is for writes)"
+        ));
+    };
+    let (lo, hi) = (block("bsrange", lo)?, block("bsrange", hi)?);
+    if lo > hi {
+        return werr(format!(
+            "bsrange={v}: the smallest size comes first, e.g. 4k-64k"
+        ));
+    }
+    if hi.div_ceil(lo) > MAX_RANGE_SIZES {
+        return werr(format!(
+            "bsrange={v}: draws from {} sizes, more than the {MAX_RANGE_SIZES} raidlab keeps; raise the smallest size",
+            hi.div_ceil(lo)
+        ));
+    }
+    Ok((lo, hi))
+}
+
+/// The sizes fio's `bsrange=MIN-MAX` issues, weighted as fio draws them:
+/// `MIN + ⌊MAX·u⌋` bytes for a uniform `u` in [0, 1), rounded down to a
+/// multiple of MIN and capped at MAX (`get_next_buflen` in fio's io_u.c).
+/// So every multiple of MIN up to MAX is equally likely, and MAX itself,
+/// when MIN does not divide it, takes the remainder. The weights are those
+/// shares in units of `gcd(MIN, MAX)` bytes, at most 2^17 in all.
+pub fn bsrange_split((lo, hi): (u64, u64)) -> Vec<(u64, u32)> {
+    assert!(0 < lo && lo <= hi, "a range of sizes runs upwards");
+    let unit = gcd(lo, hi);
+    (0..hi.div_ceil(lo))
+        .map(|j| {
+            let size = (lo * (j + 1)).min(hi);
+            (size, ((hi - j * lo).min(lo) / unit) as u32)
+        })
+        .collect()
+}
+
+/// Greatest common divisor.
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// fio's `sync`: `0`/`none` off; `1`, `sync` or `dsync` on (the
@@ -1810,6 +1911,86 @@ mod tests {
             .unwrap()
             .bssplit_write
             .is_empty());
+    }
+
+    /// fio's draw for `bsrange=lo-hi`, byte by byte: `lo + x` for every
+    /// `x` in `0..hi`, rounded down to a multiple of `lo`, capped at `hi`.
+    fn fio_bsrange_counts(lo: u64, hi: u64) -> std::collections::BTreeMap<u64, u64> {
+        let mut n = std::collections::BTreeMap::new();
+        for x in 0..hi {
+            let len = ((lo + x) / lo * lo).min(hi);
+            *n.entry(len).or_insert(0) += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn bsrange_weights_are_fios_draw() {
+        for (lo, hi) in [
+            (4096, 4096),
+            (4096, 16384),
+            (4096, 10240),
+            (1536, 65536),
+            (512, 8192),
+        ] {
+            let split = bsrange_split((lo, hi));
+            let counts = fio_bsrange_counts(lo, hi);
+            assert_eq!(split.len(), counts.len(), "{lo}-{hi}");
+            let unit = hi / split.iter().map(|x| x.1 as u64).sum::<u64>();
+            for (size, w) in split {
+                assert_eq!(counts[&size], w as u64 * unit, "{lo}-{hi}: {size}");
+            }
+        }
+    }
+
+    #[test]
+    fn bsrange_follows_fio() {
+        let w = Workload::parse("rw=randrw bsrange=4k-16k,8k-10k").unwrap();
+        assert_eq!(w.bs, 4096);
+        assert_eq!((w.min_bs(), w.max_bs()), (4096, 16384));
+        assert_eq!(w.bssplit_write, vec![(8192, 4), (10240, 1)]);
+        let pairs = w.to_pairs();
+        assert!(pairs.contains(&("bsrange".to_string(), "4k-16k,8k-10k".to_string())));
+        let line: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        assert_eq!(Workload::parse(&line.join(" ")).unwrap(), w);
+        assert_eq!(
+            Workload::parse("blocksize_range=4k-16k").unwrap().bsrange,
+            vec![(4096, 16384)]
+        );
+        // Each of the four read sizes a quarter of the time, the writes'
+        // 8k four times in five.
+        let (mut reads, mut writes) = (std::collections::BTreeMap::new(), [0u32; 2]);
+        for io in JobStream::new(&w, 1 << 30, 7, 0, Some(40_000)) {
+            if io.read {
+                *reads.entry(io.len).or_insert(0u32) += 1;
+            } else {
+                writes[(io.len == 10240) as usize] += 1;
+            }
+        }
+        assert_eq!(
+            reads.keys().copied().collect::<Vec<_>>(),
+            [4096, 8192, 12288, 16384]
+        );
+        let n: u32 = reads.values().sum();
+        assert!(
+            reads
+                .values()
+                .all(|&c| (c as f64 / n as f64 - 0.25).abs() < 0.02),
+            "{reads:?}"
+        );
+        let share = writes[0] as f64 / (writes[0] + writes[1]) as f64;
+        assert!((share - 0.8).abs() < 0.02, "{writes:?}");
+        for bad in [
+            "bsrange=16k-4k",
+            "bsrange=4k",
+            "bsrange=4k-",
+            "bsrange=512-64m",
+            "bsrange=4k-1000",
+            "bs=4k bsrange=4k-8k",
+            "bssplit=4k/100 bsrange=4k-8k",
+        ] {
+            assert!(Workload::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ fn wl_line(r: &RunResult) -> String {
         "rw",
         "bs",
         "bssplit",
+        "bsrange",
         "iodepth",
         "numjobs",
         "rwmixread",
@@ -41,7 +42,7 @@ fn wl_line(r: &RunResult) -> String {
     {
         let Some(v) = m.get(k) else { continue };
         let shown = match k {
-            "bs" => !m.contains_key("bssplit"),
+            "bs" => !m.contains_key("bssplit") && !m.contains_key("bsrange"),
             "rwmixread" => mixed,
             "percentage_random" => v.as_u64() != Some(default_random),
             "random_distribution" => v.as_str() != Some("random"),

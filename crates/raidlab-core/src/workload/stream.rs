@@ -44,9 +44,12 @@ pub struct JobStream {
     rng: Rng,
     rw: Rw,
     bs: u64,
-    split: Vec<(u64, u32)>,
+    /// `bssplit`'s (or `bsrange`'s) sizes, each with the running total of
+    /// the weights up to and including it: a draw below the total picks
+    /// the first size whose running total exceeds it.
+    split: Vec<(u64, u64)>,
     /// Writes' sizes when they have their own list.
-    split_write: Vec<(u64, u32)>,
+    split_write: Vec<(u64, u64)>,
     /// `blockalign`, if given.
     align: Option<u64>,
     /// fio's random map for one pass: the blocks are visited in the order
@@ -83,8 +86,8 @@ impl JobStream {
             rng: Rng::new(mix(seed, job as u64 + 1)),
             rw: w.rw,
             bs: w.bs,
-            split: w.bssplit.clone(),
-            split_write: w.bssplit_write.clone(),
+            split: running_totals(&w.bssplit),
+            split_write: running_totals(&w.bssplit_write),
             align: w.blockalign,
             map: None,
             seed_key: mix(seed, 0x4D41_5000 + job as u64),
@@ -220,19 +223,12 @@ impl JobStream {
         } else {
             &self.split_write
         };
-        let len = if split.is_empty() {
-            self.bs
-        } else {
-            let mut p = self.rng.below(100) as u32;
-            let mut chosen = split[split.len() - 1].0;
-            for &(b, w) in split {
-                if p < w {
-                    chosen = b;
-                    break;
-                }
-                p -= w;
+        let len = match split.last() {
+            None => self.bs,
+            Some(&(_, total)) => {
+                let p = self.rng.below(total);
+                split[split.partition_point(|&(_, upto)| upto <= p)].0
             }
-            chosen
         };
         let len = match self.budget {
             // One pass: the last I/O takes the largest size that still fits,
@@ -289,4 +285,18 @@ impl JobStream {
             read,
         })
     }
+}
+
+/// Sizes with the running total of their weights (see [`JobStream`]'s
+/// `split`); sizes of no weight are never drawn and are left out.
+fn running_totals(split: &[(u64, u32)]) -> Vec<(u64, u64)> {
+    let mut total = 0;
+    split
+        .iter()
+        .filter(|&&(_, w)| w > 0)
+        .map(|&(b, w)| {
+            total += w as u64;
+            (b, total)
+        })
+        .collect()
 }
