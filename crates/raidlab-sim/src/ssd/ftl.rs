@@ -136,6 +136,23 @@ impl GcWork {
     }
 }
 
+/// A drive's flash as its FTL sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Geometry {
+    /// 4 KiB units the host may address (after `op`).
+    pub logical_units: u64,
+    /// Physical flash / logical space (≥ 1).
+    pub physical_ratio: f64,
+    /// 4 KiB units per flash page.
+    pub upp: u32,
+    /// Pages per erase block.
+    pub ppb: u32,
+    /// Dies.
+    pub dies: u32,
+    /// Free blocks per pool below which GC runs.
+    pub threshold: u32,
+}
+
 /// How a drive's flash is laid out in the simulation: its folded logical
 /// space, its pools of dies and their blocks (see block scaling and pools
 /// in the module's notes).
@@ -156,15 +173,16 @@ struct Shape {
 }
 
 impl Shape {
-    /// The layout of [`Ftl::new`]'s arguments.
-    fn of(
-        logical_units: u64,
-        physical_ratio: f64,
-        upp: u32,
-        ppb: u32,
-        dies: u32,
-        threshold: u32,
-    ) -> Shape {
+    /// The layout of a drive of geometry `g`.
+    fn of(g: &Geometry) -> Shape {
+        let Geometry {
+            logical_units,
+            physical_ratio,
+            upp,
+            ppb,
+            dies,
+            threshold,
+        } = *g;
         let logical = logical_units.clamp((upp * ppb) as u64, FOLD_UNITS) as u32;
         let phys_units = (logical as f64 * physical_ratio.max(1.0)) as u64;
         let span = pool_span(phys_units, (upp * ppb) as u64, dies);
@@ -317,21 +335,16 @@ impl Ftl {
             + self.free.iter().map(|f| bytes(f)).sum::<u64>()
     }
 
-    /// An empty (fresh-out-of-box) FTL.
-    ///
-    /// * `logical_units`: 4 KiB units the host may address (after `op`);
-    /// * `physical_ratio`: physical flash / logical space (≥ 1);
-    /// * `upp`: units per page; `ppb`: pages per block; `dies`;
-    /// * `threshold`: free blocks per pool below which GC runs.
-    pub fn new(
-        logical_units: u64,
-        physical_ratio: f64,
-        upp: u32,
-        ppb: u32,
-        dies: u32,
-        threshold: u32,
-    ) -> Ftl {
-        let sh = Shape::of(logical_units, physical_ratio, upp, ppb, dies, threshold);
+    /// An empty (fresh-out-of-box) FTL of geometry `g`.
+    pub fn new(g: Geometry) -> Ftl {
+        let Geometry {
+            logical_units,
+            upp,
+            dies,
+            threshold,
+            ..
+        } = g;
+        let sh = Shape::of(&g);
         let (logical, upb, bpp, pools) = (sh.logical, sh.upb, sh.bpp, sh.pools);
         let pages = sh.blocks * sh.ppb_sim as usize;
         let mut ftl = Ftl {
@@ -1002,9 +1015,21 @@ fn window_scale(drive_units: u64, logical: u64) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// A geometry whose GC keeps 2 free blocks per pool.
+    fn geo(logical_units: u64, physical_ratio: f64, upp: u32, ppb: u32, dies: u32) -> Geometry {
+        Geometry {
+            logical_units,
+            physical_ratio,
+            upp,
+            ppb,
+            dies,
+            threshold: 2,
+        }
+    }
+
     #[test]
     fn fill_maps_everything_and_spreads_over_dies() {
-        let mut f = Ftl::new(4096, 1.1, 1, 64, 4, 2);
+        let mut f = Ftl::new(geo(4096, 1.1, 1, 64, 4));
         f.fill();
         f.check();
         f.fill(); // over existing data: the general path
@@ -1017,7 +1042,7 @@ mod tests {
 
     #[test]
     fn an_overwrite_leaves_the_old_copy_stale_and_collection_skips_it() {
-        let mut f = Ftl::new(4096, 1.1, 1, 64, 4, 2);
+        let mut f = Ftl::new(geo(4096, 1.1, 1, 64, 4));
         f.fill();
         let old = f.l2p[5];
         f.write_page(0, &[5]);
@@ -1043,7 +1068,7 @@ mod tests {
         // Whenever a page leaves its die at the reserve, the plan must list
         // the blocks the die's next collection takes, first victim first, or
         // the prefetches are wasted.
-        let mut f = Ftl::new(1 << 14, 1.1, 1, 64, 4, 2);
+        let mut f = Ftl::new(geo(1 << 14, 1.1, 1, 64, 4));
         f.precondition_steady(5);
         let mut rng = raidlab_core::rng::Rng::new(6);
         let mut checked = 0;
@@ -1068,7 +1093,7 @@ mod tests {
     #[test]
     fn steady_state_write_amplification_falls_with_spare() {
         let wa = |ratio: f64| {
-            let mut f = Ftl::new(1 << 16, ratio, 1, 64, 8, 2);
+            let mut f = Ftl::new(geo(1 << 16, ratio, 1, 64, 8));
             f.precondition_random(2, 1);
             f.reset_counters();
             let mut rng = raidlab_core::rng::Rng::new(2);
@@ -1096,7 +1121,7 @@ mod tests {
     #[test]
     fn greedy_write_amplification_follows_the_published_curve() {
         for (fill, published) in [(0.9, 5.17), (0.8, 2.69), (0.7, 1.87)] {
-            let mut f = Ftl::new(1 << 18, 1.0 / fill, 1, 64, 2, 2);
+            let mut f = Ftl::new(geo(1 << 18, 1.0 / fill, 1, 64, 2));
             f.precondition_steady(1);
             f.reset_counters();
             let mut rng = raidlab_core::rng::Rng::new(2);
@@ -1121,7 +1146,7 @@ mod tests {
     #[test]
     fn greedy_write_amplification_grows_with_units_per_block() {
         let wa = |ppb: u32| {
-            let mut f = Ftl::new(1 << 18, 1.1453, 1, ppb, 1, 2);
+            let mut f = Ftl::new(geo(1 << 18, 1.1453, 1, ppb, 1));
             assert_eq!(f.upb, ppb, "no block scaling at {ppb} pages");
             f.precondition_steady(1);
             f.reset_counters();
@@ -1148,7 +1173,7 @@ mod tests {
     #[test]
     fn pools_give_a_many_die_drive_the_write_amplification_of_large_blocks() {
         let wa = |dies: u32, ppb: u32| {
-            let mut f = Ftl::new(1 << 18, 1.1453, 4, ppb, dies, 2);
+            let mut f = Ftl::new(geo(1 << 18, 1.1453, 4, ppb, dies));
             f.precondition_steady(1);
             f.reset_counters();
             let mut rng = raidlab_core::rng::Rng::new(2);
@@ -1175,7 +1200,7 @@ mod tests {
     /// work shares out over the pool's dies without loss.
     #[test]
     fn pooled_pages_read_from_their_die_and_work_shares_out_whole() {
-        let mut f = Ftl::new(1 << 16, 1.1, 4, 1024, 48, 2);
+        let mut f = Ftl::new(geo(1 << 16, 1.1, 4, 1024, 48));
         assert!(f.span() > 1);
         f.fill();
         for l in [0u32, 4, 8, 4 * 47, 4 * 48] {
@@ -1203,9 +1228,9 @@ mod tests {
     #[test]
     fn lazy_fill_places_like_the_real_fill() {
         for (upp, dies) in [(1, 20), (4, 8), (2, 3)] {
-            let mut eager = Ftl::new(1 << 14, 1.1, upp, 64, dies, 2);
+            let mut eager = Ftl::new(geo(1 << 14, 1.1, upp, 64, dies));
             eager.fill();
-            let mut lazy = Ftl::new(1 << 14, 1.1, upp, 64, dies, 2);
+            let mut lazy = Ftl::new(geo(1 << 14, 1.1, upp, 64, dies));
             lazy.fill_lazily();
             for l in 0..eager.logical_units() {
                 assert_eq!(
@@ -1229,7 +1254,7 @@ mod tests {
     fn steady_warm_up_converges_at_any_spare() {
         for ratio in [1.074, 1.34, 1.79] {
             let wa = |steady: bool| {
-                let mut f = Ftl::new(1 << 15, ratio, 1, 64, 8, 2);
+                let mut f = Ftl::new(geo(1 << 15, ratio, 1, 64, 8));
                 if steady {
                     f.precondition_steady(4);
                 } else {
@@ -1253,7 +1278,7 @@ mod tests {
 
     #[test]
     fn relabelled_copy_is_consistent_and_keeps_the_physical_state() {
-        let mut f = Ftl::new(1 << 14, 1.1, 2, 32, 4, 2);
+        let mut f = Ftl::new(geo(1 << 14, 1.1, 2, 32, 4));
         f.precondition_steady(9);
         let mut g = f.clone();
         g.relabel(1234);
@@ -1276,10 +1301,10 @@ mod tests {
 
     #[test]
     fn multi_unit_pages_and_folding() {
-        let mut f = Ftl::new(10 * FOLD_UNITS, 1.2, 4, 16, 2, 2);
+        let mut f = Ftl::new(geo(10 * FOLD_UNITS, 1.2, 4, 16, 2));
         assert_eq!(f.logical_units() as u64, FOLD_UNITS);
         assert_eq!(f.block_scale(), 1.0);
-        let g = Ftl::new(10 * FOLD_UNITS, 1.07, 4, 256, 64, 2);
+        let g = Ftl::new(geo(10 * FOLD_UNITS, 1.07, 4, 256, 64));
         assert!(
             g.block_scale() < 0.5,
             "large MLC blocks are scaled to keep enough blocks per pool"
@@ -1294,7 +1319,7 @@ mod tests {
     fn folding_keeps_the_share_of_the_drive_a_span_covers() {
         // A 960 GB drive: 10 GiB of it is ~1.1 % of the drive.
         let drive = 960_000_000_000u64 / 4096;
-        let f = Ftl::new(drive, 1.07, 4, 1024, 16, 2);
+        let f = Ftl::new(geo(drive, 1.07, 4, 1024, 16));
         let span = 10u64 << 18; // 10 GiB of 4 KiB units
         let touched: std::collections::BTreeSet<u32> = (0..span).map(|u| f.fold(u)).collect();
         let share = touched.len() as f64 / f.logical_units() as f64;
@@ -1313,7 +1338,7 @@ mod tests {
 
     #[test]
     fn a_run_of_a_window_folds_onto_distinct_units() {
-        let f = Ftl::new(3_000 * FOLD_UNITS + 123, 1.07, 4, 1024, 16, 2);
+        let f = Ftl::new(geo(3_000 * FOLD_UNITS + 123, 1.07, 4, 1024, 16));
         for start in [
             0,
             1,
@@ -1330,7 +1355,7 @@ mod tests {
 
     #[test]
     fn a_drive_that_fits_does_not_fold() {
-        let f = Ftl::new(FOLD_UNITS / 2, 1.07, 4, 64, 4, 2);
+        let f = Ftl::new(geo(FOLD_UNITS / 2, 1.07, 4, 64, 4));
         assert_eq!(f.fold(12_345), 12_345);
     }
 }

@@ -18,7 +18,7 @@ pub mod nand;
 use crate::engine::events;
 use crate::engine::{ns, us, xfer_ns, CmdQueue, CompId, Ctx, Op, Pool, Req, ReqId, Server};
 use cache::WriteBuffer;
-use ftl::{Ftl, GcWork, INVALID};
+use ftl::{Ftl, GcWork, Geometry, INVALID};
 use nand::Nand;
 use raidlab_core::preset::{FtlKind, SsdParams};
 use raidlab_core::result::IoCounts;
@@ -102,14 +102,14 @@ struct FtlKey {
 impl FtlKey {
     /// A fresh-out-of-box FTL of this geometry.
     fn build(&self) -> Ftl {
-        Ftl::new(
-            self.logical,
-            f64::from_bits(self.ratio),
-            self.upp,
-            self.ppb,
-            self.dies,
-            self.gc_free,
-        )
+        Ftl::new(Geometry {
+            logical_units: self.logical,
+            physical_ratio: f64::from_bits(self.ratio),
+            upp: self.upp,
+            ppb: self.ppb,
+            dies: self.dies,
+            threshold: self.gc_free,
+        })
     }
 }
 
