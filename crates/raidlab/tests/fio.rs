@@ -167,6 +167,17 @@ fn fio_and_raidlab_write_the_same_regions() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `raidlab run` of the job file at `job` on `path` with `args`, which
+/// must succeed: its JSON output.
+fn run_job(path: &str, job: &std::path::Path, args: &[&str]) -> Value {
+    let job = job.display().to_string();
+    let mut all = vec!["run", "-t", path, "--job", &job];
+    all.extend_from_slice(args);
+    let r = raidlab(&all);
+    assert!(r.status.success(), "{}", stderr(&r));
+    serde_json::from_slice(&r.stdout).unwrap()
+}
+
 /// fio's `bsrange`: the job file `export-fio` prints, run by fio, and
 /// `raidlab run` of the same job draw the same mix of sizes. Under
 /// `bsrange=4k-16k,8k-10k` reads are 4, 8, 12 or 16 KiB alike (10 KiB on
@@ -184,18 +195,7 @@ fn fio_and_raidlab_draw_the_same_sizes() {
         &["psync", "--buffered"],
     );
     let f = fio_json(&job_path);
-    let r = raidlab(&[
-        "run",
-        "-t",
-        &path,
-        "--job",
-        &job_path.display().to_string(),
-        "--buffered",
-        "--format",
-        "fio-json",
-    ]);
-    assert!(r.status.success(), "{}", stderr(&r));
-    let ours: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let ours = run_job(&path, &job_path, &["--buffered", "--format", "fio-json"]);
     let mean = |v: &Value, d: &str| {
         let j = &v["jobs"][0][d];
         j["io_bytes"].as_f64().unwrap() / j["total_ios"].as_f64().unwrap()
@@ -236,20 +236,11 @@ fn fio_and_raidlab_think_as_often() {
     let theirs = fio_json(&job_path)["jobs"][0]["read"]["iops"]
         .as_f64()
         .unwrap();
-    let r = raidlab(&[
-        "run",
-        "-t",
+    let v = run_job(
         &path,
-        "--job",
-        &job_path.display().to_string(),
-        "--engine",
-        "io_uring",
-        "--buffered",
-        "--format",
-        "json",
-    ]);
-    assert!(r.status.success(), "{}", stderr(&r));
-    let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+        &job_path,
+        &["--engine", "io_uring", "--buffered", "--format", "json"],
+    );
     let ours = v["summary"]["iops"].as_f64().unwrap();
     // At most 100 thinks a second, 4 reads each (7 in the first).
     assert!((300.0..=410.0).contains(&theirs), "fio: {theirs} IOPS");
