@@ -392,7 +392,7 @@ pub struct Workload {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hipri: bool,
     /// fio's `blockalign`: random offsets are multiples of this (`None`:
-    /// of the I/O's own size).
+    /// of the smallest size of the I/O's direction, fio's `min_bs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blockalign: Option<u64>,
     /// fio's `sync=1` (O_DSYNC): every write completes only once it is
@@ -650,8 +650,12 @@ impl Workload {
         if has("bssplit") && pairs.iter().any(|(k, v)| *k == "bs" && v.contains(',')) {
             return werr("give per-direction sizes with bs=R,W or with bssplit, not both");
         }
-        if has("bsrange") && (has("bs") || has("bssplit")) {
-            return werr("give block sizes with one of bs, bsrange and bssplit");
+        // As in fio, `bsrange` wins over a plain `bs` (it sets the sizes
+        // fio draws from); beside per-direction sizes or a split it is
+        // ambiguous.
+        let per_direction_bs = pairs.iter().any(|(k, v)| *k == "bs" && v.contains(','));
+        if has("bsrange") && (per_direction_bs || has("bssplit")) {
+            return werr("give block sizes with one of bs=R,W, bsrange and bssplit");
         }
         if let Some((_, f)) = pairs.iter().find(|(k, _)| *k == "filesize") {
             w.apply_filesize(f)?;
@@ -1875,6 +1879,32 @@ mod tests {
         assert!(Workload::parse("blockalign=100").is_err());
     }
 
+    /// Without `blockalign`, fio aligns random offsets to the direction's
+    /// smallest size (`fixup_options` sets `ba` to `min_bs`), so the large
+    /// I/Os of a mix land off their own size's grid.
+    #[test]
+    fn mixed_sizes_align_to_the_smallest() {
+        let w = Workload::parse("rw=randrw bssplit=64k/50:4k/50,16k/50:32k/50").unwrap();
+        let span = 1 << 24;
+        let (mut off_grid, mut writes_off) = (0, 0);
+        for io in JobStream::new(&w, span, 5, 0, Some(4000)) {
+            assert!(io.offset + io.len as u64 <= span);
+            if io.read {
+                assert_eq!(io.offset % 4096, 0);
+                off_grid += u32::from(io.len == 65536 && io.offset % 65536 != 0);
+            } else {
+                assert_eq!(io.offset % 16384, 0);
+                writes_off += u32::from(io.len == 32768 && io.offset % 32768 != 0);
+            }
+        }
+        // 15 of 16 4 KiB slots and half the 16 KiB ones are off the grid.
+        assert!(off_grid > 800, "{off_grid} 64 KiB reads off their grid");
+        assert!(
+            writes_off > 300,
+            "{writes_off} 32 KiB writes off their grid"
+        );
+    }
+
     #[test]
     fn bssplit_per_direction_follows_fio() {
         let w = Workload::parse("rw=randrw bssplit=4k/50:64k/50,8k/100 rwmixread=50").unwrap();
@@ -1957,6 +1987,9 @@ mod tests {
             Workload::parse("blocksize_range=4k-16k").unwrap().bsrange,
             vec![(4096, 16384)]
         );
+        // A plain bs beside it gives way, as in fio.
+        let both = Workload::parse("rw=randrw bs=64k bsrange=4k-16k,8k-10k").unwrap();
+        assert_eq!((both.bs, &both.bssplit_write), (4096, &w.bssplit_write));
         // Each of the four read sizes a quarter of the time, the writes'
         // 8k four times in five.
         let (mut reads, mut writes) = (std::collections::BTreeMap::new(), [0u32; 2]);
@@ -1986,7 +2019,7 @@ mod tests {
             "bsrange=4k-",
             "bsrange=512-64m",
             "bsrange=4k-1000",
-            "bs=4k bsrange=4k-8k",
+            "bs=4k,8k bsrange=4k-8k",
             "bssplit=4k/100 bsrange=4k-8k",
         ] {
             assert!(Workload::parse(bad).is_err(), "{bad}");
@@ -2125,7 +2158,7 @@ mod tests {
         assert_eq!(a.len(), 2000);
         assert!(a
             .iter()
-            .all(|io| io.offset % io.len as u64 == 0 && io.offset + io.len as u64 <= 1 << 30));
+            .all(|io| io.offset % 4096 == 0 && io.offset + io.len as u64 <= 1 << 30));
         let c: Vec<Io> = JobStream::new(&w, 1 << 30, 1, 1, Some(2000)).collect();
         assert_ne!(a, c, "jobs get their own streams");
     }

@@ -50,8 +50,10 @@ pub struct JobStream {
     split: Vec<(u64, u64)>,
     /// Writes' sizes when they have their own list.
     split_write: Vec<(u64, u64)>,
-    /// `blockalign`, if given.
-    align: Option<u64>,
+    /// The grain of random offsets, reads' and writes': `blockalign`, or
+    /// as fio defaults it (`fixup_options`: `ba` is `min_bs`), the
+    /// direction's smallest size.
+    grain: [u64; 2],
     /// fio's random map for one pass: the blocks are visited in the order
     /// of a permutation; this counts the blocks handed out so far.
     map: Option<u64>,
@@ -77,7 +79,8 @@ impl JobStream {
     /// `span` must be at least the largest block size.
     pub fn new(w: &Workload, span: u64, seed: u64, job: u32, limit_ios: Option<u64>) -> JobStream {
         let dist = w.random_distribution;
-        let blocks = (span / w.blockalign.unwrap_or(w.bs).max(1)).max(1) as f64;
+        let grain = [true, false].map(|read| w.blockalign.unwrap_or_else(|| smallest(w, read)));
+        let blocks = (span / grain[0].max(1)).max(1) as f64;
         let zipf_norm = match dist {
             Dist::Zipf(t) => (blocks.powf(1.0 - t) - 1.0) / (1.0 - t),
             _ => 0.0,
@@ -88,7 +91,7 @@ impl JobStream {
             bs: w.bs,
             split: running_totals(&w.bssplit),
             split_write: running_totals(&w.bssplit_write),
-            align: w.blockalign,
+            grain,
             map: None,
             seed_key: mix(seed, 0x4D41_5000 + job as u64),
             mix: w.rwmixread,
@@ -259,8 +262,8 @@ impl JobStream {
         let random = self.pct_random >= 100
             || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64);
         let offset = if random {
-            // Slots of the alignment that leave room for the whole I/O.
-            let a = self.align.unwrap_or(len);
+            // Slots of the grain that leave room for the whole I/O.
+            let a = self.grain[usize::from(!read)];
             let slots = (self.span.saturating_sub(len) / a + 1).max(1);
             match &mut self.map {
                 Some(i) => {
@@ -285,6 +288,16 @@ impl JobStream {
             read,
         })
     }
+}
+
+/// The smallest size `w` issues in one direction (reads when `read`).
+fn smallest(w: &Workload, read: bool) -> u64 {
+    let split = if read || w.bssplit_write.is_empty() {
+        &w.bssplit
+    } else {
+        &w.bssplit_write
+    };
+    split.iter().map(|x| x.0).min().unwrap_or(w.bs)
 }
 
 /// Sizes with the running total of their weights (see [`JobStream`]'s
