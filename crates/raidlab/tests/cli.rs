@@ -21,6 +21,17 @@ fn bad_input_gives_one_line_and_status_2() {
         ("s3500-800", "rw=read bs=512 rate_iops=1", "at most 1e9 s"),
         ("x25e", "rw=read bs=1m rate=1k", "at most 60 s"),
         ("x25e", "rw=read rate_process=bursty", "rate_process=bursty"),
+        (
+            "x25e",
+            "rw=read bsrange=16k-4k",
+            "the smallest size comes first",
+        ),
+        ("x25e", "rw=read bsrange=512-64m", "131072 sizes"),
+        (
+            "x25e",
+            "rw=read bsrange=4k-8k bssplit=4k/100",
+            "one of bs=R,W, bsrange and bssplit",
+        ),
         ("raid10[layout=ls](4*x25e)", w, "raid10 takes n2"),
         (
             "host[kernel=banana](x25e)",
