@@ -136,8 +136,9 @@ impl GcWork {
     }
 }
 
-/// A drive's flash as its FTL sees it.
-#[derive(Debug, Clone, Copy)]
+/// A drive's flash as its FTL sees it (compared whole: a warm-up depends
+/// on nothing else).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Geometry {
     /// 4 KiB units the host may address (after `op`).
     pub logical_units: u64,

@@ -85,43 +85,19 @@ pub struct SsdCounters {
 /// another sample of the same steady state.
 #[derive(Default)]
 pub struct WarmCache {
-    ftls: Vec<(FtlKey, Ftl)>,
-}
-
-/// What a warmed-up FTL depends on.
-#[derive(Clone, Copy, PartialEq)]
-struct FtlKey {
-    logical: u64,
-    ratio: u64,
-    upp: u32,
-    ppb: u32,
-    dies: u32,
-    gc_free: u32,
-}
-
-impl FtlKey {
-    /// A fresh-out-of-box FTL of this geometry.
-    fn build(&self) -> Ftl {
-        Ftl::new(Geometry {
-            logical_units: self.logical,
-            physical_ratio: f64::from_bits(self.ratio),
-            upp: self.upp,
-            ppb: self.ppb,
-            dies: self.dies,
-            threshold: self.gc_free,
-        })
-    }
+    /// Warmed-up FTLs by the geometry, all a warm-up depends on.
+    ftls: Vec<(Geometry, Ftl)>,
 }
 
 impl WarmCache {
-    fn steady(&mut self, key: FtlKey, seed: u64) -> Ftl {
+    fn steady(&mut self, key: Geometry, seed: u64) -> Ftl {
         if let Some((_, f)) = self.ftls.iter().find(|(k, _)| *k == key) {
             let mut f = f.clone();
             let k = raidlab_core::rng::Rng::new(seed).below(f.logical_units() as u64) as u32;
             f.relabel(k / f.upp() * f.upp());
             return f;
         }
-        let mut f = key.build();
+        let mut f = Ftl::new(key);
         f.precondition_steady(seed);
         self.ftls.push((key, f.clone()));
         f
@@ -231,17 +207,17 @@ fn warm_ftl(
     let full_units = (p.capacity_gb * 1e9 / UNIT as f64) as u64;
     let logical = ((full_units as f64) * (1.0 - op)) as u64;
     let ratio = full_units as f64 * (1.0 + p.spare_pct / 100.0) / logical as f64;
-    let key = FtlKey {
-        logical,
-        ratio: ratio.to_bits(),
+    let geometry = Geometry {
+        logical_units: logical,
+        physical_ratio: ratio,
         upp: p.page_kb / 4,
         ppb: p.pages_per_block,
         dies: p.channels * p.dies_per_channel,
-        gc_free: p.gc_free_blocks,
+        threshold: p.gc_free_blocks,
     };
     let mut ftl = match state {
-        SsdState::Steady => warm.steady(key, seed),
-        _ => key.build(),
+        SsdState::Steady => warm.steady(geometry, seed),
+        _ => Ftl::new(geometry),
     };
     if state == SsdState::Fill {
         ftl.fill_lazily();
