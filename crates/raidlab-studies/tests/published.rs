@@ -9,8 +9,19 @@ use raidlab_core::preset::PresetDb;
 use raidlab_core::published::{parse_csv, Row};
 use raidlab_studies::validate::{validate, ErrorStats, Validation};
 
-/// Largest median |error| (%) allowed on the current-hardware file.
-const MEDIAN_BOUND_PCT: f64 = 20.0;
+/// The current-hardware file's aim (issue 54: median 15 %, p90 35 %) and
+/// the ratchet below it: its p90 stands at 51.7 % (the two bitmap rows of
+/// Jon Derrick's md RAID 10 and the PM9A3's tails near saturation), and
+/// may not drift back from there while the work on it goes on.
+const CURRENT_MEDIAN_AIM_PCT: f64 = 15.0;
+const CURRENT_P90_RATCHET_PCT: f64 = 52.0;
+
+/// The other-sources file's aim (issue 51: median 12 %, p90 35 %) and the
+/// ratchet below it: its eight rows stand at 10.0 % / 41.0 % (the p90 is
+/// its second-worst row, the X25-E's 256 KB random writes at queue depth
+/// 1, +41 %).
+const OTHER_MEDIAN_AIM_PCT: f64 = 12.0;
+const OTHER_P90_RATCHET_PCT: f64 = 41.5;
 
 /// Largest median and 90th-percentile |error| (%) allowed on the
 /// calibration file (issue 24's bar).
@@ -52,22 +63,35 @@ fn current_hardware_measurements_validate_within_the_bound() {
     // Issue 26's bar: at least 40 rows from at least 5 independent sources.
     assert!(rows.len() >= 40, "{} rows", rows.len());
     assert!(sources.len() >= 5, "{} sources", sources.len());
-    assert!(
-        s.median <= MEDIAN_BOUND_PCT,
-        "median |error| {:.1} % over {} rows from {} sources",
+    eprintln!(
+        "current.csv: median |error| {:.1} %, p90 {:.1} % over {} rows from {} sources",
         s.median,
+        s.p90,
         s.rows,
         sources.len()
+    );
+    within(
+        "current hardware",
+        s,
+        CURRENT_MEDIAN_AIM_PCT,
+        CURRENT_P90_RATCHET_PCT,
     );
 }
 
 /// Every row of the other-sources file (the 2008–2015 drives and
 /// controllers of the four documents, measured elsewhere) names a preset,
-/// topology and workload the simulator takes, and comes from a source
-/// other than the four documents.
+/// topology and workload the simulator takes, comes from a source other
+/// than the four documents, and the file's errors stay within its aim's
+/// median and the p90 ratchet.
 #[test]
 fn other_source_measurements_all_simulate() {
-    let (rows, _) = validated("other-sources.csv");
+    let (rows, v) = validated("other-sources.csv");
+    within(
+        "other sources",
+        v.stats(),
+        OTHER_MEDIAN_AIM_PCT,
+        OTHER_P90_RATCHET_PCT,
+    );
     let documents = ["petrov2010", "jdev2009", "admin2015", "intel2013"];
     for r in &rows {
         assert!(
