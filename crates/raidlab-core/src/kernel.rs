@@ -84,6 +84,23 @@ impl Kernel {
     pub fn md_bitmap_io_opt(self) -> bool {
         self.at_least(6, 4)
     }
+
+    /// md RAID 1 and 10 issue a write submitted outside a block plug from
+    /// the submitting thread itself only when the array has no write-intent
+    /// bitmap: Linux 6.5 (Yu Kuai, "md/raid1-10: submit write io directly
+    /// if bitmap is not enabled", LKML 2023-04-20, merged for 6.5). Before
+    /// it every such write, and since it every such write to an array with
+    /// a bitmap, goes to the array's thread (raid1d, raid10d), which writes
+    /// the bitmap's dirty pages and then issues it: bitmap support for
+    /// RAID 10 "changed that write io is submitted through demon thread
+    /// because bitmap need to be updated before write io" (the commit's
+    /// message). io_uring and libaio plug only a submission of more than
+    /// two I/Os (`need_plug`, `AIO_PLUG_THRESHOLD`), and fio submits one at
+    /// a time by default (`iodepth_batch_submit=1`), so fio's writes are
+    /// outside a plug.
+    pub fn md_writes_direct_without_bitmap(self) -> bool {
+        self.at_least(6, 5)
+    }
 }
 
 impl Default for Kernel {

@@ -274,7 +274,7 @@ impl Builder<'_> {
     /// (on the members, or in a file on `bitmap_file`) and the Partial
     /// Parity Log.
     fn md_features(
-        &self,
+        &mut self,
         comp: &mut ArrayComp,
         a: &Array,
         members: &[(CompId, u64)],
@@ -291,6 +291,11 @@ impl Builder<'_> {
         );
         if let Some(c) = a.bitmap_chunk {
             comp.with_bitmap(c, kernel.md_bitmap_io_opt(), bitmap_file);
+        }
+        let mirrored = matches!(a.level, Level::Raid1 | Level::Raid10);
+        let direct = a.bitmap_chunk.is_none() && kernel.md_writes_direct_without_bitmap();
+        if mirrored && !direct {
+            comp.with_write_thread(self.ctx.add_pool(1));
         }
         if a.ppl {
             comp.with_ppl();

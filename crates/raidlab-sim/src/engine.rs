@@ -910,6 +910,11 @@ impl Ctx {
         PoolId((self.pools.len() - 1) as u32)
     }
 
+    /// When a server of pool `p` is next free.
+    pub fn pool_free_at(&self, p: PoolId) -> Ns {
+        self.pools[p.index()].next_free()
+    }
+
     /// Reserve `dur` on pool `p` from `at`.
     #[inline]
     pub fn reserve(&mut self, p: PoolId, at: Ns, dur: Ns) -> Ns {

@@ -824,6 +824,37 @@ fn p61_a_paced_drive_meters_host_writes_at_its_sustained_rate() {
     );
 }
 
+/// Phenomenon 62: before Linux 6.5 md RAID 1 and 10 hand every write
+/// submitted outside a plug (fio's, one at a time) to the array's thread,
+/// which must be woken before it issues it; from 6.5 only an array with a
+/// write-intent bitmap does (Yu Kuai, "md/raid1-10: submit write io
+/// directly if bitmap is not enabled", 2023), since its thread writes the
+/// bitmap's pages first. At queue depth 1 the wake-up is each write's
+/// cost; reads never go through the thread.
+#[test]
+fn p62_md_mirror_writes_wait_for_the_array_thread_before_6_5_or_with_a_bitmap() {
+    let at = |kernel: &str, bitmap: &str, rw: &str| {
+        let t = format!("host[profile=host2023,kernel={kernel}](raid10[{bitmap}](4*p5520))");
+        let w = format!("rw={rw} bs=4k iodepth=1 runtime=0.5");
+        run(&t, &w).summary.lat_avg_ms
+    };
+    let none = "bitmap=none";
+    let (old, new) = (at("6.4", none, "randwrite"), at("6.5", none, "randwrite"));
+    // The thread's wake-up (8 us) on every write, no more.
+    assert!(
+        (old - new - 0.008).abs() < 0.001,
+        "6.4 writes {old} ms against 6.5's {new} ms"
+    );
+    let bm = "bitmap=internal,bitmap_chunk=64m";
+    let with_bitmap = at("6.5", bm, "randwrite");
+    assert!(
+        with_bitmap >= new + 0.008,
+        "6.5 with a bitmap {with_bitmap} ms against {new} ms without"
+    );
+    let (old_r, new_r) = (at("6.4", none, "randread"), at("6.5", none, "randread"));
+    assert!(old_r == new_r, "reads {old_r} against {new_r} ms");
+}
+
 /// Phenomenon 55: md RAID 10 learned to send reads to its idlest flash
 /// mirror only in Linux 5.3 (Guoqing Jiang, "md/raid10: read balance
 /// chooses idlest disk for SSD", 2019), seven years after RAID 1 (3.6).
