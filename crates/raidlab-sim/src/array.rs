@@ -600,26 +600,11 @@ impl ArrayComp {
                 ctx.advise(self.members[e.member as usize], e.offset);
             }
         }
-        // A controller's destage (`cost_pool` set) had its member writes
-        // mapped when the host wrote them; it pays for its pre-reads.
-        let writes = if r.cost_pool != PoolId::NONE {
-            0
-        } else {
-            plan.writes.len()
-        };
-        let mut cmds = (plan.reads.len() + writes + plan.ppl.len()) as Ns;
-        if self.costs.cpu == HOST_CPU && r.op != Op::Flush {
-            // Host software RAID splits a request at every chunk boundary
-            // and builds a bio per piece (md's raid0/raid10 make_request
-            // bio_split loop); the block layer merges adjacent pieces on a
-            // member only after that work is paid.
-            cmds = cmds.max(self.chunk_pieces(&r));
-        }
         self.plans[p as usize] = plan;
         // A write for the array thread leaves its member bios' submission
         // to that thread.
         let handed_off = self.handed_off(&r);
-        let member_work = self.costs.member_ns * cmds;
+        let member_work = self.member_work(&ctx.reqs[id]);
         let cost = self.costs.req_ns + if handed_off { 0 } else { member_work };
         // `t0` may carry a not-before time from a controller front end, and
         // `cost_pool` another payer for the work (its flush task).
@@ -650,6 +635,27 @@ impl ArrayComp {
             };
             ctx.schedule(t, self.id, id, Ev::Go);
         }
+    }
+
+    /// The array engine's per-member work for request `r`, whose plan is
+    /// made: a member command per read, write and log write (a
+    /// controller's destage, `cost_pool` set, had its member writes mapped
+    /// when the host wrote them and pays for its pre-reads only); host
+    /// software RAID builds a bio per chunk piece at least (md's
+    /// raid0/raid10 make_request `bio_split` loop; the block layer merges
+    /// adjacent pieces on a member only after that work is paid).
+    fn member_work(&self, r: &Req) -> Ns {
+        let plan = &self.plans[plan_of(r)];
+        let writes = if r.cost_pool != PoolId::NONE {
+            0
+        } else {
+            plan.writes.len()
+        };
+        let mut cmds = (plan.reads.len() + writes + plan.ppl.len()) as Ns;
+        if self.costs.cpu == HOST_CPU && r.op != Op::Flush {
+            cmds = cmds.max(self.chunk_pieces(r));
+        }
+        self.costs.member_ns * cmds
     }
 
     /// Chunks request `r` touches (1 for a mirror or concatenation, whose
@@ -1122,8 +1128,7 @@ impl ArrayComp {
                 let released = ctx.reserve(self.costs.lock, ctx.now, self.costs.lock_ns);
                 let r = ctx.reqs[id];
                 let t = if self.handed_off(&r) {
-                    let cmds = self.plans[plan_of(&r)].writes.len() as Ns;
-                    self.on_write_thread(ctx, released, self.costs.member_ns * cmds)
+                    self.on_write_thread(ctx, released, self.member_work(&r))
                 } else {
                     released
                 };
