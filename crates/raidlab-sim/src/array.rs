@@ -1108,6 +1108,18 @@ impl ArrayComp {
         ctx.submit(file, child);
     }
 
+    /// The bitmap page write `id` waited for is done (on the members, or
+    /// in its file): the write goes on, at once, or once the array thread
+    /// that waited for the page is awake again.
+    fn bitmap_written(&mut self, ctx: &mut Ctx, id: ReqId) {
+        ctx.reqs[id].phase = Phase::Reads.into();
+        if self.write_thread == PoolId::NONE {
+            self.go(ctx, id);
+        } else {
+            ctx.schedule(ctx.now + MD_THREAD_WAKE, self.id, id, Ev::Go);
+        }
+    }
+
     /// A timed event of this array.
     pub fn event(&mut self, ctx: &mut Ctx, id: ReqId, kind: u8) {
         match Ev::from_code(kind) {
@@ -1260,8 +1272,7 @@ impl ArrayComp {
         match Phase::from_code(r.phase) {
             Phase::Bitmap if self.bitmap_file.is_some() => {
                 // A file's page write is waited for, not flushed.
-                r.phase = Phase::Reads.into();
-                self.go(ctx, id);
+                self.bitmap_written(ctx, id);
                 return;
             }
             Phase::Bitmap => {
@@ -1269,16 +1280,8 @@ impl ArrayComp {
                 self.bitmap_io(ctx, id, Op::Flush, (0, u64::from(BITMAP_PAGE)));
                 return;
             }
-            Phase::BitmapFlush if self.write_thread != PoolId::NONE => {
-                // The array thread waited for the bitmap's pages: woken,
-                // it issues the write.
-                r.phase = Phase::Reads.into();
-                ctx.schedule(ctx.now + MD_THREAD_WAKE, self.id, id, Ev::Go);
-                return;
-            }
             Phase::BitmapFlush => {
-                r.phase = Phase::Reads.into();
-                self.go(ctx, id);
+                self.bitmap_written(ctx, id);
                 return;
             }
             Phase::Ppl => {

@@ -851,6 +851,12 @@ fn p62_md_mirror_writes_wait_for_the_array_thread_before_6_5_or_with_a_bitmap() 
         with_bitmap >= new + 0.008,
         "6.5 with a bitmap {with_bitmap} ms against {new} ms without"
     );
+    // An external bitmap's page, written to its file, is waited for too.
+    let file = at("6.5", "bitmap_device=p5520,bitmap_chunk=64m", "randwrite");
+    assert!(
+        file >= new + 0.008,
+        "6.5 with an external bitmap {file} ms against {new} ms without"
+    );
     let (old_r, new_r) = (at("6.4", none, "randread"), at("6.5", none, "randread"));
     assert!(old_r == new_r, "reads {old_r} against {new_r} ms");
 }
