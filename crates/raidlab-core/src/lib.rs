@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod analytic;
+pub mod batch;
 mod canonical;
 pub mod error;
 pub mod ioreq;

@@ -1,6 +1,7 @@
 //! Workloads in fio's vocabulary (docs/workloads.md), fio job files, and the one
 //! deterministic I/O stream generator both engines use.
 
+use crate::batch::{Batch, MAX_BATCH};
 use crate::error::{Error, Result};
 use crate::pace::Rate;
 use crate::rng::{mix, Rng};
@@ -408,6 +409,11 @@ pub struct Workload {
     /// issue, per direction ([`crate::pace`]).
     #[serde(skip_serializing_if = "no_limit")]
     pub rate: Rate,
+    /// fio's `iodepth_batch_submit`, `iodepth_batch_complete_min`/`_max`
+    /// and `iodepth_low`: how a job hands its I/Os over and reaps them
+    /// ([`crate::batch`]).
+    #[serde(skip_serializing_if = "Batch::is_default")]
+    pub batch: Batch,
     /// fio's `log_avg_msec`: the result's timeline has intervals this
     /// long (`None`: no timeline).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -478,6 +484,7 @@ impl Default for Workload {
             sync: false,
             fsync: 0,
             rate: Rate::default(),
+            batch: Batch::default(),
             log_avg_msec: None,
             replay: None,
         }
@@ -573,6 +580,12 @@ pub const KEYS: &[&str] = &[
     "rate_iops",
     "rate_process",
     "io_submit_mode",
+    "iodepth_batch_submit",
+    "iodepth_batch",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_max",
+    "iodepth_low",
     "log_avg_msec",
 ];
 
@@ -824,6 +837,9 @@ impl Workload {
             "rate" | "rate_iops" => self.rate.set(k, v)?,
             "rate_process" => self.rate.set_process(v)?,
             "io_submit_mode" => self.rate.set_submit_mode(v)?,
+            k if Batch::KEYS.contains(&k) => {
+                self.batch.set(k, int(k, v, 0, MAX_BATCH.into())? as u32)
+            }
             "log_avg_msec" => self.log_avg_msec = Some(int(k, v, 1, 3_600_000)? as u32),
             _ => return werr(unknown_key(k)),
         }
@@ -1242,6 +1258,10 @@ impl Workload {
         for (k, v) in self.rate.pairs() {
             m.insert(k, v.into());
         }
+        for (k, v) in self.batch.pairs() {
+            let n: u32 = v.parse().expect("batching values are whole numbers");
+            m.insert(k, n.into());
+        }
         if let Some(ms) = self.log_avg_msec {
             m.insert("log_avg_msec".into(), ms.into());
         }
@@ -1329,6 +1349,7 @@ impl Workload {
             v.push(("fsync".into(), self.fsync.to_string()));
         }
         v.extend(self.rate.pairs());
+        v.extend(self.batch.pairs());
         if let Some(ms) = self.log_avg_msec {
             v.push(("log_avg_msec".into(), ms.to_string()));
         }
@@ -1485,6 +1506,28 @@ const FIO_ACCEPTED: &[&str] = &[
     "refill_buffers",
     "scramble_buffers",
     "overwrite",
+    "zero_buffers",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+    "dedupe_percentage",
+    "buffer_pattern",
+    "create_on_open",
+    // Logs fio writes beside its report, and how it reads its clock.
+    "write_lat_log",
+    "write_bw_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_hist_msec",
+    "clocksource",
+    // Where fio's threads and buffers live, and what it may open.
+    "numa_cpu_nodes",
+    "numa_mem_policy",
+    "lockmem",
+    "allow_mounted_write",
+    // io_uring set-up that `run` always does: registered files and fixed
+    // buffers (raidlab-io's backend).
+    "fixedbufs",
+    "registerfiles",
 ];
 
 /// Read a fio job file: `[global]` plus one job section.
@@ -2170,5 +2213,60 @@ mod tests {
             .map(|i| i.offset)
             .collect();
         assert_eq!(v, vec![0, 4096, 8192, 12288, 0, 4096]);
+    }
+
+    #[test]
+    fn batching_keys_parse_echo_and_come_from_job_files() {
+        let w = Workload::parse(
+            "iodepth=32 iodepth_batch_submit=16 iodepth_batch_complete_min=8 iodepth_batch_complete_max=32 iodepth_low=4",
+        )
+        .unwrap();
+        assert_eq!(
+            w.batch,
+            crate::batch::Batch {
+                submit: 16,
+                complete_min: 8,
+                complete_max: 32,
+                low: 4
+            }
+        );
+        // The echo reads back to the same workload, in JSON and k=v.
+        let again = Workload::parse(
+            &w.to_pairs()
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+        .unwrap();
+        assert_eq!(again.batch, w.batch);
+        let j = w.to_json(1);
+        assert_eq!(j["iodepth_batch_submit"], 16);
+        assert_eq!(j["iodepth_low"], 4);
+        // fio's aliases.
+        let a = Workload::parse("iodepth_batch=4 iodepth_batch_complete=2").unwrap();
+        assert_eq!((a.batch.submit, a.batch.complete_min), (4, 2));
+        // Defaults say nothing.
+        let d = Workload::parse("iodepth=8").unwrap();
+        assert!(d.batch.is_default() && d.to_json(1).get("iodepth_low").is_none());
+        assert!(!d.to_pairs().iter().any(|(k, _)| k.starts_with("iodepth_")));
+        // Out of range: one clear message.
+        let e = Workload::parse("iodepth_batch_submit=70000")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("iodepth_batch_submit=70000"), "{e}");
+        assert!(Workload::parse("iodepth_low=-1").is_err());
+        // A vendor-style job file.
+        let jf = parse_job_file(
+            "[global]\nioengine=io_uring\niodepth=128\niodepth_batch_submit=32\niodepth_batch_complete_max=128\n[j]\nrw=randread\n",
+        )
+        .unwrap();
+        assert_eq!((jf.batch.submit, jf.batch.complete_max), (32, 128));
+        // The rest of such a file says nothing about the I/O issued.
+        let jf = parse_job_file(
+            "[global]\nfixedbufs=1\nregisterfiles\nzero_buffers\nwrite_lat_log=lat\nlog_hist_msec=1000\nnuma_cpu_nodes=0\nclocksource=cpu\n[j]\nrw=randread\n",
+        )
+        .unwrap();
+        assert_eq!(jf.rw, Rw::RandRead);
     }
 }

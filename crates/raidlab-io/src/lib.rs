@@ -205,5 +205,6 @@ fn shared_for<'a>(
         sync: w.sync,
         fsync: w.fsync,
         intent,
+        batch: w.batch,
     }
 }

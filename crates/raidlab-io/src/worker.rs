@@ -71,6 +71,10 @@ pub struct Shared<'a> {
     pub fsync: u32,
     /// The root array's write-intent bitmap, when it has one.
     pub intent: Option<&'a crate::intent::Intent>,
+    /// fio's queue batching (`iodepth_batch_submit`,
+    /// `iodepth_batch_complete_min`, `iodepth_low`), resolved per worker
+    /// against its queue depth.
+    pub batch: raidlab_core::batch::Batch,
 }
 
 /// A job's stream, its trace (when asked for) and its rate clock.
@@ -171,6 +175,8 @@ struct Task {
     t0: Instant,
     io: Io,
     flush: bool,
+    /// Not yet polled: its first member operations are still to be queued.
+    fresh: bool,
 }
 
 /// A task's work: a host I/O, or (`flush`) the job's `fsync=N` flush of
@@ -411,8 +417,11 @@ pub fn run_worker(
         mirror_turn: std::cell::Cell::new(0),
         spares: Default::default(),
     };
-    let mut slots = Slots::new(depth);
+    let mut slots = Slots::new(depth, sh.batch.submit_size(depth as u32));
     let mut pace = JobPace::new(sh.fsync, sh.think);
+    // Completions a full queue waits for before it refills (fio's
+    // `wait_for_completions`); 1 by default, as each completion refills.
+    let reaps = sh.batch.reaps_when_full(depth as u32);
     let mut exhausted = false;
     let mut cx = Context::from_waker(Waker::noop());
     loop {
@@ -421,7 +430,8 @@ pub fn run_worker(
             let flush = host_task(&ex, sh, FLUSH_IO, buf, true);
             slots.spawn(&be, flush, Instant::now(), FLUSH_IO, true);
         }
-        while !exhausted && !pace.holding && slots.active < depth {
+        let before = slots.active;
+        while !exhausted && !pace.holding && pace.gate == 0 && slots.active < depth {
             // One clock reading serves the run's end, the job's rate clock
             // and the I/O's issue time.
             let mut at = Instant::now();
@@ -476,6 +486,10 @@ pub fn run_worker(
             slots.spawn(&be, host_task(&ex, sh, io, buf, false), at, io, false);
             pace.issued();
         }
+        if reaps > 1 && slots.active == depth && slots.active > before {
+            // Just filled: the queue now waits for its batch of completions.
+            pace.gate = reaps;
+        }
         let mut freed = false;
         while let Some((t, done)) = slots.poll_ready(&be, &mut cx) {
             pace.completed(&t);
@@ -488,7 +502,7 @@ pub fn run_worker(
         if slots.active == 0 && exhausted {
             break;
         }
-        if slots.active == 0 || (freed && !exhausted && slots.active < depth) {
+        if slots.active == 0 || (freed && !exhausted && slots.active < depth && pace.gate == 0) {
             // Refill the freed slots before waiting: waiting first would
             // leave them empty until the next completion, and the job
             // short of its queue depth.
@@ -610,16 +624,42 @@ struct Slots<F> {
     futs: Vec<Option<Pin<Box<F>>>>,
     free: Vec<usize>,
     active: usize,
+    /// Host I/Os handed to the kernel in one call (`iodepth_batch_submit`),
+    /// and how many newly issued ones have queued their operations since
+    /// the last call.
+    per_call: u32,
+    unsent: u32,
 }
 
 impl<F: Future<Output = Done>> Slots<F> {
-    fn new(depth: usize) -> Self {
+    fn new(depth: usize, per_call: u32) -> Self {
         Slots {
             tasks: (0..depth).map(|_| None).collect(),
             futs: (0..depth).map(|_| None).collect(),
             free: (0..depth).rev().collect(),
             active: 0,
+            per_call,
+            unsent: 0,
         }
+    }
+
+    /// Whether to hand what is queued to the kernel after polling a task
+    /// (`fresh`: its first poll). Each host I/O goes as soon as it has
+    /// queued its member operations, fio's default; with
+    /// `iodepth_batch_submit` newly issued ones go `per_call` at a time
+    /// (the rest with the next call or the next wait), while the later
+    /// operations of I/Os under way go at once, as md issues them itself.
+    fn submit_now(&mut self, fresh: bool) -> bool {
+        if !fresh || self.per_call <= 1 {
+            self.unsent = 0;
+            return true;
+        }
+        self.unsent += 1;
+        if self.unsent >= self.per_call {
+            self.unsent = 0;
+            return true;
+        }
+        false
     }
 
     /// Start `fut` in a free slot, issued at `t0`, and schedule its first
@@ -633,7 +673,12 @@ impl<F: Future<Output = Done>> Slots<F> {
             Some(old) => old.set(fut),
             empty => *empty = Some(Box::pin(fut)),
         }
-        self.tasks[id] = Some(Task { t0, io, flush });
+        self.tasks[id] = Some(Task {
+            t0,
+            io,
+            flush,
+            fresh: true,
+        });
         self.active += 1;
         be.sched.ready.borrow_mut().push(id);
     }
@@ -649,9 +694,11 @@ impl<F: Future<Output = Done>> Slots<F> {
             let fut = self.futs[id].as_mut().expect("a running task has a future");
             be.sched.current.set(id);
             let polled = fut.as_mut().poll(cx);
-            // Each host I/O's member operations go to the kernel as soon as
-            // it has queued them.
-            be.submit();
+            let task = self.tasks[id].as_mut().expect("task present");
+            let fresh = std::mem::take(&mut task.fresh);
+            if self.submit_now(fresh) {
+                be.submit();
+            }
             if let Poll::Ready(done) = polled {
                 let t = self.tasks[id].take().expect("task present");
                 self.free.push(id);
@@ -679,6 +726,9 @@ struct JobPace {
     check_due: bool,
     /// The check after a reap found the job stalls.
     stalled: bool,
+    /// Completions the job still waits for before it refills its queue
+    /// (`iodepth_batch_complete_min`, `iodepth_low`); 0: none.
+    gate: u32,
 }
 
 impl JobPace {
@@ -690,6 +740,7 @@ impl JobPace {
             think,
             check_due: false,
             stalled: false,
+            gate: 0,
         }
     }
 
@@ -720,6 +771,7 @@ impl JobPace {
     }
 
     fn completed(&mut self, t: &Task) {
+        self.gate = self.gate.saturating_sub(1);
         // fio counts reads and writes only, not the job's fsync flushes.
         if let Some(c) = self.think.as_mut().filter(|_| !t.flush) {
             c.completed();

@@ -474,9 +474,12 @@ impl ArrayComp {
         self.write_thread = thread;
     }
 
-    /// Whether write request `r` goes through the array thread.
+    /// Whether write request `r` goes through the array thread: not when
+    /// its submitter handed it over inside a block plug, whose flush writes
+    /// it out on the submitter (`raid1_unplug`/`raid10_unplug` with
+    /// `from_schedule` false).
     fn handed_off(&self, r: &Req) -> bool {
-        self.write_thread != PoolId::NONE && r.op == Op::Write
+        self.write_thread != PoolId::NONE && r.op == Op::Write && !crate::host::plugged(r)
     }
 
     /// When the array thread has submitted the member bios of a write

@@ -758,6 +758,7 @@ pub(crate) fn install_host(
     host.window_start = ramp;
     host.set_durability(w.sync, w.fsync);
     host.set_rate(&w.rate, seed);
+    host.set_batch(&w.batch);
     host.set_replay_timed(w.replay.as_ref().is_some_and(|r| r.timed()));
     host.timeline = w.timeline();
     if trace {

@@ -5,6 +5,7 @@ use crate::engine::events;
 use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
 use crate::live::Tag;
 use crate::metrics::Metrics;
+use raidlab_core::batch::Batch;
 use raidlab_core::pace::{Pacer, Rate};
 use raidlab_core::units::Ns;
 use raidlab_core::workload::{Io, JobStream, ThinkClock, ThinkCount};
@@ -108,6 +109,16 @@ pub struct Host {
     /// Requests handed in from outside instead of drawn from streams (a
     /// served simulated array, [`crate::live`]).
     external: Option<Box<External>>,
+    /// fio's queue batching, when not its default (with the default every
+    /// I/O goes out alone and each completion refills one slot).
+    batch: Option<BatchRule>,
+    /// Per job, the completions it still waits for before it refills (0:
+    /// it refills as each comes).
+    gate: Vec<u32>,
+    /// While a job fills its queue under batching: that job, and the I/Os
+    /// it has issued but not yet handed over.
+    staging: Option<usize>,
+    staged: Vec<ReqId>,
 }
 
 /// Requests handed to the host from outside (a live run): what each
@@ -125,10 +136,13 @@ struct External {
 const SYNC_FLUSH: u32 = 1 << 31;
 /// The creator's word of a job's `fsync=N` flush (over the job).
 const FSYNC_FLUSH: u32 = 1 << 30;
+/// The creator's word of a host I/O handed over in a submission call of
+/// more than two, inside a block plug ([`Batch::plugged`]).
+const PLUGGED: u32 = 1 << 29;
 /// The creator's word holds the volume above this bit, the job below it.
 const VOL_SHIFT: u32 = 16;
 /// Most volumes the word has room for, beside the job and the flags.
-pub const MAX_VOLUMES: usize = 1 << 14;
+pub const MAX_VOLUMES: usize = 1 << 13;
 
 /// The job a host I/O belongs to (its creator's word's low bits).
 pub fn job_of(r: &Req) -> usize {
@@ -137,7 +151,26 @@ pub fn job_of(r: &Req) -> usize {
 
 /// The volume a host I/O addresses (the creator's word's middle bits).
 fn vol_of(r: &Req) -> usize {
-    ((r.creator_word & !(SYNC_FLUSH | FSYNC_FLUSH)) >> VOL_SHIFT) as usize
+    ((r.creator_word & !(SYNC_FLUSH | FSYNC_FLUSH | PLUGGED)) >> VOL_SHIFT) as usize
+}
+
+/// Whether host I/O `r` (a request with no parent) was submitted inside a
+/// block plug: its job handed it over with more than two others in one
+/// call (`iodepth_batch_submit`). md's RAID 1 and 10 then queue its writes
+/// on the plug, and the submitter writes them out itself when the plug is
+/// flushed (`raid1_unplug`/`raid10_unplug` not called from the scheduler),
+/// instead of waking the array's thread.
+pub fn plugged(r: &Req) -> bool {
+    r.parent == NONE && r.creator_word & PLUGGED != 0
+}
+
+/// A job's batching resolved against its queue depth: the most I/Os one
+/// submission call hands over, and the completions a full job reaps before
+/// it refills ([`Batch`]).
+#[derive(Debug, Clone, Copy)]
+struct BatchRule {
+    submit: u32,
+    reaps: u32,
 }
 
 impl Host {
@@ -202,7 +235,23 @@ impl Host {
             lag: Default::default(),
             timeline: None,
             external: None,
+            batch: None,
+            gate: vec![0; n],
+            staging: None,
+            staged: Vec::new(),
         }
+    }
+
+    /// Batch the jobs' submissions and reaping as `b` says (fio's
+    /// `iodepth_batch_submit`, `iodepth_batch_complete_min`, `iodepth_low`).
+    pub fn set_batch(&mut self, b: &Batch) {
+        if b.is_default() {
+            return;
+        }
+        self.batch = Some(BatchRule {
+            submit: b.submit_size(self.iodepth),
+            reaps: b.reaps_when_full(self.iodepth),
+        });
     }
 
     /// A host whose one submitting thread sends requests handed in from
@@ -369,6 +418,10 @@ impl Host {
     /// Issue job `job`'s I/Os until its `iodepth` are outstanding, or it
     /// waits (for a flush, its rate clock, its think time) or has no more.
     fn fill(&mut self, ctx: &mut Ctx, job: usize) {
+        let batch = self.batch;
+        if batch.is_some() {
+            self.staging = Some(job);
+        }
         while self.inflight[job] < self.iodepth && self.issue(ctx, job) {
             // fio checks its think time after an I/O that left room in the
             // queue; a full queue first waits for a completion (`done`).
@@ -376,6 +429,41 @@ impl Host {
                 self.check_think(job);
             }
         }
+        if let Some(b) = batch {
+            self.staging = None;
+            self.hand_over_staged(ctx, job, b.submit);
+            if self.inflight[job] == self.iodepth {
+                self.gate[job] = b.reaps;
+            }
+        }
+    }
+
+    /// Hand job `job`'s staged I/Os to the block layer, `per_call` to a
+    /// submission call: a call of more than two runs inside a plug.
+    fn hand_over_staged(&mut self, ctx: &mut Ctx, job: usize, per_call: u32) {
+        let staged = std::mem::take(&mut self.staged);
+        for call in staged.chunks(per_call as usize) {
+            let plug = Batch::plugged(call.len() as u32);
+            for &id in call {
+                if plug {
+                    ctx.reqs[id].creator_word |= PLUGGED;
+                }
+                self.submit_on_thread(ctx, job, id);
+            }
+        }
+        self.staged = staged;
+        self.staged.clear();
+    }
+
+    /// Job `job`, batching, has reaped a completion: it refills once it has
+    /// reaped what its full queue waits for.
+    fn reaped(&mut self, ctx: &mut Ctx, job: usize) {
+        if self.gate[job] > 1 {
+            self.gate[job] -= 1;
+            return;
+        }
+        self.gate[job] = 0;
+        self.fill(ctx, job);
     }
 
     /// fio's think-time check for job `job`: it stalls once its clock says.
@@ -551,6 +639,11 @@ impl Host {
                 c.issued();
             }
         }
+        if self.staging == Some(job) {
+            // Batching: it goes out with its call's others.
+            self.staged.push(id);
+            return;
+        }
         // The job's thread submits its I/Os one after another (fio: one
         // thread per job; the NVMe/blk-mq completion runs on the submitting
         // core too), on one of the host's cores.
@@ -689,7 +782,11 @@ impl Host {
             return self.done_thinking(ctx, id, job);
         }
         ctx.reqs.release(id);
-        self.issue(ctx, job);
+        if self.batch.is_some() {
+            self.reaped(ctx, job);
+        } else {
+            self.issue(ctx, job);
+        }
     }
 
     /// A host I/O of job `job`, which has think time, is back and counted:

@@ -251,6 +251,48 @@ fn fio_and_raidlab_think_as_often() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's queue batching (`iodepth_batch_submit`,
+/// `iodepth_batch_complete_min`/`_max`, `iodepth_low`): the job file
+/// `export-fio` prints carries it, fio takes it as its own options, and
+/// `raidlab run` of the same file runs and echoes it. (Its effect on the
+/// rate is measured side by side in docs/workloads.md, not asserted: on a
+/// shared disk it moves with the disk.)
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_take_the_same_batching() {
+    let (dir, path) = scratch("raidlab-fio-batch", 3);
+    let wl = "rw=randread bs=4k size=16m iodepth=16 iodepth_batch_submit=8 \
+              iodepth_batch_complete_min=4 iodepth_batch_complete_max=16 iodepth_low=2 runtime=0.5";
+    let job_path = export(
+        &dir.join("batch.fio"),
+        wl,
+        &path,
+        &["io_uring", "--buffered"],
+    );
+    let f = fio_json(&job_path);
+    // export-fio writes the workload under [global].
+    let opts = &f["global options"];
+    for (k, v) in [
+        // fio names the submit batch by its older name.
+        ("iodepth_batch", "8"),
+        ("iodepth_batch_complete_min", "4"),
+        ("iodepth_batch_complete_max", "16"),
+        ("iodepth_low", "2"),
+    ] {
+        assert_eq!(opts[k], v, "fio's {k} in {opts}");
+    }
+    assert!(f["jobs"][0]["read"]["total_ios"].as_u64().unwrap() > 0);
+    let v = run_job(
+        &path,
+        &job_path,
+        &["--engine", "io_uring", "--buffered", "--format", "json"],
+    );
+    assert_eq!(v["workload"]["iodepth_batch_submit"], 8);
+    assert_eq!(v["workload"]["iodepth_low"], 2);
+    assert!(v["summary"]["iops"].as_f64().unwrap() > 0.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Key paths of a JSON value with the JSON type at each (`int`, `float`,
 /// `string`, `object`, ...), as a consumer written against fio sees them.
 fn shape(v: &Value, path: &str, out: &mut Vec<(String, &'static str)>) {
