@@ -538,12 +538,14 @@ fn unknown_key(k: &str) -> String {
     }
 }
 
-/// Every key of the `k=v` language: [`KEYS`], then [`REPLAY_KEYS`].
+/// Every key of the `k=v` language: [`KEYS`], the batching keys
+/// ([`Batch::KEYS`]), then [`REPLAY_KEYS`].
 pub fn all_keys() -> impl Iterator<Item = &'static &'static str> {
-    KEYS.iter().chain(REPLAY_KEYS)
+    KEYS.iter().chain(Batch::KEYS).chain(REPLAY_KEYS)
 }
 
-/// Keys of the `k=v` language, but for the replay's ([`REPLAY_KEYS`]).
+/// Keys of the `k=v` language, but for the batching keys ([`Batch::KEYS`])
+/// and the replay's ([`REPLAY_KEYS`]).
 pub const KEYS: &[&str] = &[
     "rw",
     "bs",
@@ -580,12 +582,6 @@ pub const KEYS: &[&str] = &[
     "rate_iops",
     "rate_process",
     "io_submit_mode",
-    "iodepth_batch_submit",
-    "iodepth_batch",
-    "iodepth_batch_complete_min",
-    "iodepth_batch_complete",
-    "iodepth_batch_complete_max",
-    "iodepth_low",
     "log_avg_msec",
 ];
 
