@@ -9,6 +9,10 @@
 #   raid0-4       O_DIRECT reads, 4 jobs: raidlab's raid0 over four 256 MiB
 #                 files against fio over the same four files
 #                 (filename=a:b:c:d, file_service_type=random)
+#   direct-batch  direct-1 with fio's batching on both sides: 32 I/Os
+#                 handed over in one call, and all 32 reaped before the
+#                 queue refills (iodepth_batch_submit=32
+#                 iodepth_batch_complete_min=32)
 #   cached-1      page-cache reads of the 1 GiB file, 1 job (the file read
 #                 into the cache first; fio told to leave it there,
 #                 --invalidate=0)
@@ -38,7 +42,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-5}
 secs=${2:-5}
 shift $(($# < 2 ? $# : 2))
-cases=${*:-direct-1 direct-4 raid0-4 cached-1 cached-N raid5-write raid5-mix}
+cases=${*:-direct-1 direct-4 direct-batch raid0-4 cached-1 cached-N raid5-write raid5-mix}
 raidlab=target/release/raidlab
 [ -x "$raidlab" ] || cargo build --release -q
 jobs_n=$(nproc)
@@ -82,7 +86,7 @@ raidlab_iops() { # rw direct jobs topology
   local rw=$1 direct=$2 jobs=$3 topo=$4
   local buffered=(); [ "$direct" = 1 ] || { buffered=(--buffered); warm "$dir/one.img"; }
   "$raidlab" run -t "$topo" --engine io_uring "${buffered[@]}" --format json \
-      -w "rw=$rw bs=4k iodepth=32 numjobs=$jobs norandommap=1 runtime=$secs" |
+      -w "rw=$rw bs=4k iodepth=32 numjobs=$jobs norandommap=1 runtime=$secs ${RAIDLAB_EXTRA:-}" |
     python3 -c 'import json,sys; print(round(json.load(sys.stdin)["summary"]["iops"]))'
 }
 
@@ -112,6 +116,9 @@ for c in $cases; do
   case $c in
     direct-1) run_case "$c" 1 randread 1 1 "$one" "$one" ;;
     direct-4) run_case "$c" 1 randread 1 4 "$one" "$one" ;;
+    direct-batch) FIO_EXTRA="--iodepth_batch_submit=32 --iodepth_batch_complete_min=32" \
+      RAIDLAB_EXTRA="iodepth_batch_submit=32 iodepth_batch_complete_min=32" \
+      run_case "$c" 1 randread 1 1 "$one" "$one" ;;
     raid0-4) run_case "$c" 1 randread 1 4 "raid0[stripe=64k]($members)" \
       "$dir/m0.img" "$dir/m1.img" "$dir/m2.img" "$dir/m3.img" ;;
     cached-1) run_case "$c" 1 randread 0 1 "$one" "$one" ;;
