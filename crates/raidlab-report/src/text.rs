@@ -35,6 +35,10 @@ fn wl_line(r: &RunResult) -> String {
         "io_submit_mode",
         "direct",
         "state",
+        "iodepth_batch_submit",
+        "iodepth_batch_complete_min",
+        "iodepth_batch_complete_max",
+        "iodepth_low",
     ]
     .iter()
     .chain(raidlab_core::workload::REPLAY_KEYS)
