@@ -133,6 +133,9 @@ fn workload() -> impl Strategy<Value = String> {
             Just("thinktime=50"),
             Just("thinktime=50 thinktime_blocks=3"),
             Just("thinktime=50 thinktime_blocks=0 thinktime_blocks_type=issue"),
+            Just("iodepth_batch_submit=0 iodepth_batch_complete_min=3"),
+            Just("iodepth_batch_submit=2 iodepth_batch_complete_min=100 iodepth_low=1"),
+            Just("thinktime=50 thinktime_blocks=4 iodepth_batch_complete_min=2"),
             Just("rate_iops=2000,500 rate_process=poisson"),
             Just("rate=4m io_submit_mode=offload"),
             // Flushes reach every member, missing ones excepted.
