@@ -1526,8 +1526,28 @@ const FIO_ACCEPTED: &[&str] = &[
     "registerfiles",
 ];
 
+/// fio's engines that do one I/O at a time, in the calling thread (those
+/// its source flags `FIO_SYNCIO`: engines/sync.c, mmap.c, splice.c,
+/// sg.c). fio caps a job on one of them at queue depth 1 whatever its
+/// `iodepth` says, unless `io_submit_mode=offload` (backend.c
+/// `thread_main`: "queue depth will be capped at 1").
+const SYNC_ENGINES: &[&str] = &[
+    "sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "splice", "sg",
+];
+
+/// fio's engine when a job file names none: `psync` (fio's HOWTO: the
+/// default on every system but Windows).
+const FIO_DEFAULT_ENGINE: &str = "psync";
+
 /// Read a fio job file: `[global]` plus one job section.
 pub fn parse_job_file(text: &str) -> Result<Workload> {
+    parse_job_file_noted(text).map(|(w, _)| w)
+}
+
+/// Read a fio job file as [`parse_job_file`] does, with what fio would
+/// tell its user about it: a queue depth capped by a synchronous engine.
+pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
+    let mut engine: Option<String> = None;
     let mut section: Option<String> = None;
     let mut jobs = 0;
     let mut pairs: Vec<(String, String)> = Vec::new();
@@ -1570,6 +1590,10 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
             }
             other => other,
         };
+        if k == "ioengine" {
+            // Job sections come after [global], so the last one stands.
+            engine = Some(v.to_string());
+        }
         if FIO_ACCEPTED.contains(&k) {
             continue;
         }
@@ -1595,7 +1619,17 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    Workload::from_pairs(&refs)
+    let mut w = Workload::from_pairs(&refs)?;
+    let mut notes = Vec::new();
+    let engine = engine.as_deref().unwrap_or(FIO_DEFAULT_ENGINE);
+    if SYNC_ENGINES.contains(&engine) && w.iodepth > 1 && !w.rate.offload {
+        notes.push(format!(
+            "ioengine={engine} does one I/O at a time: fio caps iodepth={} at 1, and so does raidlab (name an asynchronous engine, e.g. ioengine=io_uring, for a deeper queue)",
+            w.iodepth
+        ));
+        w.iodepth = 1;
+    }
+    Ok((w, notes))
 }
 
 #[cfg(test)]
@@ -2258,6 +2292,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!((jf.batch.submit, jf.batch.complete_max), (32, 128));
+        // fio runs a synchronous engine (its default, psync, included) at
+        // queue depth 1 whatever iodepth says, and says so.
+        for (file, depth) in [
+            ("[j]\niodepth=32\n", 1),
+            ("[global]\nioengine=psync\n[j]\niodepth=32\n", 1),
+            (
+                "[global]\nioengine=psync\n[j]\nioengine=libaio\niodepth=32\n",
+                32,
+            ),
+            ("[j]\nioengine=io_uring\niodepth=32\n", 32),
+            (
+                "[j]\nioengine=sync\niodepth=8\nrate_iops=100\nio_submit_mode=offload\n",
+                8,
+            ),
+        ] {
+            let (w, notes) = parse_job_file_noted(file).unwrap();
+            assert_eq!(w.iodepth, depth, "{file}");
+            assert_eq!(notes.len(), usize::from(depth == 1), "{file}: {notes:?}");
+        }
         // The rest of such a file says nothing about the I/O issued.
         let jf = parse_job_file(
             "[global]\nfixedbufs=1\nregisterfiles\nzero_buffers\nwrite_lat_log=lat\nlog_hist_msec=1000\nnuma_cpu_nodes=0\nclocksource=cpu\n[j]\nrw=randread\n",

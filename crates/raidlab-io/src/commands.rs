@@ -290,6 +290,14 @@ pub fn fio_job(
             _ => s += &format!("{k}={v}\n"),
         }
     }
+    if engine == EngineKind::Psync && w.iodepth > 1 {
+        // fio's psync does one I/O at a time per job: it caps iodepth at
+        // 1, and raidlab reading the file back does too.
+        s += &format!(
+            "; iodepth={0}: fio's psync does one I/O at a time and caps it at 1, as raidlab does reading this file; export with --engine io_uring for a queue of {0}\n",
+            w.iodepth
+        );
+    }
     if w.runtime.is_some() {
         s += "time_based=1\n";
     }

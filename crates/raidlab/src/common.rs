@@ -3,7 +3,7 @@
 
 use crate::failure::Failure;
 use raidlab_core::preset::PresetDb;
-use raidlab_core::workload::{parse_job_file, Workload};
+use raidlab_core::workload::{parse_job_file_noted, Workload};
 use std::io::{Read, Write};
 
 /// Largest data file raidlab reads (published CSVs, sweep results and
@@ -70,7 +70,13 @@ pub fn load_presets(files: &[String]) -> Result<PresetDb, Failure> {
 /// The workload from `--workload` or `--job`.
 pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Workload, Failure> {
     Ok(match (workload, job) {
-        (_, Some(path)) => parse_job_file(&read_file(path, "job file")?)?,
+        (_, Some(path)) => {
+            let (w, notes) = parse_job_file_noted(&read_file(path, "job file")?)?;
+            for n in notes {
+                eprintln!("note: {path}: {n}");
+            }
+            w
+        }
         (Some(s), None) => Workload::parse(s)?,
         (None, None) => {
             return Err(Failure::input(

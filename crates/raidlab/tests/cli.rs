@@ -196,6 +196,21 @@ fn table_output_job_file_topology_file_and_output_file() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["workload"]["iodepth"], 32);
+    // The same job without an engine is on fio's default, psync, which fio
+    // caps at one I/O in flight: so does raidlab, and it says so.
+    let sync_job = tmp(
+        "sync.fio",
+        "[randread]\nrw=randread\nbs=4k\niodepth=32\nruntime=0.05\n",
+    );
+    let o = raidlab(&["sim", "-t", "x25e", "--job", &sync_job, "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ioengine=psync does one I/O at a time"),
+        "{}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["workload"]["iodepth"], 1);
     let o = raidlab(&[
         "sim",
         "-t",
