@@ -1548,6 +1548,7 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
 /// tell its user about it: a queue depth capped by a synchronous engine.
 pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
     let mut engine: Option<String> = None;
+    let mut time_based = false;
     let mut section: Option<String> = None;
     let mut jobs = 0;
     let mut pairs: Vec<(String, String)> = Vec::new();
@@ -1594,6 +1595,9 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
             // Job sections come after [global], so the last one stands.
             engine = Some(v.to_string());
         }
+        if k == "time_based" {
+            time_based = v.is_empty() || v != "0";
+        }
         if FIO_ACCEPTED.contains(&k) {
             continue;
         }
@@ -1628,6 +1632,11 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
             w.iodepth
         ));
         w.iodepth = 1;
+    }
+    if w.runtime.is_some() && !time_based && w.replay.is_none() {
+        notes.push(
+            "runtime without time_based: fio stops after one pass over the job's region if that comes first; raidlab runs for the whole runtime, as with time_based=1".to_string(),
+        );
     }
     Ok((w, notes))
 }
@@ -2310,6 +2319,17 @@ mod tests {
             let (w, notes) = parse_job_file_noted(file).unwrap();
             assert_eq!(w.iodepth, depth, "{file}");
             assert_eq!(notes.len(), usize::from(depth == 1), "{file}: {notes:?}");
+        }
+        // A runtime that fio takes as a cap on one pass is run whole, and
+        // said so; time_based makes the two agree.
+        let (_, notes) = parse_job_file_noted("[j]\nioengine=libaio\nruntime=5\n").unwrap();
+        assert!(
+            notes[0].starts_with("runtime without time_based"),
+            "{notes:?}"
+        );
+        for tb in ["time_based\n", "time_based=1\n"] {
+            let f = format!("[j]\nioengine=libaio\nruntime=5\n{tb}");
+            assert!(parse_job_file_noted(&f).unwrap().1.is_empty(), "{f}");
         }
         // The rest of such a file says nothing about the I/O issued.
         let jf = parse_job_file(

@@ -1112,8 +1112,10 @@ impl ArrayComp {
     }
 
     /// The bitmap page write `id` waited for is done (on the members, or
-    /// in its file): the write goes on, at once, or once the array thread
-    /// that waited for the page is awake again.
+    /// in its file): the write goes on, at once, or once the thread that
+    /// slept waiting for the page is awake again (the array's, or, for a
+    /// plugged write, its submitter, which writes the page itself when it
+    /// flushes the plug).
     fn bitmap_written(&mut self, ctx: &mut Ctx, id: ReqId) {
         ctx.reqs[id].phase = Phase::Reads.into();
         if self.write_thread == PoolId::NONE {

@@ -280,7 +280,12 @@ impl Summary {
                 "rate_iops={}\nrate_process=poisson\n",
                 self.iops.round().max(1.0) as u64
             );
-            out += &format!("runtime={}\n", self.duration_s.ceil().max(1.0) as u64);
+            // As long as the trace lasted, however often that wraps round
+            // the region (fio would otherwise stop after one pass).
+            out += &format!(
+                "runtime={}\ntime_based=1\n",
+                self.duration_s.ceil().max(1.0) as u64
+            );
         }
         out
     }
