@@ -11,6 +11,8 @@ use crate::units::{format_size, parse_duration, parse_size, Ns};
 use serde::Serialize;
 
 mod stream;
+mod zoned;
+pub use zoned::Zones;
 
 /// Why a workload does not fit the volume it runs on
 /// ([`Workload::span_on`]).
@@ -211,6 +213,8 @@ pub enum Dist {
     Zipf(f64),
     /// Pareto with shape h.
     Pareto(f64),
+    /// fio's `zoned`: shares of the accesses on shares of the region.
+    Zoned(Zones),
 }
 
 /// What fio's `thinktime_blocks` counts (`thinktime_blocks_type`): the
@@ -1210,6 +1214,7 @@ impl Workload {
             Dist::Random => "random".to_string(),
             Dist::Zipf(t) => format!("zipf:{t}"),
             Dist::Pareto(h) => format!("pareto:{h}"),
+            Dist::Zoned(z) => format!("zoned:{}", z.word()),
         };
         m.insert("random_distribution".into(), dist.into());
         m.insert("thinktime".into(), (self.thinktime / 1000).into());
@@ -1319,6 +1324,7 @@ impl Workload {
             Dist::Random => {}
             Dist::Zipf(t) => v.push(("random_distribution".into(), format!("zipf:{t}"))),
             Dist::Pareto(h) => v.push(("random_distribution".into(), format!("pareto:{h}"))),
+            Dist::Zoned(z) => v.push(("random_distribution".into(), format!("zoned:{}", z.word()))),
         }
         if self.thinktime > 0 {
             v.push(("thinktime".into(), (self.thinktime / 1000).to_string()));
@@ -1452,11 +1458,16 @@ fn parse_sync(v: &str) -> Result<bool> {
 fn parse_dist(v: &str) -> Result<Dist> {
     let bad = || {
         Error::Workload(format!(
-            "random_distribution={v}: expected random, zipf:THETA or pareto:H"
+            "random_distribution={v}: expected random, zipf:THETA, pareto:H or zoned:ACCESS%/RANGE%:..."
         ))
     };
     if v == "random" {
         return Ok(Dist::Random);
+    }
+    if let Some(spec) = v.strip_prefix("zoned:") {
+        return Zones::parse(spec)
+            .map(Dist::Zoned)
+            .map_err(|m| Error::Workload(format!("random_distribution={v}: {m}")));
     }
     let (kind, p) = v.split_once(':').ok_or_else(bad)?;
     let x: f64 = p.parse().map_err(|_| bad())?;

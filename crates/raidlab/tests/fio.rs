@@ -167,6 +167,54 @@ fn fio_and_raidlab_write_the_same_regions() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's `random_distribution=zoned`: the job file `export-fio` prints, run
+/// by fio, and `raidlab run` put a zone's share of the random writes in
+/// that zone's range of the file and nowhere else. Here every write goes to
+/// the second quarter of an 8 MiB file: both tools write there and leave
+/// the rest as it was.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_write_inside_the_same_zone() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-fio-zoned-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let written = |path: &std::path::Path| -> Vec<usize> {
+        let d = std::fs::read(path).unwrap();
+        (0..d.len() / 65536)
+            .filter(|&b| d[b * 65536..(b + 1) * 65536].iter().any(|&x| x != 0))
+            .collect()
+    };
+    let wl = "rw=randwrite bs=64k size=8m io_size=2m random_distribution=zoned:0/25:100/25:0/50";
+    let (ours, theirs) = (dir.join("ours.img"), dir.join("fio.img"));
+    for f in [&ours, &theirs] {
+        std::fs::write(f, vec![0u8; 8 << 20]).unwrap();
+    }
+    let job_path = export(
+        &dir.join("zoned.fio"),
+        wl,
+        &theirs.display().to_string(),
+        &["psync"],
+    );
+    let fio = Command::new("fio").arg(&job_path).output().unwrap();
+    assert!(
+        fio.status.success(),
+        "fio: {}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let r = raidlab(&["run", "-t", &ours.display().to_string(), "-w", wl]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    // Blocks 32..64 are the second quarter's 64 KiB blocks; 32 writes of
+    // 64 KiB at random over them leave some untouched.
+    for (who, blocks) in [("raidlab", written(&ours)), ("fio", written(&theirs))] {
+        assert!(blocks.len() >= 8, "{who} wrote {blocks:?}");
+        assert!(
+            blocks.iter().all(|b| (32..64).contains(b)),
+            "{who} wrote outside the zone: {blocks:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `raidlab run` of the job file at `job` on `path` with `args`, which
 /// must succeed: its JSON output.
 fn run_job(path: &str, job: &std::path::Path, args: &[&str]) -> Value {

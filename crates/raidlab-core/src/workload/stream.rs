@@ -135,6 +135,12 @@ impl JobStream {
                 let rank = ((nblocks as f64) * self.rng.unit().powf(1.0 / a)) as u64;
                 scatter(rank.min(nblocks - 1), nblocks)
             }
+            // Zones are ranges of the region, in place (fio hashes no zoned
+            // offset).
+            Dist::Zoned(z) => {
+                let (u, v) = (self.rng.unit(), self.rng.unit());
+                z.pick(nblocks, u, v)
+            }
         }
     }
 }

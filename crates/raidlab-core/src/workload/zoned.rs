@@ -1,0 +1,159 @@
+//! fio's `random_distribution=zoned:A/R:A/R:...`: the job's region cut, from
+//! its start, into zones of R per cent of it, each taking A per cent of the
+//! random accesses, spread evenly inside it (fio's `zoned`, lib/zipf.c's
+//! neighbour `__get_next_rand_offset_zoned`: no hashing, so a zone is a
+//! contiguous range of the file, the hot data where the spec puts it).
+
+use serde::Serialize;
+
+/// Most zones a spec may give: a hot/warm/cold description needs a few;
+/// the bound keeps the distribution a fixed-size value.
+pub const MAX_ZONES: usize = 16;
+
+/// A zoned access distribution: per zone, its share of the accesses and of
+/// the region, in whole per cent as fio takes them, in region order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Zones {
+    n: u8,
+    access: [u8; MAX_ZONES],
+    span: [u8; MAX_ZONES],
+}
+
+impl Zones {
+    /// Parse the part after `zoned:` (`60/10:30/20:10/70`); the message
+    /// says what is wrong.
+    pub fn parse(spec: &str) -> Result<Zones, String> {
+        let mut z = Zones {
+            n: 0,
+            access: [0; MAX_ZONES],
+            span: [0; MAX_ZONES],
+        };
+        if spec.contains(',') {
+            return Err(
+                "one set of zones for every direction (zones per direction are not supported)"
+                    .to_string(),
+            );
+        }
+        for part in spec.split(':') {
+            let (a, r) = part
+                .split_once('/')
+                .ok_or_else(|| format!("zone '{part}': expected ACCESS%/RANGE%"))?;
+            let pct = |s: &str| match s.parse::<u8>() {
+                Ok(x) if x <= 100 => Ok(x),
+                _ => Err(format!(
+                    "zone '{part}': '{s}' is not a whole percentage from 0 to 100"
+                )),
+            };
+            let (a, r) = (pct(a)?, pct(r)?);
+            if a > 0 && r == 0 {
+                return Err(format!("zone '{part}': accesses to an empty range"));
+            }
+            let i = z.n as usize;
+            if i == MAX_ZONES {
+                return Err(format!("at most {MAX_ZONES} zones"));
+            }
+            z.access[i] = a;
+            z.span[i] = r;
+            z.n += 1;
+        }
+        for (what, v) in [("accesses", &z.access), ("ranges", &z.span)] {
+            let sum: u32 = v.iter().map(|&x| u32::from(x)).sum();
+            if sum != 100 {
+                return Err(format!("the zones' {what} add up to {sum} %, not 100"));
+            }
+        }
+        Ok(z)
+    }
+
+    /// The spec as fio writes it (`60/10:30/20:10/70`).
+    pub fn word(&self) -> String {
+        (0..self.n as usize)
+            .map(|i| format!("{}/{}", self.access[i], self.span[i]))
+            .collect::<Vec<_>>()
+            .join(":")
+    }
+
+    /// The block of `0..nblocks` that a draw falls on: `u_zone` and
+    /// `u_block` are uniform in `[0, 1)`, the first choosing the zone by
+    /// its share of the accesses, the second the block inside it.
+    pub fn pick(&self, nblocks: u64, u_zone: f64, u_block: f64) -> u64 {
+        debug_assert!(nblocks > 0);
+        let n = self.n as usize;
+        let target = u_zone * 100.0;
+        let (mut acc, mut start) = (0.0, 0.0);
+        let mut zone = n - 1;
+        for i in 0..n {
+            acc += f64::from(self.access[i]);
+            if target < acc && self.access[i] > 0 {
+                zone = i;
+                break;
+            }
+            start += f64::from(self.span[i]);
+        }
+        if zone == n - 1 {
+            start = 100.0 - f64::from(self.span[n - 1]);
+        }
+        let first = ((start / 100.0) * nblocks as f64) as u64;
+        let end = (((start + f64::from(self.span[zone])) / 100.0) * nblocks as f64) as u64;
+        let first = first.min(nblocks - 1);
+        let width = end.saturating_sub(first).max(1);
+        (first + (u_block * width as f64) as u64).min(nblocks - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn specs_parse_echo_and_are_checked() {
+        let z = Zones::parse("60/10:30/20:10/70").unwrap();
+        assert_eq!(z.word(), "60/10:30/20:10/70");
+        for (bad, says) in [
+            ("60/10:30/20", "accesses add up to 90"),
+            ("60/10:40/20", "ranges add up to 30"),
+            ("60", "expected ACCESS%/RANGE%"),
+            ("50/0:50/100", "empty range"),
+            ("150/50:-50/50", "not a whole percentage"),
+            ("50.5/50:49.5/50", "not a whole percentage"),
+        ] {
+            let e = Zones::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let many = vec!["5/5"; 20].join(":");
+        assert!(Zones::parse(&many).unwrap_err().contains("at most 16"));
+    }
+
+    #[test]
+    fn each_zone_takes_its_share_of_the_draws_in_its_range() {
+        // 60 % of the accesses to the first 10 % of 1,000 blocks, 30 % to
+        // the next 20 %, 10 % to the last 70 %.
+        let z = Zones::parse("60/10:30/20:10/70").unwrap();
+        let mut rng = crate::rng::Rng::new(7);
+        let mut hits = [0u32; 3];
+        for _ in 0..100_000 {
+            let b = z.pick(1000, rng.unit(), rng.unit());
+            hits[match b {
+                0..=99 => 0,
+                100..=299 => 1,
+                _ => 2,
+            }] += 1;
+        }
+        for (got, want) in hits.iter().zip([60_000.0, 30_000.0, 10_000.0]) {
+            assert!((*got as f64 / want - 1.0).abs() < 0.03, "{hits:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn draws_stay_in_the_region(
+            a in 0u32..=100, r in 1u32..=99,
+            nblocks in 1u64..1_000_000, u in 0.0f64..1.0, v in 0.0f64..1.0,
+        ) {
+            let spec = format!("{a}/{r}:{}/{}", 100 - a, 100 - r);
+            let z = Zones::parse(&spec).unwrap();
+            prop_assert!(z.pick(nblocks, u, v) < nblocks);
+        }
+    }
+}
