@@ -120,6 +120,39 @@ fn fio_and_raidlab_do_the_same_io() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The 64 KiB blocks of the file at `path` holding anything but zeros.
+fn written_blocks(path: &std::path::Path) -> Vec<usize> {
+    let d = std::fs::read(path).unwrap();
+    (0..d.len() / 65536)
+        .filter(|&b| d[b * 65536..(b + 1) * 65536].iter().any(|&x| x != 0))
+        .collect()
+}
+
+/// Run `wl` on two fresh 8 MiB files of zeros in `dir`: by `raidlab run`
+/// on one, and by fio, from the job file `export-fio` prints, on the
+/// other. The blocks each wrote: (raidlab's, fio's).
+fn write_both(dir: &std::path::Path, wl: &str) -> (Vec<usize>, Vec<usize>) {
+    let (ours, theirs) = (dir.join("ours.img"), dir.join("fio.img"));
+    for f in [&ours, &theirs] {
+        std::fs::write(f, vec![0u8; 8 << 20]).unwrap();
+    }
+    let job_path = export(
+        &dir.join("writes.fio"),
+        wl,
+        &theirs.display().to_string(),
+        &["psync"],
+    );
+    let fio = Command::new("fio").arg(&job_path).output().unwrap();
+    assert!(
+        fio.status.success(),
+        "fio: {}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let r = raidlab(&["run", "-t", &ours.display().to_string(), "-w", wl]);
+    assert!(r.status.success(), "{wl}: {}", stderr(&r));
+    (written_blocks(&ours), written_blocks(&theirs))
+}
+
 /// fio's `offset`, `offset_increment` and percentage `size` place each
 /// job's region; the job file `export-fio` prints, run by fio, and `raidlab
 /// run` write the same 64 KiB blocks of equal files, and nothing else.
@@ -129,12 +162,6 @@ fn fio_and_raidlab_write_the_same_regions() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("raidlab-fio-regions-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let written = |path: &std::path::Path| -> Vec<usize> {
-        let d = std::fs::read(path).unwrap();
-        (0..d.len() / 65536)
-            .filter(|&b| d[b * 65536..(b + 1) * 65536].iter().any(|&x| x != 0))
-            .collect()
-    };
     for wl in [
         "rw=write bs=64k numjobs=2 size=1m offset=2m offset_increment=4m",
         // Percentages: fio rounds the third job's start up to block 77.
@@ -142,25 +169,7 @@ fn fio_and_raidlab_write_the_same_regions() {
         "rw=randwrite bs=64k numjobs=2 size=10% offset=5% offset_increment=45%",
         "rw=write bs=64k size=512k offset=1m io_size=256k loops=3",
     ] {
-        let (ours, theirs) = (dir.join("ours.img"), dir.join("fio.img"));
-        for f in [&ours, &theirs] {
-            std::fs::write(f, vec![0u8; 8 << 20]).unwrap();
-        }
-        let job_path = export(
-            &dir.join("regions.fio"),
-            wl,
-            &theirs.display().to_string(),
-            &["psync"],
-        );
-        let fio = Command::new("fio").arg(&job_path).output().unwrap();
-        assert!(
-            fio.status.success(),
-            "fio: {}",
-            String::from_utf8_lossy(&fio.stderr)
-        );
-        let r = raidlab(&["run", "-t", &ours.display().to_string(), "-w", wl]);
-        assert!(r.status.success(), "{wl}: {}", stderr(&r));
-        let (a, b) = (written(&ours), written(&theirs));
+        let (a, b) = write_both(&dir, wl);
         assert!(!a.is_empty(), "{wl}");
         assert_eq!(a, b, "{wl}: blocks raidlab wrote vs fio's");
     }
@@ -178,34 +187,11 @@ fn fio_and_raidlab_write_inside_the_same_zone() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("raidlab-fio-zoned-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let written = |path: &std::path::Path| -> Vec<usize> {
-        let d = std::fs::read(path).unwrap();
-        (0..d.len() / 65536)
-            .filter(|&b| d[b * 65536..(b + 1) * 65536].iter().any(|&x| x != 0))
-            .collect()
-    };
     let wl = "rw=randwrite bs=64k size=8m io_size=2m random_distribution=zoned:0/25:100/25:0/50";
-    let (ours, theirs) = (dir.join("ours.img"), dir.join("fio.img"));
-    for f in [&ours, &theirs] {
-        std::fs::write(f, vec![0u8; 8 << 20]).unwrap();
-    }
-    let job_path = export(
-        &dir.join("zoned.fio"),
-        wl,
-        &theirs.display().to_string(),
-        &["psync"],
-    );
-    let fio = Command::new("fio").arg(&job_path).output().unwrap();
-    assert!(
-        fio.status.success(),
-        "fio: {}",
-        String::from_utf8_lossy(&fio.stderr)
-    );
-    let r = raidlab(&["run", "-t", &ours.display().to_string(), "-w", wl]);
-    assert!(r.status.success(), "{}", stderr(&r));
+    let (ours, theirs) = write_both(&dir, wl);
     // Blocks 32..64 are the second quarter's 64 KiB blocks; 32 writes of
     // 64 KiB at random over them leave some untouched.
-    for (who, blocks) in [("raidlab", written(&ours)), ("fio", written(&theirs))] {
+    for (who, blocks) in [("raidlab", ours), ("fio", theirs)] {
         assert!(blocks.len() >= 8, "{who} wrote {blocks:?}");
         assert!(
             blocks.iter().all(|b| (32..64).contains(b)),
