@@ -215,6 +215,9 @@ pub enum Dist {
     Pareto(f64),
     /// fio's `zoned`: shares of the accesses on shares of the region.
     Zoned(Zones),
+    /// fio's `normal:dev`: a bell over the region's blocks, widened by a
+    /// uniform spread of `dev` per cent of them, scattered.
+    Normal(f64),
 }
 
 /// What fio's `thinktime_blocks` counts (`thinktime_blocks_type`): the
@@ -1215,6 +1218,7 @@ impl Workload {
             Dist::Zipf(t) => format!("zipf:{t}"),
             Dist::Pareto(h) => format!("pareto:{h}"),
             Dist::Zoned(z) => format!("zoned:{}", z.word()),
+            Dist::Normal(d) => format!("normal:{d}"),
         };
         m.insert("random_distribution".into(), dist.into());
         m.insert("thinktime".into(), (self.thinktime / 1000).into());
@@ -1325,6 +1329,7 @@ impl Workload {
             Dist::Zipf(t) => v.push(("random_distribution".into(), format!("zipf:{t}"))),
             Dist::Pareto(h) => v.push(("random_distribution".into(), format!("pareto:{h}"))),
             Dist::Zoned(z) => v.push(("random_distribution".into(), format!("zoned:{}", z.word()))),
+            Dist::Normal(d) => v.push(("random_distribution".into(), format!("normal:{d}"))),
         }
         if self.thinktime > 0 {
             v.push(("thinktime".into(), (self.thinktime / 1000).to_string()));
@@ -1458,7 +1463,7 @@ fn parse_sync(v: &str) -> Result<bool> {
 fn parse_dist(v: &str) -> Result<Dist> {
     let bad = || {
         Error::Workload(format!(
-            "random_distribution={v}: expected random, zipf:THETA, pareto:H or zoned:ACCESS%/RANGE%:..."
+            "random_distribution={v}: expected random, zipf:THETA, pareto:H, normal:DEV% or zoned:ACCESS%/RANGE%:..."
         ))
     };
     if v == "random" {
@@ -1474,6 +1479,7 @@ fn parse_dist(v: &str) -> Result<Dist> {
     match kind {
         "zipf" if x > 0.0 && x < 10.0 && (x - 1.0).abs() > 1e-9 => Ok(Dist::Zipf(x)),
         "pareto" if x > 0.0 && x < 1.0 => Ok(Dist::Pareto(x)),
+        "normal" if (0.0..=100.0).contains(&x) => Ok(Dist::Normal(x)),
         _ => Err(bad()),
     }
 }
@@ -2348,5 +2354,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(jf.rw, Rw::RandRead);
+    }
+
+    #[test]
+    fn the_normal_distribution_is_fio_s_bell_and_echoes() {
+        let w = Workload::parse("rw=randread random_distribution=normal:5").unwrap();
+        assert_eq!(w.random_distribution, Dist::Normal(5.0));
+        assert_eq!(w.to_json(1)["random_distribution"], "normal:5");
+        assert!(Workload::parse("random_distribution=normal:150").is_err());
+        // The bell of 12 draws has a deviation of about n/12: the middle
+        // tenth of the ranks takes about 40 % of the draws (0.6 deviations
+        // each side), the outer fifth almost none; dev widens it.
+        let n = 10_000;
+        let share = |dev: f64, lo: u64, hi: u64| {
+            let mut rng = crate::rng::Rng::new(3);
+            let hits = (0..50_000)
+                .filter(|_| (lo..hi).contains(&normal_rank(&mut rng, n, dev)))
+                .count();
+            hits as f64 / 50_000.0
+        };
+        let middle = share(0.0, 4_500, 5_500);
+        assert!((0.38..0.48).contains(&middle), "{middle}");
+        assert!(share(0.0, 0, 1_000) < 0.001);
+        assert!(share(50.0, 4_500, 5_500) < middle - 0.1);
+        let mut rng = crate::rng::Rng::new(9);
+        assert!((0..10_000).all(|_| normal_rank(&mut rng, 7, 100.0) < 7));
     }
 }

@@ -129,6 +129,7 @@ fn workload() -> impl Strategy<Value = String> {
             Just("state=fob"),
             Just("random_distribution=zipf:1.2"),
             Just("random_distribution=zoned:80/20:20/80"),
+            Just("random_distribution=normal:10"),
             Just("bssplit=4k/50:64k/50"),
             Just("bsrange=4k-16k,8k-32k"),
             Just("thinktime=50"),

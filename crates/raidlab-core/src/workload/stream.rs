@@ -141,8 +141,32 @@ impl JobStream {
                 let (u, v) = (self.rng.unit(), self.rng.unit());
                 z.pick(nblocks, u, v)
             }
+            Dist::Normal(dev) => {
+                let rank = normal_rank(&mut self.rng, nblocks, dev);
+                scatter(rank, nblocks)
+            }
         }
     }
+}
+
+/// fio's `normal:dev` (lib/gauss.c `gauss_next`): the mean of 12 uniform
+/// draws over `0..=n` (a bell at the middle, its deviation about n/12),
+/// then a uniform spread `stddev` wide around it, `stddev` being `dev` per
+/// cent of `n` (at most n/2), halved until it keeps the rank below `n`.
+/// fio then hashes the rank over the region; the caller scatters it.
+pub(crate) fn normal_rank(rng: &mut Rng, n: u64, dev: f64) -> u64 {
+    const ITERS: u64 = 12;
+    let sum: u64 = (0..ITERS).map(|_| rng.below(n + 1)).sum();
+    let mut rank = sum.div_ceil(ITERS);
+    let stddev = ((n as f64 * dev / 100.0).ceil() as u64).min(n / 2);
+    if stddev > 0 {
+        let mut d = (stddev as f64 * rng.unit()) as i64 - (stddev / 2) as i64;
+        while rank as i64 + d >= n as i64 {
+            d /= 2;
+        }
+        rank = (rank as i64 + d).max(0) as u64;
+    }
+    rank.min(n - 1)
 }
 
 /// A keyed bijection on `0..n` (the random map's visiting order): on the
