@@ -75,8 +75,8 @@ impl Batch {
         }
     }
 
-    /// The non-default values as `k=v` pairs, in the language's own names.
-    pub fn pairs(&self) -> Vec<(String, String)> {
+    /// The non-default values, by the language's own names.
+    pub fn values(&self) -> Vec<(&'static str, u32)> {
         let d = Batch::default();
         [
             ("iodepth_batch_submit", self.submit, d.submit),
@@ -94,8 +94,16 @@ impl Batch {
         ]
         .into_iter()
         .filter(|(_, v, default)| v != default)
-        .map(|(k, v, _)| (k.to_string(), v.to_string()))
+        .map(|(k, v, _)| (k, v))
         .collect()
+    }
+
+    /// The non-default values as `k=v` pairs.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        self.values()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     /// I/Os one submission call hands over at most, for a job of `iodepth`.

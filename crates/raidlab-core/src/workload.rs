@@ -1263,9 +1263,8 @@ impl Workload {
         for (k, v) in self.rate.pairs() {
             m.insert(k, v.into());
         }
-        for (k, v) in self.batch.pairs() {
-            let n: u32 = v.parse().expect("batching values are whole numbers");
-            m.insert(k, n.into());
+        for (k, v) in self.batch.values() {
+            m.insert(k.into(), v.into());
         }
         if let Some(ms) = self.log_avg_msec {
             m.insert("log_avg_msec".into(), ms.into());
