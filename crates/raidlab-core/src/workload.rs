@@ -10,8 +10,10 @@ use crate::trace::replay::{Feed, Replay, Tally};
 use crate::units::{format_size, parse_duration, parse_size, Ns};
 use serde::Serialize;
 
+mod sequencer;
 mod stream;
 mod zoned;
+pub use sequencer::Sequencer;
 pub use zoned::Zones;
 
 /// Why a workload does not fit the volume it runs on
@@ -421,6 +423,10 @@ pub struct Workload {
     /// ([`crate::batch`]).
     #[serde(skip_serializing_if = "Batch::is_default")]
     pub batch: Batch,
+    /// fio's offset modifier (`rw=randread:8`, `rw=write:4k`) and
+    /// `rw_sequencer`.
+    #[serde(skip_serializing_if = "Sequencer::is_default")]
+    pub sequencer: Sequencer,
     /// fio's `log_avg_msec`: the result's timeline has intervals this
     /// long (`None`: no timeline).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -492,6 +498,7 @@ impl Default for Workload {
             fsync: 0,
             rate: Rate::default(),
             batch: Batch::default(),
+            sequencer: Sequencer::default(),
             log_avg_msec: None,
             replay: None,
         }
@@ -588,6 +595,8 @@ pub const KEYS: &[&str] = &[
     "rate",
     "rate_iops",
     "rate_process",
+    "rw_sequencer",
+    "seq_position",
     "io_submit_mode",
     "log_avg_msec",
 ];
@@ -692,6 +701,12 @@ impl Workload {
         // `norandommap` means something only where a random map would be
         // kept; elsewhere it is dropped, so equal behaviour echoes equally.
         w.norandommap &= w.map_applies();
+        // `rw_sequencer` acts only between two random offsets, and
+        // `seq_position` only where reads and writes both go on from a
+        // position.
+        w.sequencer.identical &= w.sequencer.every > 1;
+        w.sequencer.shared &=
+            w.reads() && w.writes() && (w.percentage_random < 100 || w.sequencer.every > 1);
         let outstanding = w.numjobs as u64 * w.iodepth as u64;
         if outstanding > MAX_OUTSTANDING {
             return werr(format!(
@@ -747,12 +762,29 @@ impl Workload {
     fn set_key(&mut self, k: &str, v: &str, explicit_random: &mut Option<u32>) -> Result<()> {
         match k {
             "rw" => {
-                self.rw = Rw::from_word(v).ok_or_else(|| {
+                let (word, modifier) = match v.split_once(':') {
+                    Some((w, m)) => (w, Some(m)),
+                    None => (v, None),
+                };
+                self.rw = Rw::from_word(word).ok_or_else(|| {
                     Error::Workload(format!(
                         "rw={v}: expected read, write, randread, randwrite, rw or randrw"
                     ))
-                })?
+                })?;
+                let random = self.rw.is_random();
+                let mut s = Sequencer {
+                    identical: self.sequencer.identical,
+                    shared: self.sequencer.shared,
+                    ..Sequencer::default()
+                };
+                if let Some(m) = modifier {
+                    s.set_modifier(random, m)
+                        .map_err(|e| Error::Workload(format!("rw={v}: {e}")))?;
+                }
+                self.sequencer = s;
             }
+            "rw_sequencer" => self.sequencer.set_kind(v).map_err(Error::Workload)?,
+            "seq_position" => self.sequencer.set_position(v).map_err(Error::Workload)?,
             "bs" => match v.split_once(',') {
                 // fio's per-direction sizes: reads, then writes (then
                 // trims, which are not modelled); an empty one is 4k.
@@ -1174,11 +1206,16 @@ impl Workload {
         }
     }
 
+    /// `rw=` as fio writes it: the mode and its offset modifier.
+    pub fn rw_words(&self) -> String {
+        format!("{}{}", self.rw.word(), self.sequencer.postfix())
+    }
+
     /// The workload as a JSON object in the key vocabulary of docs/workloads.md
     /// (sizes in bytes, `runtime`/`ramp_time` in seconds, `thinktime` in µs).
     pub fn to_json(&self, seed: u64) -> serde_json::Value {
         let mut m = serde_json::Map::new();
-        m.insert("rw".into(), self.rw.word().into());
+        m.insert("rw".into(), self.rw_words().into());
         m.insert("bs".into(), self.bs.into());
         if !self.bsrange.is_empty() {
             m.insert("bsrange".into(), self.bsrange_words().into());
@@ -1187,6 +1224,12 @@ impl Workload {
         }
         m.insert("rwmixread".into(), self.rwmixread.into());
         m.insert("percentage_random".into(), self.percentage_random.into());
+        if self.sequencer.identical {
+            m.insert("rw_sequencer".into(), "identical".into());
+        }
+        if self.sequencer.shared {
+            m.insert("seq_position".into(), "shared".into());
+        }
         m.insert("iodepth".into(), self.iodepth.into());
         m.insert("numjobs".into(), self.numjobs.into());
         if let Some(s) = self.size {
@@ -1279,7 +1322,7 @@ impl Workload {
 
     /// The workload as fio job-file lines (`key=value`), for export and labels.
     pub fn to_pairs(&self) -> Vec<(String, String)> {
-        let mut v = vec![("rw".to_string(), self.rw.word().to_string())];
+        let mut v = vec![("rw".to_string(), self.rw_words())];
         if !self.bsrange.is_empty() {
             v.push(("bsrange".into(), self.bsrange_words()));
         } else if self.bssplit.is_empty() {
@@ -1296,6 +1339,12 @@ impl Workload {
                 "percentage_random".into(),
                 self.percentage_random.to_string(),
             ));
+        }
+        if self.sequencer.identical {
+            v.push(("rw_sequencer".into(), "identical".into()));
+        }
+        if self.sequencer.shared {
+            v.push(("seq_position".into(), "shared".into()));
         }
         v.push(("iodepth".into(), self.iodepth.to_string()));
         v.push(("numjobs".into(), self.numjobs.to_string()));
@@ -2244,6 +2293,100 @@ mod tests {
         let pairs = Workload::parse("hipri=1").unwrap().to_pairs();
         assert!(pairs.contains(&("hipri".into(), "1".into())), "{pairs:?}");
         assert!(Workload::parse("hipri=2").is_err());
+    }
+
+    /// Blocks of one job's one-pass stream of `wl` over a region of
+    /// `span` bytes, with the direction (r or w).
+    fn one_pass(wl: &str, span: u64) -> Vec<(char, u64)> {
+        let w = Workload::parse(wl).unwrap();
+        let region = Region { start: 0, span };
+        let mut s = job_streams(&w, &[region], 1).remove(0);
+        std::iter::from_fn(|| s.next())
+            .map(|io| (if io.read { 'r' } else { 'w' }, io.offset / w.bs))
+            .collect()
+    }
+
+    #[test]
+    fn sequential_reads_and_writes_of_a_job_each_go_on_from_their_own_last() {
+        // fio 3.33, --rw=rw --bs=4k --size=64k logs r0 r1 r2 w0 r3 r4 w1 ...:
+        // each direction walks the region from its start.
+        let ios = one_pass("rw=rw bs=4k size=64k", 64 << 10);
+        assert_eq!(ios.len(), 16);
+        for dir in ['r', 'w'] {
+            let blocks: Vec<u64> = ios.iter().filter(|x| x.0 == dir).map(|x| x.1).collect();
+            assert!(!blocks.is_empty());
+            assert_eq!(
+                blocks,
+                (0..blocks.len() as u64).collect::<Vec<_>>(),
+                "{dir}"
+            );
+        }
+    }
+
+    #[test]
+    fn offset_modifiers_shape_the_stream_as_fios_do() {
+        let blocks =
+            |wl: &str| -> Vec<u64> { one_pass(wl, 64 << 10).iter().map(|x| x.1).collect() };
+        // fio 3.33 over 64 KiB: --rw=read:8k gives 0 3 6 9 12 15 and ends
+        // its pass; --rw=read:-8k gives 0 14 13 ... 1 0.
+        assert_eq!(
+            blocks("rw=read:8k bs=4k size=64k"),
+            vec![0, 3, 6, 9, 12, 15]
+        );
+        let back: Vec<u64> = std::iter::once(0).chain((0..15).rev()).collect();
+        assert_eq!(blocks("rw=read:-8k bs=4k size=64k"), back);
+        // A loop that ends early starts the next one at the region's start.
+        assert_eq!(
+            blocks("rw=write:8k bs=4k size=64k loops=2"),
+            vec![0, 3, 6, 9, 12, 15, 0, 3, 6, 9, 12, 15]
+        );
+        // --rw=randread:4: a random offset, then three going on from it.
+        let w = Workload::parse("rw=randread:4 bs=4k").unwrap();
+        let ios: Vec<u64> = JobStream::new(&w, 1 << 30, 5, 0, Some(400))
+            .map(|io| io.offset / 4096)
+            .collect();
+        let runs = ios
+            .chunks(4)
+            .filter(|c| c.windows(2).all(|p| p[1] == p[0] + 1));
+        assert_eq!(runs.count(), 100, "every group of four is one run");
+        assert!(
+            ios.chunks(4)
+                .map(|c| c[0])
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+                > 90
+        );
+        // rw_sequencer=identical repeats the random offset instead.
+        let w = Workload::parse("rw=randwrite:3 rw_sequencer=identical bs=4k").unwrap();
+        let ios: Vec<u64> = JobStream::new(&w, 1 << 30, 5, 0, Some(300))
+            .map(|io| io.offset)
+            .collect();
+        assert!(ios.chunks(3).all(|c| c[0] == c[1] && c[1] == c[2]));
+        // Without a modifier nothing changes, and the modifier echoes.
+        let plain = Workload::parse("rw=randread bs=4k").unwrap();
+        let one = Workload::parse("rw=randread:1 bs=4k").unwrap();
+        assert_eq!(plain, one);
+        let w = Workload::parse("rw=read:-8k rw_sequencer=identical").unwrap();
+        assert!(
+            !w.sequencer.identical,
+            "identical acts only between random offsets"
+        );
+        assert!(w.to_pairs().contains(&("rw".into(), "read:-8k".into())));
+        let w = Workload::parse("rw_sequencer=identical rw=randrw:16").unwrap();
+        let pairs = w.to_pairs();
+        assert!(
+            pairs.contains(&("rw".into(), "randrw:16".into())),
+            "{pairs:?}"
+        );
+        assert!(pairs.contains(&("rw_sequencer".into(), "identical".into())));
+        for bad in [
+            "rw=randread:0",
+            "rw=read:x",
+            "rw=randread:-2",
+            "rw_sequencer=x",
+        ] {
+            assert!(Workload::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

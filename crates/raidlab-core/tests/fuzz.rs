@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::topology::{parse, resolve};
-use raidlab_core::workload::{parse_job_file, Workload};
+use raidlab_core::workload::{job_streams, parse_job_file, Region, Workload};
 
 fn token() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -77,6 +77,10 @@ fn wl_token() -> impl Strategy<Value = String> {
         Just("iodepth_batch_submit=".to_string()),
         Just("iodepth_batch_complete_min=".to_string()),
         Just("iodepth_low=".to_string()),
+        Just("rw=randrw:".to_string()),
+        Just("rw=write:-".to_string()),
+        Just("rw_sequencer=identical".to_string()),
+        Just("seq_position=shared".to_string()),
         Just(" ".to_string()),
         "[a-z_]{1,8}=[0-9a-z.:/%]{0,8}",
         "\\PC{0,4}",
@@ -135,6 +139,33 @@ proptest! {
             }
             Err(e) => prop_assert!(!e.to_string().contains('\n')),
         }
+    }
+
+    /// Whatever offset modifier a stream has, every I/O lies inside its
+    /// job's region and a one-pass job ends, having moved no more than
+    /// its pass.
+    #[test]
+    fn modified_streams_stay_inside_their_region_and_end(
+        mode in prop_oneof![Just("read"), Just("write"), Just("rw"), Just("randread"), Just("randrw")],
+        modifier in prop_oneof![Just(String::new()), "-?[0-9]{1,3}[k]".prop_map(|m| format!(":{m}")), "[1-9][0-9]?".prop_map(|m| format!(":{m}"))],
+        extra in prop_oneof![Just(""), Just("rw_sequencer=identical"), Just("seq_position=shared"), Just("percentage_random=40"), Just("loops=3")],
+        bs in prop_oneof![Just("4k"), Just("64k"), Just("4k,16k")],
+        start_blocks in 0u64..64,
+        span_kb in 64u64..4096,
+        seed in 0u64..1000,
+    ) {
+        let text = format!("rw={mode}{modifier} bs={bs} {extra}");
+        let Ok(w) = Workload::parse(&text) else { return Ok(()) };
+        let region = Region { start: start_blocks * 4096, span: span_kb * 1024 };
+        let s = job_streams(&w, &[region], seed).remove(0);
+        let (mut ios, mut bytes) = (0u64, 0u64);
+        for io in s {
+            prop_assert!(io.offset >= region.start && io.offset + io.len as u64 <= region.end(), "{}: {:?} outside {:?}", text, io, region);
+            ios += 1;
+            bytes += io.len as u64;
+            prop_assert!(ios <= 1 << 20, "{}: a one-pass stream must end", text);
+        }
+        prop_assert!(bytes <= w.pass_bytes(region.span), "{}: {} bytes", text, bytes);
     }
 
     #[test]

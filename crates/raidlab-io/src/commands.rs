@@ -278,9 +278,22 @@ pub fn fio_job(
         (Rw::RandRw, 0) => "rw",
         (r, _) => r.word(),
     };
+    // The modifier after `rw=` is a count on a random mode and a size on
+    // a sequential one: it goes out only where the mode keeps its kind.
+    let postfix = w.sequencer.postfix();
+    let kept = rw.starts_with("rand") == w.rw.is_random();
     for (k, v) in w.to_pairs() {
         match k.as_str() {
-            "rw" => s += &format!("rw={rw}\n"),
+            "rw" if kept => s += &format!("rw={rw}{postfix}\n"),
+            "rw" => {
+                s += &format!("rw={rw}\n");
+                if !postfix.is_empty() {
+                    s += &format!("; rw modifier {postfix} left out: fio reads it as a {} on rw={rw}\n", if w.rw.is_random() { "size" } else { "count" });
+                }
+            }
+            "seq_position" => {
+                s += "; seq_position=shared left out: fio keeps one position a direction (IOMeter's shared one has no fio option)\n"
+            }
             "percentage_random" if w.percentage_random == 0 || w.percentage_random == 100 => {}
             "norandommap" => {}
             // fio polls with io_uring and pvsync2 only.

@@ -201,6 +201,30 @@ fn fio_and_raidlab_write_inside_the_same_zone() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's offset modifier on sequential modes: the job file `export-fio`
+/// prints, run by fio, and `raidlab run` write the same blocks, a hole of
+/// one block after each (`rw=write:64k`) or walking the region backwards
+/// from its end (`rw=write:-128k`, which never reaches its last block).
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_skip_and_step_back_alike() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-fio-holes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (wl, want) in [
+        (
+            "rw=write:64k bs=64k size=1m offset=1m",
+            (16..32).step_by(2).collect::<Vec<_>>(),
+        ),
+        ("rw=write:-128k bs=64k size=1m", (0..15).collect()),
+    ] {
+        let (ours, theirs) = write_both(&dir, wl);
+        assert_eq!(ours, want, "{wl}: raidlab");
+        assert_eq!(theirs, want, "{wl}: fio");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `raidlab run` of the job file at `job` on `path` with `args`, which
 /// must succeed: its JSON output.
 fn run_job(path: &str, job: &std::path::Path, args: &[&str]) -> Value {

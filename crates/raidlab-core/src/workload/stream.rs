@@ -1,6 +1,7 @@
 //! The one I/O stream generator both engines use: a job's offsets,
 //! sizes and directions from a workload and a seed (or a replayed trace).
 
+use super::sequencer::Sequencer;
 use super::*;
 pub use crate::ioreq::Io;
 
@@ -27,6 +28,7 @@ pub fn volume_streams(w: &Workload, regions: &[Region], seed: u64, volumes: u32)
             s.base = r.start;
             if w.runtime.is_none() && w.replay.is_none() {
                 s.budget = Some(w.pass_bytes(r.span));
+                s.loop_bytes = Some(w.pass_bytes(r.span) / u64::from(w.loops.max(1)));
             }
             if w.uses_random_map() {
                 s.map = Some(0);
@@ -65,11 +67,24 @@ pub struct JobStream {
     /// Where the job's region starts: every offset drawn in `0..span`
     /// lands this much further on (fio's `offset`, `offset_increment`).
     base: u64,
-    cursor: u64,
+    /// Where the last read and the last write ended (fio's `last_pos`,
+    /// one a direction: sequential reads and writes of one job each go on
+    /// from their own), relative to `base`.
+    cursor: [u64; 2],
+    /// Where the last read and the last write started (fio's
+    /// `last_start`), for `rw_sequencer=identical`.
+    last_start: [Option<u64>; 2],
+    /// fio's offset modifier (`rw=randread:8`, `rw=write:4k`).
+    seq: Sequencer,
+    /// I/Os until the next random offset, counting down to 0 (fio's
+    /// `ddir_seq_nr`, which starts at 1).
+    seq_left: u32,
     dist: Dist,
     zipf_norm: f64,
     remaining: Option<u64>,
     budget: Option<u64>,
+    /// A one-pass job's bytes a loop (`io_size`, or the region's).
+    loop_bytes: Option<u64>,
     /// A replayed trace, which then gives every I/O.
     feed: Option<Box<Feed>>,
 }
@@ -98,11 +113,15 @@ impl JobStream {
             pct_random: w.percentage_random,
             span,
             base: 0,
-            cursor: 0,
+            cursor: [0; 2],
+            last_start: [None; 2],
+            seq: w.sequencer,
+            seq_left: 1,
             dist,
             zipf_norm,
             remaining: limit_ios,
             budget: None,
+            loop_bytes: None,
             feed: w.replay.as_ref().map(|r| Box::new(Feed::open(r, span))),
         }
     }
@@ -289,34 +308,94 @@ impl JobStream {
         if let Some(b) = &mut self.budget {
             *b -= len;
         }
-        let random = self.pct_random >= 100
-            || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64);
-        let offset = if random {
-            // Slots of the grain that leave room for the whole I/O.
-            let a = self.grain[usize::from(!read)];
-            let slots = (self.span.saturating_sub(len) / a + 1).max(1);
-            match &mut self.map {
-                Some(i) => {
-                    let k = permute(*i % slots, slots, self.seed_key);
-                    *i += 1;
-                    k * a
+        let d = self.seq.slot(read);
+        let offset = match self.place(read, len) {
+            Some(o) => o,
+            None => {
+                // A hole ran past the region's end: in a one-pass run that
+                // ends the loop (fio: the offset is past `io_size`), so the
+                // rest of this loop's bytes are not moved.
+                if !self.end_loop(len) {
+                    return None;
                 }
-                None => self.pick_block(slots) * a,
+                self.cursor[d] = 0;
+                0
             }
-        } else {
-            if self.cursor + len > self.span {
-                self.cursor = 0;
-            }
-            let o = self.cursor;
-            self.cursor += len;
-            o
         };
-        self.cursor = if random { offset + len } else { self.cursor };
+        self.last_start[d] = Some(offset);
+        self.cursor[d] = offset + len;
         Some(Io {
             offset: self.base + offset,
             len: len as u32,
             read,
         })
+    }
+}
+
+impl JobStream {
+    /// The offset in the region of the next I/O of `len` bytes, a read
+    /// when `read` (fio's `get_next_offset`): a random one when the
+    /// sequencer's count comes round and the mix draws random, else the
+    /// sequential one after the direction's last (or, `identical`, that
+    /// same offset). `None`: a hole ran past the end.
+    fn place(&mut self, read: bool, len: u64) -> Option<u64> {
+        let d = self.seq.slot(read);
+        self.seq_left -= 1;
+        let fresh = self.seq_left == 0;
+        if fresh {
+            self.seq_left = self.seq.every;
+        }
+        if !fresh && self.seq.identical {
+            return Some(self.last_start[d].unwrap_or(0).min(self.span - len));
+        }
+        let random = fresh
+            && (self.pct_random >= 100
+                || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64));
+        if random {
+            return Some(self.random_offset(read, len));
+        }
+        match self.seq.next_offset(self.cursor[d], len, self.span) {
+            Some(o) => Some(o),
+            // Between two random offsets a run that reaches the end draws
+            // a new one (fio falls back to `get_next_rand_block`).
+            None if self.seq.every > 1 => Some(self.random_offset(read, len)),
+            None if self.budget.is_none() => Some(0),
+            None => None,
+        }
+    }
+
+    /// A random offset for an I/O of `len` bytes: a slot of the
+    /// direction's grain that leaves room for the whole I/O, from the
+    /// random map or the distribution.
+    fn random_offset(&mut self, read: bool, len: u64) -> u64 {
+        let a = self.grain[usize::from(!read)];
+        let slots = (self.span.saturating_sub(len) / a + 1).max(1);
+        match &mut self.map {
+            Some(i) => {
+                let k = permute(*i % slots, slots, self.seed_key);
+                *i += 1;
+                k * a
+            }
+            None => self.pick_block(slots) * a,
+        }
+    }
+
+    /// A one-pass job's loop ended early (a hole ran past the region's
+    /// end) as an I/O of `len` bytes, already charged to the budget, was
+    /// placed: drop the bytes left of this loop, and say whether another
+    /// loop follows for that I/O to start (at the region's start).
+    fn end_loop(&mut self, len: u64) -> bool {
+        let (Some(b), Some(per)) = (self.budget, self.loop_bytes) else {
+            return true;
+        };
+        let before = b + len;
+        let left = match before % per {
+            0 => per,
+            r => r,
+        };
+        let next = before.saturating_sub(left);
+        self.budget = Some(next.saturating_sub(len));
+        next > 0
     }
 }
 
