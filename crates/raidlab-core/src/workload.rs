@@ -359,6 +359,10 @@ pub struct Workload {
     /// fio's `loops`: passes a one-pass run makes (1 by default).
     #[serde(skip_serializing_if = "is_one")]
     pub loops: u32,
+    /// fio's `number_ios`: a job stops after this many I/Os if no other
+    /// end comes first (`None`: no such end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number_ios: Option<u64>,
     /// Measured time, ns (`None` = one pass over `size`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Ns>,
@@ -481,6 +485,7 @@ impl Default for Workload {
             offset_increment: None,
             io_size: None,
             loops: 1,
+            number_ios: None,
             runtime: None,
             ramp_time: None,
             random_distribution: Dist::Random,
@@ -516,6 +521,10 @@ pub const MAX_NUMJOBS: u32 = 4096;
 /// far past any benchmark's (fio's own is a 32-bit count); a run's length
 /// is bounded anyway by the rate checks and the long-run note.
 pub const MAX_LOOPS: u64 = 1 << 20;
+
+/// The largest `number_ios`: 2^48 I/Os, past any run's (a limit, not a
+/// load: a job ends at its pass or runtime if that comes first).
+pub const MAX_NUMBER_IOS: u64 = 1 << 48;
 
 /// Most I/Os a workload may keep outstanding in all (numjobs × iodepth):
 /// 2^20, sixteen times fio's own largest iodepth of one job (65,536). No
@@ -574,6 +583,7 @@ pub const KEYS: &[&str] = &[
     "offset_increment",
     "io_size",
     "loops",
+    "number_ios",
     "filesize",
     "runtime",
     "ramp_time",
@@ -829,6 +839,10 @@ impl Workload {
                 _ => return werr(format!("io_size={v}: give a positive number of bytes")),
             },
             "loops" => self.loops = int(k, v, 1, MAX_LOOPS)? as u32,
+            // fio's default, 0, sets no limit.
+            "number_ios" => {
+                self.number_ios = Some(int(k, v, 0, MAX_NUMBER_IOS)?).filter(|&n| n > 0)
+            }
             // Applied in `from_pairs`, where `size` and `io_size` are known.
             "filesize" => {}
             "runtime" => {
@@ -1247,6 +1261,9 @@ impl Workload {
         if let Some(b) = self.io_size {
             m.insert("io_size".into(), b.into());
         }
+        if let Some(n) = self.number_ios {
+            m.insert("number_ios".into(), n.into());
+        }
         if self.loops != 1 {
             m.insert("loops".into(), self.loops.into());
         }
@@ -1362,6 +1379,9 @@ impl Workload {
         }
         if let Some(b) = self.io_size {
             v.push(("io_size".into(), format_size(b)));
+        }
+        if let Some(n) = self.number_ios {
+            v.push(("number_ios".into(), n.to_string()));
         }
         if self.loops != 1 {
             v.push(("loops".into(), self.loops.to_string()));
@@ -1699,9 +1719,14 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
         w.iodepth = 1;
     }
     if w.runtime.is_some() && !time_based && w.replay.is_none() {
-        notes.push(
-            "runtime without time_based: fio stops after one pass over the job's region if that comes first; raidlab runs for the whole runtime, as with time_based=1".to_string(),
-        );
+        let ios = if w.number_ios.is_some() {
+            " (or number_ios)"
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "runtime without time_based: fio stops after one pass over the job's region{ios} if that comes first; raidlab runs for the whole runtime, as with time_based=1",
+        ));
     }
     Ok((w, notes))
 }
@@ -2387,6 +2412,69 @@ mod tests {
         ] {
             assert!(Workload::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn number_ios_ends_a_one_pass_job() {
+        let blocks =
+            |wl: &str, span: u64| -> Vec<u64> { one_pass(wl, span).iter().map(|x| x.1).collect() };
+        // fio 3.33: --number_ios=4 reads 0 1 2 3; with --loops=2 and 3 it
+        // goes on from loop to loop (0..5); over 16 KiB with --loops=3, 0 1
+        // 2 3 0 1 2 3 0; more than a pass is cut by the pass's bytes.
+        assert_eq!(
+            blocks("rw=read bs=4k number_ios=4", 64 << 10),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(
+            blocks("rw=read bs=4k number_ios=3 loops=2", 64 << 10),
+            vec![0, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(
+            blocks("rw=read bs=4k number_ios=3 loops=3", 16 << 10),
+            vec![0, 1, 2, 3, 0, 1, 2, 3, 0]
+        );
+        assert_eq!(
+            blocks("rw=read bs=16k number_ios=20 loops=2", 64 << 10),
+            vec![0, 1, 2, 3, 0, 1, 2, 3]
+        );
+        assert_eq!(blocks("rw=randread bs=4k number_ios=7", 1 << 20).len(), 7);
+        // Its volumes share a job's count, the first ones the remainder.
+        let w = Workload::parse("rw=randread bs=4k number_ios=9").unwrap();
+        let streams = volume_streams(
+            &w,
+            &[Region {
+                start: 0,
+                span: 1 << 30,
+            }],
+            1,
+            4,
+        );
+        let counts: Vec<usize> = streams.into_iter().map(|s| s.count()).collect();
+        assert_eq!(counts, vec![3, 2, 2, 2]);
+        // fio 3.33 runs a time-based job on past it (25,928 reads in 1 s
+        // with --number_ios=9 --time_based), and so does raidlab.
+        let w = Workload::parse("rw=randread bs=4k runtime=10 number_ios=9").unwrap();
+        let s = job_streams(
+            &w,
+            &[Region {
+                start: 0,
+                span: 1 << 30,
+            }],
+            1,
+        )
+        .remove(0);
+        assert_eq!(s.take(100).count(), 100);
+        // 0 is fio's default: no limit; the key echoes.
+        assert_eq!(
+            Workload::parse("number_ios=0").unwrap(),
+            Workload::parse("").unwrap()
+        );
+        let pairs = Workload::parse("number_ios=5").unwrap().to_pairs();
+        assert!(
+            pairs.contains(&("number_ios".into(), "5".into())),
+            "{pairs:?}"
+        );
+        assert!(Workload::parse("number_ios=-1").is_err());
     }
 
     #[test]

@@ -210,7 +210,11 @@ fn p09_stripe_unit() {
 fn p10_mixed_sequential_is_slower_than_the_blend() {
     let r = iops("x25e", "preset=light rw=read bs=8k runtime=0.5");
     let w = iops("x25e", "preset=light rw=write bs=8k runtime=0.5");
-    let m = iops("x25e", "preset=light rw=rw rwmixread=33 bs=8k runtime=0.5");
+    // IOMeter's access specification: one position for reads and writes.
+    let m = iops(
+        "x25e",
+        "preset=light rw=rw rwmixread=33 bs=8k runtime=0.5 seq_position=shared",
+    );
     let blend = 1.0 / (0.33 / r + 0.67 / w);
     // petrov2010 section 4: 6,605 mixed against a blend of about 23,400
     // (0.28); reads wait for the buffer's programs (phenomenon 44).

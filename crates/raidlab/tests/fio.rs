@@ -201,10 +201,11 @@ fn fio_and_raidlab_write_inside_the_same_zone() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// fio's offset modifier on sequential modes: the job file `export-fio`
-/// prints, run by fio, and `raidlab run` write the same blocks, a hole of
-/// one block after each (`rw=write:64k`) or walking the region backwards
-/// from its end (`rw=write:-128k`, which never reaches its last block).
+/// fio's offset modifier on sequential modes and `number_ios`: the job
+/// file `export-fio` prints, run by fio, and `raidlab run` write the same
+/// blocks, a hole of one block after each (`rw=write:64k`), walking the
+/// region backwards from its end (`rw=write:-128k`, which never reaches its
+/// last block), or stopping after three writes a loop.
 #[test]
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_skip_and_step_back_alike() {
@@ -217,6 +218,11 @@ fn fio_and_raidlab_skip_and_step_back_alike() {
             (16..32).step_by(2).collect::<Vec<_>>(),
         ),
         ("rw=write:-128k bs=64k size=1m", (0..15).collect()),
+        // number_ios a loop, the position going on from loop to loop.
+        (
+            "rw=write bs=64k size=1m number_ios=3 loops=2",
+            (0..6).collect(),
+        ),
     ] {
         let (ours, theirs) = write_both(&dir, wl);
         assert_eq!(ours, want, "{wl}: raidlab");

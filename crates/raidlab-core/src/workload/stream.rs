@@ -33,6 +33,16 @@ pub fn volume_streams(w: &Workload, regions: &[Region], seed: u64, volumes: u32)
             if w.uses_random_map() {
                 s.map = Some(0);
             }
+            // `number_ios` caps a one-pass job's I/Os at that many a loop
+            // (fio's `exceeds_number_ios`: the job's I/Os against
+            // `number_ios` times the loops begun, the position going on
+            // from loop to loop); a time-based job runs on past it, as
+            // fio's does. The job's I/Os go to its volumes in turn from the
+            // first: each volume's stream takes its share.
+            if let (Some(n), Some(_)) = (w.number_ios, s.budget) {
+                let (n, vols) = (n.saturating_mul(u64::from(w.loops)), u64::from(volumes));
+                s.remaining = Some(n / vols + u64::from(u64::from(v) < n % vols));
+            }
             out.push(s);
         }
     }
@@ -315,10 +325,9 @@ impl JobStream {
                 // A hole ran past the region's end: in a one-pass run that
                 // ends the loop (fio: the offset is past `io_size`), so the
                 // rest of this loop's bytes are not moved.
-                if !self.end_loop(len) {
+                if !self.next_loop(len) {
                     return None;
                 }
-                self.cursor[d] = 0;
                 0
             }
         };
@@ -381,20 +390,21 @@ impl JobStream {
     }
 
     /// A one-pass job's loop ended early (a hole ran past the region's
-    /// end) as an I/O of `len` bytes, already charged to the budget, was
-    /// placed: drop the bytes left of this loop, and say whether another
-    /// loop follows for that I/O to start (at the region's start).
-    fn end_loop(&mut self, len: u64) -> bool {
+    /// end) as an I/O of `charged` bytes, already taken from the budget,
+    /// was being placed: drop the bytes left of this loop and start the
+    /// next at the region's start. Whether another loop follows.
+    fn next_loop(&mut self, charged: u64) -> bool {
+        self.cursor = [0; 2];
+        self.last_start = [None; 2];
         let (Some(b), Some(per)) = (self.budget, self.loop_bytes) else {
             return true;
         };
-        let before = b + len;
-        let left = match before % per {
-            0 => per,
-            r => r,
-        };
-        let next = before.saturating_sub(left);
-        self.budget = Some(next.saturating_sub(len));
+        let before = b + charged;
+        let next = before - before % per;
+        self.budget = Some(next.saturating_sub(charged));
+        if next == 0 {
+            self.budget = Some(0);
+        }
         next > 0
     }
 }
