@@ -36,6 +36,17 @@ pub enum SpanError {
         /// The span addressed.
         span: u64,
     },
+    /// `zoned_abs` zones that cover more than a job's region (fio stops
+    /// the job: "zoned_abs sizes exceed file size").
+    #[error("random_distribution=zoned_abs: the zones cover {zones} bytes, more than job {job}'s region ({span} bytes)")]
+    ZonesPastEnd {
+        /// The bytes the zones cover.
+        zones: u64,
+        /// The job.
+        job: u32,
+        /// Its region's bytes.
+        span: u64,
+    },
     /// A job's region starts at or past the volume's end (fio refuses it:
     /// "offset extends end").
     #[error("job {job} would start at byte {offset} (offset, plus offset_increment x {job}), at or past the volume's end ({cap} bytes)")]
@@ -999,7 +1010,8 @@ impl Workload {
     /// smallest block when either is a percentage, and spans `size` bytes,
     /// or to the volume's end when that comes first or `size` is not
     /// given. Refused when `size` exceeds the volume, a job would start at
-    /// or past its end, or a region cannot hold the largest block.
+    /// or past its end, or a region cannot hold the largest block or the
+    /// `zoned_abs` zones.
     pub fn regions(&self, cap: u64) -> std::result::Result<Vec<Region>, SpanError> {
         let size = self.size_on(cap)?;
         let align = self.min_bs();
@@ -1032,11 +1044,23 @@ impl Workload {
                         span,
                     });
                 }
+                if let Some(zones) = self.zone_bytes().filter(|&z| z > span) {
+                    return Err(SpanError::ZonesPastEnd { zones, job, span });
+                }
                 let r = Region { start, span };
                 debug_assert!(r.end() <= cap, "{r:?} passes the volume's end {cap}");
                 Ok(r)
             })
             .collect()
+    }
+
+    /// The bytes `zoned_abs` zones cover (`None` for any other
+    /// distribution).
+    fn zone_bytes(&self) -> Option<u64> {
+        match self.random_distribution {
+            Dist::Zoned(z) => z.bytes(),
+            _ => None,
+        }
     }
 
     /// The bytes a workload needs a volume to hold when its `size` and
@@ -1277,7 +1301,7 @@ impl Workload {
             Dist::Random => "random".to_string(),
             Dist::Zipf(t) => format!("zipf:{t}"),
             Dist::Pareto(h) => format!("pareto:{h}"),
-            Dist::Zoned(z) => format!("zoned:{}", z.word()),
+            Dist::Zoned(z) => format!("{}:{}", z.kind(), z.word()),
             Dist::Normal(d) => format!("normal:{d}"),
         };
         m.insert("random_distribution".into(), dist.into());
@@ -1396,7 +1420,10 @@ impl Workload {
             Dist::Random => {}
             Dist::Zipf(t) => v.push(("random_distribution".into(), format!("zipf:{t}"))),
             Dist::Pareto(h) => v.push(("random_distribution".into(), format!("pareto:{h}"))),
-            Dist::Zoned(z) => v.push(("random_distribution".into(), format!("zoned:{}", z.word()))),
+            Dist::Zoned(z) => v.push((
+                "random_distribution".into(),
+                format!("{}:{}", z.kind(), z.word()),
+            )),
             Dist::Normal(d) => v.push(("random_distribution".into(), format!("normal:{d}"))),
         }
         if self.thinktime > 0 {
@@ -1531,7 +1558,7 @@ fn parse_sync(v: &str) -> Result<bool> {
 fn parse_dist(v: &str) -> Result<Dist> {
     let bad = || {
         Error::Workload(format!(
-            "random_distribution={v}: expected random, zipf:THETA, pareto:H, normal:DEV% or zoned:ACCESS%/RANGE%:..."
+            "random_distribution={v}: expected random, zipf:THETA, pareto:H, normal:DEV%, zoned:ACCESS%/RANGE%:... or zoned_abs:ACCESS%/SIZE:..."
         ))
     };
     if v == "random" {
@@ -1539,6 +1566,11 @@ fn parse_dist(v: &str) -> Result<Dist> {
     }
     if let Some(spec) = v.strip_prefix("zoned:") {
         return Zones::parse(spec)
+            .map(Dist::Zoned)
+            .map_err(|m| Error::Workload(format!("random_distribution={v}: {m}")));
+    }
+    if let Some(spec) = v.strip_prefix("zoned_abs:") {
+        return Zones::parse_abs(spec)
             .map(Dist::Zoned)
             .map_err(|m| Error::Workload(format!("random_distribution={v}: {m}")));
     }
@@ -2412,6 +2444,24 @@ mod tests {
         ] {
             assert!(Workload::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn absolute_zones_must_fit_each_jobs_region() {
+        let w = Workload::parse("rw=randread random_distribution=zoned_abs:50/1m:50/3m numjobs=2 size=4m offset_increment=6m").unwrap();
+        assert_eq!(w.regions(10 << 20).unwrap().len(), 2);
+        // The second job's region is cut to 4 MiB - 2 MiB by the volume's end.
+        let e = w.regions(8 << 20).unwrap_err();
+        assert!(
+            matches!(e, SpanError::ZonesPastEnd { zones, job: 1, span } if zones == 4 << 20 && span == 2 << 20),
+            "{e}"
+        );
+        assert!(e.to_string().contains("zoned_abs"), "{e}");
+        let pairs = w.to_pairs();
+        assert!(
+            pairs.contains(&("random_distribution".into(), "zoned_abs:50/1m:50/3m".into())),
+            "{pairs:?}"
+        );
     }
 
     #[test]

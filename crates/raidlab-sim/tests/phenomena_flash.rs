@@ -347,14 +347,15 @@ fn p44_reads_behind_a_small_write_buffer_wait_for_its_programs() {
         let w = Workload::parse(&format!("preset=light bs=8k runtime=0.5 {w}")).expect("workload");
         simulate(&t, &w, 1).expect("simulate").summary.iops
     };
-    let mixed = run_on("x25e", "rw=rw rwmixread=33");
+    // IOMeter's access specification: one position for reads and writes.
+    let mixed = run_on("x25e", "rw=rw rwmixread=33 seq_position=shared");
     let reads = run_on("x25e", "rw=read");
     let writes = run_on("x25e", "rw=write");
     assert!(
         mixed < 0.5 * reads.min(writes),
         "mixed {mixed} vs reads {reads}, writes {writes}"
     );
-    let past = run_on("x25e-past", "rw=rw rwmixread=33");
+    let past = run_on("x25e-past", "rw=rw rwmixread=33 seq_position=shared");
     assert!(
         past > 1.5 * mixed,
         "reading past the buffer {past} vs {mixed}"

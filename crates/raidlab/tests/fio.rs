@@ -187,18 +187,30 @@ fn fio_and_raidlab_write_inside_the_same_zone() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("raidlab-fio-zoned-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let wl = "rw=randwrite bs=64k size=8m io_size=2m random_distribution=zoned:0/25:100/25:0/50";
-    let (ours, theirs) = write_both(&dir, wl);
+    for wl in [
+        "rw=randwrite bs=64k size=8m io_size=2m random_distribution=zoned:0/25:100/25:0/50",
+        // zoned_abs: the same bytes given as sizes, the last zone short of
+        // the region's end.
+        "rw=randwrite bs=64k size=8m io_size=2m random_distribution=zoned_abs:0/2m:100/2m:0/1m",
+    ] {
+        same_zone(&dir, wl);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Both tools write `wl` (see [`write_both`]) into the second quarter of
+/// the file, blocks 32..64, and nowhere else.
+fn same_zone(dir: &std::path::Path, wl: &str) {
+    let (ours, theirs) = write_both(dir, wl);
     // Blocks 32..64 are the second quarter's 64 KiB blocks; 32 writes of
     // 64 KiB at random over them leave some untouched.
     for (who, blocks) in [("raidlab", ours), ("fio", theirs)] {
         assert!(blocks.len() >= 8, "{who} wrote {blocks:?}");
         assert!(
             blocks.iter().all(|b| (32..64).contains(b)),
-            "{who} wrote outside the zone: {blocks:?}"
+            "{who} wrote outside the zone ({wl}): {blocks:?}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// fio's offset modifier on sequential modes and `number_ios`: the job

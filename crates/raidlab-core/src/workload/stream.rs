@@ -147,7 +147,7 @@ impl JobStream {
         self.feed.as_ref().map(|f| (f.tally, f.error.as_ref()))
     }
 
-    pub(crate) fn pick_block(&mut self, nblocks: u64) -> u64 {
+    pub(crate) fn pick_block(&mut self, nblocks: u64, grain: u64) -> u64 {
         match self.dist {
             Dist::Random => self.rng.below(nblocks),
             Dist::Zipf(t) => {
@@ -168,7 +168,7 @@ impl JobStream {
             // offset).
             Dist::Zoned(z) => {
                 let (u, v) = (self.rng.unit(), self.rng.unit());
-                z.pick(nblocks, u, v)
+                z.pick(nblocks, grain, u, v)
             }
             Dist::Normal(dev) => {
                 let rank = normal_rank(&mut self.rng, nblocks, dev);
@@ -385,7 +385,7 @@ impl JobStream {
                 *i += 1;
                 k * a
             }
-            None => self.pick_block(slots) * a,
+            None => self.pick_block(slots, a) * a,
         }
     }
 

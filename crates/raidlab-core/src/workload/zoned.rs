@@ -2,31 +2,49 @@
 //! its start, into zones of R per cent of it, each taking A per cent of the
 //! random accesses, spread evenly inside it (fio's `zoned`, lib/zipf.c's
 //! neighbour `__get_next_rand_offset_zoned`: no hashing, so a zone is a
-//! contiguous range of the file, the hot data where the spec puts it).
+//! contiguous range of the file, the hot data where the spec puts it), and
+//! `zoned_abs:A/SIZE:...`, the same with each zone's size in bytes (fio's
+//! `__get_next_rand_offset_zoned_abs`: zone ends in blocks of the
+//! direction's grain, the rest of the region past the last zone untouched).
 
+use crate::units::{format_size, parse_size};
 use serde::Serialize;
 
 /// Most zones a spec may give: a hot/warm/cold description needs a few;
 /// the bound keeps the distribution a fixed-size value.
 pub const MAX_ZONES: usize = 16;
 
-/// A zoned access distribution: per zone, its share of the accesses and of
-/// the region, in whole per cent as fio takes them, in region order.
+/// A zoned access distribution: per zone, its share of the accesses, in
+/// whole per cent as fio takes them, and its share of the region (whole
+/// per cent) or, `absolute`, its size in bytes, in region order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Zones {
     n: u8,
     access: [u8; MAX_ZONES],
-    span: [u8; MAX_ZONES],
+    span: [u64; MAX_ZONES],
+    absolute: bool,
 }
 
 impl Zones {
     /// Parse the part after `zoned:` (`60/10:30/20:10/70`); the message
     /// says what is wrong.
     pub fn parse(spec: &str) -> Result<Zones, String> {
+        Zones::parse_as(spec, false)
+    }
+
+    /// Parse the part after `zoned_abs:` (`60/20g:30/100g:10/500g`): sizes
+    /// in bytes, whose sum must fit the job's region (checked with the
+    /// regions, [`Zones::bytes`]).
+    pub fn parse_abs(spec: &str) -> Result<Zones, String> {
+        Zones::parse_as(spec, true)
+    }
+
+    fn parse_as(spec: &str, absolute: bool) -> Result<Zones, String> {
         let mut z = Zones {
             n: 0,
             access: [0; MAX_ZONES],
             span: [0; MAX_ZONES],
+            absolute,
         };
         if spec.contains(',') {
             return Err(
@@ -35,16 +53,27 @@ impl Zones {
             );
         }
         for part in spec.split(':') {
-            let (a, r) = part
-                .split_once('/')
-                .ok_or_else(|| format!("zone '{part}': expected ACCESS%/RANGE%"))?;
+            let (a, r) = part.split_once('/').ok_or_else(|| {
+                let range = if absolute { "SIZE" } else { "RANGE%" };
+                format!("zone '{part}': expected ACCESS%/{range}")
+            })?;
             let pct = |s: &str| match s.parse::<u8>() {
                 Ok(x) if x <= 100 => Ok(x),
                 _ => Err(format!(
                     "zone '{part}': '{s}' is not a whole percentage from 0 to 100"
                 )),
             };
-            let (a, r) = (pct(a)?, pct(r)?);
+            let a = pct(a)?;
+            let r = if absolute {
+                parse_size(r)
+                    .ok()
+                    .filter(|&b| b <= MAX_ZONE_BYTES)
+                    .ok_or_else(|| {
+                        format!("zone '{part}': '{r}' is not a size in bytes (e.g. 20g)")
+                    })?
+            } else {
+                u64::from(pct(r)?)
+            };
             if a > 0 && r == 0 {
                 return Err(format!("zone '{part}': accesses to an empty range"));
             }
@@ -56,31 +85,54 @@ impl Zones {
             z.span[i] = r;
             z.n += 1;
         }
-        for (what, v) in [("accesses", &z.access), ("ranges", &z.span)] {
-            let sum: u32 = v.iter().map(|&x| u32::from(x)).sum();
-            if sum != 100 {
-                return Err(format!("the zones' {what} add up to {sum} %, not 100"));
+        let sum = |v: &[u64]| -> u64 { v.iter().sum() };
+        let access: Vec<u64> = z.access.iter().map(|&x| u64::from(x)).collect();
+        let mut sums = vec![("accesses", sum(&access))];
+        if !absolute {
+            sums.push(("ranges", sum(&z.span)));
+        }
+        for (what, total) in sums {
+            if total != 100 {
+                return Err(format!("the zones' {what} add up to {total} %, not 100"));
             }
         }
         Ok(z)
     }
 
-    /// The spec as fio writes it (`60/10:30/20:10/70`).
+    /// The bytes the zones cover, when their sizes are absolute.
+    pub fn bytes(&self) -> Option<u64> {
+        self.absolute.then(|| self.span.iter().sum())
+    }
+
+    /// fio's name of the distribution, `zoned` or `zoned_abs`.
+    pub fn kind(&self) -> &'static str {
+        if self.absolute {
+            "zoned_abs"
+        } else {
+            "zoned"
+        }
+    }
+
+    /// The spec as fio writes it (`60/10:30/20:10/70`, `60/20g:40/1t`).
     pub fn word(&self) -> String {
         (0..self.n as usize)
-            .map(|i| format!("{}/{}", self.access[i], self.span[i]))
+            .map(|i| match self.absolute {
+                false => format!("{}/{}", self.access[i], self.span[i]),
+                true => format!("{}/{}", self.access[i], format_size(self.span[i])),
+            })
             .collect::<Vec<_>>()
             .join(":")
     }
 
-    /// The block of `0..nblocks` that a draw falls on: `u_zone` and
-    /// `u_block` are uniform in `[0, 1)`, the first choosing the zone by
-    /// its share of the accesses, the second the block inside it.
-    pub fn pick(&self, nblocks: u64, u_zone: f64, u_block: f64) -> u64 {
-        debug_assert!(nblocks > 0);
+    /// The block of `0..nblocks` (blocks of `grain` bytes) that a draw
+    /// falls on: `u_zone` and `u_block` are uniform in `[0, 1)`, the first
+    /// choosing the zone by its share of the accesses, the second the
+    /// block inside it.
+    pub fn pick(&self, nblocks: u64, grain: u64, u_zone: f64, u_block: f64) -> u64 {
+        debug_assert!(nblocks > 0 && grain > 0);
         let n = self.n as usize;
         let target = u_zone * 100.0;
-        let (mut acc, mut start) = (0.0, 0.0);
+        let mut acc = 0.0;
         let mut zone = n - 1;
         for i in 0..n {
             acc += f64::from(self.access[i]);
@@ -88,18 +140,30 @@ impl Zones {
                 zone = i;
                 break;
             }
-            start += f64::from(self.span[i]);
         }
-        if zone == n - 1 {
-            start = 100.0 - f64::from(self.span[n - 1]);
-        }
-        let first = ((start / 100.0) * nblocks as f64) as u64;
-        let end = (((start + f64::from(self.span[zone])) / 100.0) * nblocks as f64) as u64;
+        let (first, end) = if self.absolute {
+            // fio: the zone's first and end blocks, its byte bounds over
+            // the grain.
+            let start: u64 = self.span[..zone].iter().sum();
+            (start / grain, (start + self.span[zone]) / grain)
+        } else {
+            let start = if zone == n - 1 {
+                100 - self.span[n - 1]
+            } else {
+                self.span[..zone].iter().sum()
+            } as f64;
+            let at = |pct: f64| ((pct / 100.0) * nblocks as f64) as u64;
+            (at(start), at(start + self.span[zone] as f64))
+        };
         let first = first.min(nblocks - 1);
-        let width = end.saturating_sub(first).max(1);
+        let width = end.min(nblocks).saturating_sub(first).max(1);
         (first + (u_block * width as f64) as u64).min(nblocks - 1)
     }
 }
+
+/// The largest zone of `zoned_abs`: 2^56 bytes, past any volume (the sum
+/// is then checked against the job's region).
+const MAX_ZONE_BYTES: u64 = 1 << 56;
 
 #[cfg(test)]
 mod tests {
@@ -126,6 +190,33 @@ mod tests {
     }
 
     #[test]
+    fn absolute_zones_parse_echo_and_fall_on_their_bytes() {
+        let z = Zones::parse_abs("60/20g:30/100g:10/500g").unwrap();
+        assert_eq!(
+            (z.word(), z.kind()),
+            ("60/20g:30/100g:10/500g".to_string(), "zoned_abs")
+        );
+        assert_eq!(z.bytes(), Some(620 << 30));
+        assert_eq!(Zones::parse("60/10:40/90").unwrap().bytes(), None);
+        for (bad, says) in [
+            ("60/20g:30/1g", "accesses add up to 90"),
+            ("60/20x:40/1g", "not a size"),
+            ("50/0:50/1g", "empty range"),
+        ] {
+            let e = Zones::parse_abs(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        // 4 KiB blocks: all accesses to bytes 1-3 MiB of a 1 GiB region,
+        // none past the zones' end.
+        let z = Zones::parse_abs("0/1m:100/2m").unwrap();
+        let mut rng = crate::rng::Rng::new(3);
+        for _ in 0..10_000 {
+            let b = z.pick(1 << 18, 4096, rng.unit(), rng.unit());
+            assert!((256..768).contains(&b), "{b}");
+        }
+    }
+
+    #[test]
     fn each_zone_takes_its_share_of_the_draws_in_its_range() {
         // 60 % of the accesses to the first 10 % of 1,000 blocks, 30 % to
         // the next 20 %, 10 % to the last 70 %.
@@ -133,7 +224,7 @@ mod tests {
         let mut rng = crate::rng::Rng::new(7);
         let mut hits = [0u32; 3];
         for _ in 0..100_000 {
-            let b = z.pick(1000, rng.unit(), rng.unit());
+            let b = z.pick(1000, 1, rng.unit(), rng.unit());
             hits[match b {
                 0..=99 => 0,
                 100..=299 => 1,
@@ -153,7 +244,7 @@ mod tests {
         ) {
             let spec = format!("{a}/{r}:{}/{}", 100 - a, 100 - r);
             let z = Zones::parse(&spec).unwrap();
-            prop_assert!(z.pick(nblocks, u, v) < nblocks);
+            prop_assert!(z.pick(nblocks, 4096, u, v) < nblocks);
         }
     }
 }
