@@ -108,9 +108,41 @@ pub fn parse_duration(s: &str) -> Result<Ns, UnitError> {
     Ok((v * mult).round() as Ns)
 }
 
+/// Format a duration in ns as fio reads a time option: whole seconds
+/// bare (`2`), else whole milliseconds or microseconds with their unit
+/// (`500ms`, `250us`). fio reads its time options as integers: `0.5`
+/// would be 0 to it. A duration with less than a microsecond in it keeps
+/// its decimal seconds (raidlab's own grammar reads it exactly).
+pub fn format_duration(ns: Ns) -> String {
+    const US: Ns = 1_000;
+    const MS: Ns = 1_000_000;
+    const S: Ns = 1_000_000_000;
+    match ns {
+        n if n % S == 0 => format!("{}", n / S),
+        n if n % MS == 0 => format!("{}ms", n / MS),
+        n if n % US == 0 => format!("{}us", n / US),
+        n => format!("{}", n as f64 / 1e9),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_format_as_fio_reads_them_and_read_back() {
+        for (ns, text) in [
+            (2_000_000_000, "2"),
+            (500_000_000, "500ms"),
+            (1_500_000_000, "1500ms"),
+            (250_000, "250us"),
+            (0, "0"),
+        ] {
+            assert_eq!(format_duration(ns), text);
+            assert_eq!(parse_duration(text).unwrap(), ns);
+        }
+        assert_eq!(parse_duration(&format_duration(1_500)).unwrap(), 1_500);
+    }
 
     #[test]
     fn sizes() {

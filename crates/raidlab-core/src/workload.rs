@@ -7,7 +7,7 @@ use crate::pace::Rate;
 use crate::rng::{mix, Rng};
 use crate::topology::SsdState;
 use crate::trace::replay::{Feed, Replay, Tally};
-use crate::units::{format_size, parse_duration, parse_size, Ns};
+use crate::units::{format_duration, format_size, parse_duration, parse_size, Ns};
 use serde::Serialize;
 
 mod sequencer;
@@ -255,6 +255,11 @@ pub enum ThinkCount {
 /// remembered is the one checked, so I/Os that complete while the job
 /// quiesces count towards the next think time. Both engines keep one per
 /// job.
+///
+/// With `thinktime_iotime` the job also stalls once it has issued I/O for
+/// that long since its last think time ended (or it started); without an
+/// explicit `thinktime_blocks` that is then the only trigger (fio: "its
+/// default value 1 does not work together with thinktime_iotime").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThinkClock {
     blocks: u64,
@@ -262,12 +267,18 @@ pub struct ThinkClock {
     issued: u64,
     completed: u64,
     last: u64,
+    iotime: Ns,
+    since: Ns,
 }
 
 impl ThinkClock {
     /// The clock of a job of `w`; `None` without `thinktime`.
     pub fn of(w: &Workload) -> Option<ThinkClock> {
-        (w.thinktime > 0).then(|| ThinkClock::new(w.thinktime_blocks, w.thinktime_blocks_type))
+        (w.thinktime > 0).then(|| {
+            let mut c = ThinkClock::new(w.thinktime_blocks, w.thinktime_blocks_type);
+            c.iotime = w.thinktime_iotime;
+            c
+        })
     }
 
     /// A clock that stalls every `blocks` I/Os counted as `count` says
@@ -279,6 +290,8 @@ impl ThinkClock {
             issued: 0,
             completed: 0,
             last: 0,
+            iotime: 0,
+            since: 0,
         }
     }
 
@@ -293,17 +306,26 @@ impl ThinkClock {
     }
 
     /// fio's check: whether the job stalls now (waits for its I/Os in
-    /// flight, then thinks); when it does, the count is remembered.
-    pub fn stall(&mut self) -> bool {
+    /// flight, then thinks); when it does, the count is remembered. `now`
+    /// (ns since the job started) is asked for only with
+    /// `thinktime_iotime`.
+    pub fn stall(&mut self, now: impl FnOnce() -> Ns) -> bool {
         let b = match self.count {
             ThinkCount::Complete => self.completed,
             ThinkCount::Issue => self.issued,
         };
-        let due = b >= self.last + self.blocks;
+        let due = (self.iotime > 0 && now().saturating_sub(self.since) >= self.iotime)
+            || b >= self.last.saturating_add(self.blocks);
         if due {
             self.last = b;
         }
         due
+    }
+
+    /// The job's think time ended at `now` (ns since it started): its
+    /// I/O time runs from here.
+    pub fn thought(&mut self, now: Ns) {
+        self.since = now;
     }
 }
 
@@ -393,6 +415,15 @@ pub struct Workload {
     /// fio's `thinktime_blocks_type`: what `thinktime_blocks` counts.
     #[serde(skip_serializing_if = "is_complete")]
     pub thinktime_blocks_type: ThinkCount,
+    /// fio's `thinktime_spin`, ns: the think time starts with the job's
+    /// thread spinning this long (its CPU busy), then sleeps the rest; a
+    /// spin longer than `thinktime` makes the stall that long.
+    #[serde(skip_serializing_if = "is_zero_ns")]
+    pub thinktime_spin: Ns,
+    /// fio's `thinktime_iotime`, ns: a job also thinks once it has issued
+    /// I/O for this long since its last think time (0: never).
+    #[serde(skip_serializing_if = "is_zero_ns")]
+    pub thinktime_iotime: Ns,
     /// Random seed (`None` = the command's `--seed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -460,6 +491,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_ns(n: &Ns) -> bool {
+    *n == 0
+}
+
 fn is_complete(c: &ThinkCount) -> bool {
     *c == ThinkCount::Complete
 }
@@ -503,6 +538,8 @@ impl Default for Workload {
             thinktime: 0,
             thinktime_blocks: 1,
             thinktime_blocks_type: ThinkCount::Complete,
+            thinktime_spin: 0,
+            thinktime_iotime: 0,
             seed: None,
             preset: None,
             state: None,
@@ -532,6 +569,10 @@ pub const MAX_NUMJOBS: u32 = 4096;
 /// far past any benchmark's (fio's own is a 32-bit count); a run's length
 /// is bounded anyway by the rate checks and the long-run note.
 pub const MAX_LOOPS: u64 = 1 << 20;
+
+/// The longest `thinktime_iotime`: an hour, past any benchmark's cycle
+/// (a bound on the input).
+pub const MAX_IOTIME: Ns = 3_600_000_000_000;
 
 /// The largest `number_ios`: 2^48 I/Os, past any run's (a limit, not a
 /// load: a job ends at its pass or runtime if that comes first).
@@ -602,6 +643,8 @@ pub const KEYS: &[&str] = &[
     "thinktime",
     "thinktime_blocks",
     "thinktime_blocks_type",
+    "thinktime_spin",
+    "thinktime_iotime",
     "seed",
     "preset",
     "state",
@@ -722,6 +765,7 @@ impl Workload {
         // `norandommap` means something only where a random map would be
         // kept; elsewhere it is dropped, so equal behaviour echoes equally.
         w.norandommap &= w.map_applies();
+        w.settle_think(has("thinktime_blocks"));
         // `rw_sequencer` acts only between two random offsets, and
         // `seq_position` only where reads and writes both go on from a
         // position.
@@ -870,6 +914,17 @@ impl Workload {
             }
             "random_distribution" => self.random_distribution = parse_dist(v)?,
             "thinktime" => self.thinktime = int(k, v, 0, 60_000_000)? * 1000,
+            "thinktime_spin" => self.thinktime_spin = int(k, v, 0, 60_000_000)? * 1000,
+            "thinktime_iotime" => {
+                self.thinktime_iotime = parse_duration(v)
+                    .ok()
+                    .filter(|&t| t <= MAX_IOTIME)
+                    .ok_or_else(|| {
+                        Error::Workload(format!(
+                            "thinktime_iotime={v}: give a time up to an hour (seconds unless a unit is given: 9, 500ms)"
+                        ))
+                    })?
+            }
             "thinktime_blocks" => self.thinktime_blocks = int(k, v, 0, u32::MAX.into())? as u32,
             "thinktime_blocks_type" => {
                 self.thinktime_blocks_type = match v {
@@ -1127,6 +1182,27 @@ impl Workload {
         Ok(())
     }
 
+    /// `thinktime_spin` and `thinktime_iotime` act only with a think time
+    /// (fio: "only valid if thinktime is set"); with `thinktime_iotime`
+    /// and no `thinktime_blocks` given, I/O time alone brings the stalls
+    /// (fio's `handle_thinktime` skips the block count then), which a
+    /// count that is never reached stands for.
+    fn settle_think(&mut self, blocks_given: bool) {
+        if self.thinktime == 0 {
+            self.thinktime_spin = 0;
+            self.thinktime_iotime = 0;
+        }
+        if self.thinktime_iotime > 0 && !blocks_given {
+            self.thinktime_blocks = u32::MAX;
+        }
+    }
+
+    /// How long a job's think time stalls it, ns: `thinktime`, or a
+    /// longer `thinktime_spin` (fio spins first, then sleeps what is left).
+    pub fn think_stall(&self) -> Ns {
+        self.thinktime.max(self.thinktime_spin)
+    }
+
     /// The I/Os a job keeps in flight: `iodepth`, or one with `thinktime`
     /// after every I/O (`thinktime_blocks` 0 or 1, fio's default), which
     /// fio takes once the job's I/Os in flight have completed
@@ -1313,6 +1389,15 @@ impl Workload {
                 ThinkCount::Issue => "issue",
             };
             m.insert("thinktime_blocks_type".into(), count.into());
+            if self.thinktime_spin > 0 {
+                m.insert("thinktime_spin".into(), (self.thinktime_spin / 1000).into());
+            }
+            if self.thinktime_iotime > 0 {
+                m.insert(
+                    "thinktime_iotime".into(),
+                    (self.thinktime_iotime as f64 / 1e9).into(),
+                );
+            }
         }
         m.insert("seed".into(), seed.into());
         if let Some(p) = self.preset {
@@ -1411,10 +1496,10 @@ impl Workload {
             v.push(("loops".into(), self.loops.to_string()));
         }
         if let Some(r) = self.runtime {
-            v.push(("runtime".into(), format!("{}", r as f64 / 1e9)));
+            v.push(("runtime".into(), format_duration(r)));
         }
         if let Some(r) = self.ramp_time {
-            v.push(("ramp_time".into(), format!("{}", r as f64 / 1e9)));
+            v.push(("ramp_time".into(), format_duration(r)));
         }
         match self.random_distribution {
             Dist::Random => {}
@@ -1429,7 +1514,21 @@ impl Workload {
         if self.thinktime > 0 {
             v.push(("thinktime".into(), (self.thinktime / 1000).to_string()));
         }
-        if self.thinktime_blocks != 1 {
+        if self.thinktime_spin > 0 {
+            v.push((
+                "thinktime_spin".into(),
+                (self.thinktime_spin / 1000).to_string(),
+            ));
+        }
+        if self.thinktime_iotime > 0 {
+            v.push((
+                "thinktime_iotime".into(),
+                format_duration(self.thinktime_iotime),
+            ));
+        }
+        // With I/O time alone bringing the stalls, no count is echoed.
+        let implied = self.thinktime_iotime > 0 && self.thinktime_blocks == u32::MAX;
+        if self.thinktime_blocks != 1 && !implied {
             v.push(("thinktime_blocks".into(), self.thinktime_blocks.to_string()));
         }
         if self.thinktime_blocks_type == ThinkCount::Issue {
@@ -1868,6 +1967,69 @@ mod tests {
     }
 
     #[test]
+    fn think_clock_counts_io_time_and_spin_lengthens_the_stall() {
+        // thinktime_iotime alone: a stall once 0.4 s of I/O time has
+        // passed since the last think ended, whatever the count.
+        let w = Workload::parse("thinktime=100000 thinktime_iotime=0.4 iodepth=8").unwrap();
+        assert_eq!(
+            (w.thinktime_iotime, w.effective_iodepth()),
+            (400_000_000, 8)
+        );
+        let mut c = ThinkClock::of(&w).unwrap();
+        for _ in 0..1000 {
+            c.completed();
+        }
+        assert!(!c.stall(|| 399_999_999));
+        assert!(c.stall(|| 400_000_000));
+        c.thought(500_000_000);
+        assert!(!c.stall(|| 800_000_000) && c.stall(|| 900_000_000));
+        // With thinktime_blocks given too, whichever comes first.
+        let w = Workload::parse("thinktime=10 thinktime_iotime=1 thinktime_blocks=2").unwrap();
+        let mut c = ThinkClock::of(&w).unwrap();
+        c.completed();
+        assert!(!c.stall(|| 5));
+        c.completed();
+        assert!(c.stall(|| 5));
+        // The keys echo as fio writes them, and read back the same.
+        let pairs = w.to_pairs();
+        assert!(
+            pairs.contains(&("thinktime_iotime".into(), "1".into())),
+            "{pairs:?}"
+        );
+        let pairs = Workload::parse("thinktime=1 thinktime_iotime=0.25")
+            .unwrap()
+            .to_pairs();
+        assert!(
+            pairs.contains(&("thinktime_iotime".into(), "250ms".into())),
+            "{pairs:?}"
+        );
+        let w = Workload::parse("thinktime=100 thinktime_spin=300 thinktime_iotime=500ms").unwrap();
+        assert_eq!((w.think_stall(), w.thinktime_spin), (300_000, 300_000));
+        let pairs = w.to_pairs();
+        let refs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(Workload::from_pairs(&refs).unwrap(), w, "{pairs:?}");
+        assert!(
+            !pairs.iter().any(|p| p.0 == "thinktime_blocks"),
+            "{pairs:?}"
+        );
+        // Without a think time they mean nothing and are dropped.
+        assert_eq!(
+            Workload::parse("thinktime_spin=5 thinktime_iotime=1").unwrap(),
+            Workload::parse("").unwrap()
+        );
+        for bad in [
+            "thinktime_iotime=2h",
+            "thinktime_iotime=x",
+            "thinktime_spin=-1",
+        ] {
+            assert!(Workload::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn think_clock_stalls_as_fio_handle_thinktime_does() {
         // No think time, no clock.
         assert!(ThinkClock::of(&Workload::parse("rw=read").unwrap()).is_none());
@@ -1880,26 +2042,26 @@ mod tests {
         for _ in 0..7 {
             c.issued();
             c.completed();
-            assert!(!c.stall());
+            assert!(!c.stall(|| 0));
         }
         c.completed();
-        assert!(c.stall());
-        assert!(!c.stall(), "one stall per count reached");
+        assert!(c.stall(|| 0));
+        assert!(!c.stall(|| 0), "one stall per count reached");
         for _ in 0..7 {
             c.completed();
         }
-        assert!(!c.stall());
+        assert!(!c.stall(|| 0));
         c.completed();
-        assert!(c.stall());
+        assert!(c.stall(|| 0));
         // Counting issued I/Os instead.
         let w =
             Workload::parse("thinktime=10 thinktime_blocks=2 thinktime_blocks_type=issue").unwrap();
         let mut c = ThinkClock::of(&w).unwrap();
         c.completed();
         c.issued();
-        assert!(!c.stall());
+        assert!(!c.stall(|| 0));
         c.issued();
-        assert!(c.stall());
+        assert!(c.stall(|| 0));
         // 0 or 1 (fio's default): a stall after every I/O, one in flight.
         for b in ["", " thinktime_blocks=0", " thinktime_blocks=1"] {
             let w = Workload::parse(&format!("thinktime=10 iodepth=8{b}")).unwrap();

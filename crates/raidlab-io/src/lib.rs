@@ -194,7 +194,8 @@ fn shared_for<'a>(
         offload: w.rate.offload || replay_timed(w),
         replay_timed: replay_timed(w),
         timeline: w.timeline(),
-        think_ns: w.thinktime,
+        think_ns: w.think_stall(),
+        think_spin_ns: w.thinktime_spin.min(w.think_stall()),
         think: raidlab_core::workload::ThinkClock::of(w),
         end: w
             .runtime

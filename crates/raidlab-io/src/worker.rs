@@ -51,9 +51,13 @@ pub struct Shared<'a> {
     /// An empty timeline each worker fills, when the workload asks for one.
     pub timeline: Option<raidlab_core::metrics::Timeline>,
     /// fio's `thinktime`, ns: how long a worker stalls once its I/Os in
-    /// flight have completed, and the clock that says when it does
-    /// (`thinktime_blocks`; `None` without think time).
+    /// flight have completed (or its `thinktime_spin`, if longer), and the
+    /// clock that says when it does (`thinktime_blocks`,
+    /// `thinktime_iotime`; `None` without think time).
     pub think_ns: u64,
+    /// fio's `thinktime_spin`, ns: the first part of the stall, spun
+    /// through instead of slept.
+    pub think_spin_ns: u64,
     /// See `think_ns`.
     pub think: Option<raidlab_core::workload::ThinkClock>,
     /// End of the run (`runtime`), if timed.
@@ -418,7 +422,7 @@ pub fn run_worker(
         spares: Default::default(),
     };
     let mut slots = Slots::new(depth, sh.batch.submit_size(depth as u32));
-    let mut pace = JobPace::new(sh.fsync, sh.think);
+    let mut pace = JobPace::new(sh.fsync, sh.think, sh.start);
     // Completions a full queue waits for before it refills (fio's
     // `wait_for_completions`); 1 by default, as each completion refills.
     let reaps = sh.batch.reaps_when_full(depth as u32);
@@ -444,8 +448,9 @@ pub fn run_worker(
                 while slots.active > 0 && !out_failed(&out) {
                     reap(&be, &mut slots, &mut cx, &mut pace, &mut out, sh, &mut pool);
                 }
-                sleep_bounded(sh, sh.think_ns);
+                think(sh);
                 at = Instant::now();
+                pace.thought(ns_between(sh.start, at));
                 if stop_before_next(sh, at) || out_failed(&out) {
                     exhausted = true;
                     break;
@@ -567,6 +572,18 @@ fn out_failed(out: &WorkerOut) -> bool {
 /// disk). Here the thread's timer slack is made fine before the first
 /// wait ([`crate::serve::fine_timer_slack`]) and the last [`SPIN_TAIL`] is
 /// spun.
+/// A job's think time: spin through its `thinktime_spin` (fio's
+/// `usec_spin`), then sleep the rest of the stall, ending no later than
+/// the run.
+fn think(sh: &Shared<'_>) {
+    let spin_end = Instant::now() + std::time::Duration::from_nanos(sh.think_spin_ns);
+    let spin_end = sh.end.map_or(spin_end, |e| spin_end.min(e));
+    while Instant::now() < spin_end {
+        std::hint::spin_loop();
+    }
+    sleep_bounded(sh, sh.think_ns.saturating_sub(sh.think_spin_ns));
+}
+
 fn sleep_bounded(sh: &Shared<'_>, ns: u64) {
     let now = Instant::now();
     let mut until = now + std::time::Duration::from_nanos(ns);
@@ -726,13 +743,15 @@ struct JobPace {
     check_due: bool,
     /// The check after a reap found the job stalls.
     stalled: bool,
+    /// When the job started: `thinktime_iotime` counts from there.
+    start: Instant,
     /// Completions the job still waits for before it refills its queue
     /// (`iodepth_batch_complete_min`, `iodepth_low`); 0: none.
     gate: u32,
 }
 
 impl JobPace {
-    fn new(every: u32, think: Option<ThinkClock>) -> Self {
+    fn new(every: u32, think: Option<ThinkClock>, start: Instant) -> Self {
         JobPace {
             every,
             since: 0,
@@ -740,7 +759,15 @@ impl JobPace {
             think,
             check_due: false,
             stalled: false,
+            start,
             gate: 0,
+        }
+    }
+
+    /// The job's think time ended at `now` (ns since it started).
+    fn thought(&mut self, now: u64) {
+        if let Some(c) = &mut self.think {
+            c.thought(now);
         }
     }
 
@@ -754,9 +781,11 @@ impl JobPace {
 
     /// Whether the job stalls for its think time before its next I/O.
     fn think_due(&mut self) -> bool {
+        let start = self.start;
+        let now = || ns_between(start, Instant::now());
         std::mem::take(&mut self.stalled)
             || (std::mem::take(&mut self.check_due)
-                && self.think.as_mut().is_some_and(|c| c.stall()))
+                && self.think.as_mut().is_some_and(|c| c.stall(now)))
     }
 
     /// fio reaps a full queue's completions as they come (usually one at a
@@ -764,7 +793,9 @@ impl JobPace {
     /// just reaped, when one is due; a stall it finds waits for the next
     /// I/O.
     fn check_after_reap(&mut self) {
-        if self.check_due && self.think.as_mut().is_some_and(|c| c.stall()) {
+        let start = self.start;
+        let now = || ns_between(start, Instant::now());
+        if self.check_due && self.think.as_mut().is_some_and(|c| c.stall(now)) {
             self.check_due = false;
             self.stalled = true;
         }

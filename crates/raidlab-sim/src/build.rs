@@ -746,13 +746,14 @@ pub(crate) fn install_host(
         HOST,
         sim.roots.clone(),
         block_ns(topo, w),
-        w.thinktime,
+        w.think_stall(),
         w.effective_iodepth(),
         streams,
     );
     host.set_on_submitter(on_submitter(sim));
     if let Some(clock) = raidlab_core::workload::ThinkClock::of(w) {
         host.set_think_clock(clock);
+        host.set_think_spin(w.thinktime_spin);
     }
     let ramp = w.ramp_time.unwrap_or(0);
     host.window_start = ramp;

@@ -37,6 +37,9 @@ pub struct Host {
     on_submitter: Vec<[bool; 2]>,
     block_ns: Ns,
     think: Ns,
+    /// The first part of the think time the job's thread spins through
+    /// (fio's `thinktime_spin`), its core busy.
+    think_spin: Ns,
     /// Per job, when it stalls for its think time (with `think`), and
     /// whether it is stalled: waiting for its I/Os in flight, then
     /// thinking.
@@ -200,6 +203,7 @@ impl Host {
             roots,
             block_ns,
             think,
+            think_spin: 0,
             // fio's default: a think after every I/O.
             think_clocks: vec![(think > 0).then(|| ThinkClock::new(1, ThinkCount::Complete)); n],
             thinking: vec![false; n],
@@ -415,6 +419,12 @@ impl Host {
         self.think_clocks.fill(Some(clock));
     }
 
+    /// Spin through the first `spin` of every think time (fio's
+    /// `thinktime_spin`), the job's core busy; no longer than the stall.
+    pub fn set_think_spin(&mut self, spin: Ns) {
+        self.think_spin = spin.min(self.think);
+    }
+
     /// Issue job `job`'s I/Os until its `iodepth` are outstanding, or it
     /// waits (for a flush, its rate clock, its think time) or has no more.
     fn fill(&mut self, ctx: &mut Ctx, job: usize) {
@@ -426,7 +436,7 @@ impl Host {
             // fio checks its think time after an I/O that left room in the
             // queue; a full queue first waits for a completion (`done`).
             if self.think > 0 && self.inflight[job] < self.iodepth {
-                self.check_think(job);
+                self.check_think(job, ctx.now);
             }
         }
         if let Some(b) = batch {
@@ -466,10 +476,12 @@ impl Host {
         self.fill(ctx, job);
     }
 
-    /// fio's think-time check for job `job`: it stalls once its clock says.
-    fn check_think(&mut self, job: usize) {
+    /// fio's think-time check for job `job` at `now`: it stalls once its
+    /// clock says.
+    fn check_think(&mut self, job: usize, now: Ns) {
+        let started = self.started;
         if let Some(c) = &mut self.think_clocks[job] {
-            if !self.thinking[job] && c.stall() {
+            if !self.thinking[job] && c.stall(|| now - started) {
                 self.thinking[job] = true;
             }
         }
@@ -705,6 +717,9 @@ impl Host {
                 let job = job_of(&ctx.reqs[id]);
                 ctx.reqs.release(id);
                 self.thinking[job] = false;
+                if let Some(c) = &mut self.think_clocks[job] {
+                    c.thought(ctx.now - self.started);
+                }
                 self.fill(ctx, job);
             }
             Ev::Arrive => self.send(ctx, 0, id),
@@ -799,13 +814,16 @@ impl Host {
             .expect("a job with think time has a clock");
         c.completed();
         // The job reaped what its queue waited for, and checks.
-        self.check_think(job);
+        self.check_think(job, ctx.now);
         if !self.thinking[job] {
             ctx.reqs.release(id);
             self.issue(ctx, job);
         } else if self.inflight[job] == 0 {
             // Quiesced: the job thinks. The request stays allocated through
             // the think time, and the event names it (and so its job).
+            if self.think_spin > 0 {
+                ctx.reserve_on_thread(job, HOST_CPU, ctx.now, self.think_spin);
+            }
             ctx.schedule(ctx.now + self.think, self.id, id, Ev::Think);
         } else {
             ctx.reqs.release(id);

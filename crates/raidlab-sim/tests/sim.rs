@@ -629,6 +629,40 @@ fn thinktime_blocks_let_a_job_issue_that_many_between_thinks() {
     assert!(deep > 1.5 * eight, "{deep} against {eight} IOPS");
 }
 
+/// fio's `thinktime_iotime`: a job that thinks 0.1 s once it has issued
+/// I/O for 0.4 s since its last think moves four fifths of what it moves
+/// without thinking; `thinktime_spin` spins through the stall's start, so
+/// a 300 µs spin before a 100 µs think stalls as a 300 µs think does,
+/// with the job's core busy instead of idle.
+#[test]
+fn think_time_by_io_time_and_spun() {
+    let topo = "host[profile=host2020](pm9a3)";
+    let go = |w: &str| run(topo, &format!("rw=randread bs=4k ramp_time=0 {w}"));
+    let plain = go("runtime=2").summary.iops;
+    let cycled = go("runtime=2 thinktime=100000 thinktime_iotime=0.4")
+        .summary
+        .iops;
+    assert!(
+        (cycled / plain - 0.8).abs() < 0.02,
+        "{cycled} against {plain} IOPS"
+    );
+    let slept = go("runtime=0.5 thinktime=300");
+    let spun = go("runtime=0.5 thinktime=100 thinktime_spin=300");
+    assert!(
+        (spun.summary.iops / slept.summary.iops - 1.0).abs() < 0.01,
+        "{} against {} IOPS",
+        spun.summary.iops,
+        slept.summary.iops
+    );
+    let cpu = |r: &RunResult| r.host.cpu_util_pct;
+    assert!(
+        cpu(&spun) > 20.0 * cpu(&slept),
+        "{} against {} % CPU",
+        cpu(&spun),
+        cpu(&slept)
+    );
+}
+
 /// Without page cache program a die loads each page's data only once its
 /// program ends, so sequential writes pay transfer and program per page:
 /// the X25-E's 20 dies give 20 x 4 KB / (102 + 300 us) ~ 204 MB/s

@@ -369,6 +369,44 @@ fn fio_and_raidlab_take_the_same_batching() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The job file `export-fio` prints carries fio's offset modifier,
+/// `rw_sequencer`, `zoned_abs` and the think-time options as fio's own, and
+/// a time below a second as fio reads one (`300ms`: fio takes `0.3` as 0,
+/// and would then run one pass instead of 0.3 s); `raidlab run` of the same
+/// file runs and echoes them.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_takes_the_exported_sequencer_zones_and_think_options() {
+    let (dir, path) = scratch("raidlab-fio-think-io", 5);
+    let wl = "rw=randread:4 rw_sequencer=identical bs=4k size=16m \
+              random_distribution=zoned_abs:50/4m:50/12m thinktime=1000 thinktime_spin=200 \
+              thinktime_iotime=0.05 runtime=0.3";
+    let job_path = export(&dir.join("seq.fio"), wl, &path, &["io_uring", "--buffered"]);
+    let f = fio_json(&job_path);
+    let opts = &f["global options"];
+    for (k, v) in [
+        ("rw", "randread:4"),
+        ("rw_sequencer", "identical"),
+        ("random_distribution", "zoned_abs:50/4m:50/12m"),
+        ("thinktime_spin", "200"),
+        ("thinktime_iotime", "50ms"),
+        ("runtime", "300ms"),
+    ] {
+        assert_eq!(opts[k], v, "fio's {k} in {opts}");
+    }
+    let ran = f["jobs"][0]["job_runtime"].as_u64().unwrap();
+    assert!((250..1000).contains(&ran), "fio ran {ran} ms");
+    let v = run_job(
+        &path,
+        &job_path,
+        &["--engine", "io_uring", "--buffered", "--format", "json"],
+    );
+    assert_eq!(v["workload"]["rw"], "randread:4");
+    assert_eq!(v["workload"]["thinktime_spin"], 200);
+    assert!(v["summary"]["iops"].as_f64().unwrap() > 0.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Key paths of a JSON value with the JSON type at each (`int`, `float`,
 /// `string`, `object`, ...), as a consumer written against fio sees them.
 fn shape(v: &Value, path: &str, out: &mut Vec<(String, &'static str)>) {
