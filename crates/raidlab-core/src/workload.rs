@@ -1740,7 +1740,28 @@ const FIO_ACCEPTED: &[&str] = &[
     // buffers (raidlab-io's backend).
     "fixedbufs",
     "registerfiles",
+    // Where fio makes its files and what it does with them before and
+    // after: the topology names the volumes, as for `filename`.
+    "directory",
+    "unlink",
+    "allow_file_create",
+    "create_serialize",
+    "fallocate",
 ];
+
+/// fio's `startdelay` (a time, seconds unless a unit is given, or a range
+/// `A-B` each job draws from): whether it is a range. One delay for every
+/// job of the group delays the whole run and changes nothing fio measures
+/// (each job's runtime counts from its own start).
+fn start_delay_spread(lno: usize, v: &str) -> Result<bool> {
+    let ends: Vec<&str> = v.splitn(2, '-').collect();
+    if ends.iter().any(|e| parse_duration(e).is_err()) {
+        return werr(format!(
+            "job file line {lno}: startdelay={v}: expected a time or a range of times (5, 500ms, 1-10)"
+        ));
+    }
+    Ok(ends.len() == 2 && ends[0] != ends[1])
+}
 
 /// fio's engines that do one I/O at a time, in the calling thread (those
 /// its source flags `FIO_SYNCIO`: engines/sync.c, mmap.c, splice.c,
@@ -1765,6 +1786,7 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
 pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
     let mut engine: Option<String> = None;
     let mut time_based = false;
+    let mut start_spread = false;
     let mut section: Option<String> = None;
     let mut jobs = 0;
     let mut pairs: Vec<(String, String)> = Vec::new();
@@ -1814,6 +1836,10 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
         if k == "time_based" {
             time_based = v.is_empty() || v != "0";
         }
+        if k == "startdelay" {
+            start_spread = start_delay_spread(lno, v)?;
+            continue;
+        }
         if FIO_ACCEPTED.contains(&k) {
             continue;
         }
@@ -1840,6 +1866,12 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let mut w = Workload::from_pairs(&refs)?;
+    if start_spread && w.numjobs > 1 {
+        return werr(format!(
+            "startdelay with a range starts each of the {} jobs at its own time; raidlab starts a job's clones together (give one delay, which moves nothing measured)",
+            w.numjobs
+        ));
+    }
     let mut notes = Vec::new();
     let engine = engine.as_deref().unwrap_or(FIO_DEFAULT_ENGINE);
     if SYNC_ENGINES.contains(&engine) && w.iodepth > 1 && !w.rate.offload {
@@ -2606,6 +2638,22 @@ mod tests {
         ] {
             assert!(Workload::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn job_files_take_file_placement_and_one_start_delay() {
+        let base = parse_job_file("[j]\nrw=randread\nnumjobs=4\n").unwrap();
+        let with = "[global]\ndirectory=/mnt/x\nunlink=1\nfallocate=none\nstartdelay=2\n[j]\nrw=randread\nnumjobs=4\n";
+        assert_eq!(parse_job_file(with).unwrap(), base);
+        // A range gives each job its own start: refused with several jobs.
+        let spread = "[j]\nrw=randread\nnumjobs=4\nstartdelay=1-5\n";
+        let e = parse_job_file(spread).unwrap_err().to_string();
+        assert!(e.contains("startdelay") && e.contains("4 jobs"), "{e}");
+        assert!(parse_job_file("[j]\nrw=randread\nstartdelay=1-5\n").is_ok());
+        let e = parse_job_file("[j]\nstartdelay=soon\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("startdelay=soon"), "{e}");
     }
 
     #[test]
