@@ -336,37 +336,19 @@ fn fio_and_raidlab_think_as_often() {
 #[test]
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_take_the_same_batching() {
-    let (dir, path) = scratch("raidlab-fio-batch", 3);
     let wl = "rw=randread bs=4k size=16m iodepth=16 iodepth_batch_submit=8 \
               iodepth_batch_complete_min=4 iodepth_batch_complete_max=16 iodepth_low=2 runtime=0.5";
-    let job_path = export(
-        &dir.join("batch.fio"),
-        wl,
-        &path,
-        &["io_uring", "--buffered"],
-    );
-    let f = fio_json(&job_path);
-    // export-fio writes the workload under [global].
-    let opts = &f["global options"];
-    for (k, v) in [
-        // fio names the submit batch by its older name.
+    // fio names the submit batch by its older name.
+    let want = [
         ("iodepth_batch", "8"),
         ("iodepth_batch_complete_min", "4"),
         ("iodepth_batch_complete_max", "16"),
         ("iodepth_low", "2"),
-    ] {
-        assert_eq!(opts[k], v, "fio's {k} in {opts}");
-    }
+    ];
+    let (f, v) = both_take("raidlab-fio-batch", wl, &want);
     assert!(f["jobs"][0]["read"]["total_ios"].as_u64().unwrap() > 0);
-    let v = run_job(
-        &path,
-        &job_path,
-        &["--engine", "io_uring", "--buffered", "--format", "json"],
-    );
     assert_eq!(v["workload"]["iodepth_batch_submit"], 8);
     assert_eq!(v["workload"]["iodepth_low"], 2);
-    assert!(v["summary"]["iops"].as_f64().unwrap() > 0.0);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The job file `export-fio` prints carries fio's offset modifier,
@@ -377,34 +359,45 @@ fn fio_and_raidlab_take_the_same_batching() {
 #[test]
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_takes_the_exported_sequencer_zones_and_think_options() {
-    let (dir, path) = scratch("raidlab-fio-think-io", 5);
     let wl = "rw=randread:4 rw_sequencer=identical bs=4k size=16m \
               random_distribution=zoned_abs:50/4m:50/12m thinktime=1000 thinktime_spin=200 \
               thinktime_iotime=0.05 runtime=0.3";
-    let job_path = export(&dir.join("seq.fio"), wl, &path, &["io_uring", "--buffered"]);
-    let f = fio_json(&job_path);
-    let opts = &f["global options"];
-    for (k, v) in [
+    let want = [
         ("rw", "randread:4"),
         ("rw_sequencer", "identical"),
         ("random_distribution", "zoned_abs:50/4m:50/12m"),
         ("thinktime_spin", "200"),
         ("thinktime_iotime", "50ms"),
         ("runtime", "300ms"),
-    ] {
-        assert_eq!(opts[k], v, "fio's {k} in {opts}");
-    }
+    ];
+    let (f, v) = both_take("raidlab-fio-think-io", wl, &want);
     let ran = f["jobs"][0]["job_runtime"].as_u64().unwrap();
     assert!((250..1000).contains(&ran), "fio ran {ran} ms");
+    assert_eq!(v["workload"]["rw"], "randread:4");
+    assert_eq!(v["workload"]["thinktime_spin"], 200);
+}
+
+/// Export `wl` for io_uring over buffered I/O on a fresh scratch file
+/// named after `name`, run it with fio, check that fio's options hold
+/// `want` (export-fio writes the workload under `[global]`), and run the
+/// same job file with `raidlab run`, which must move data: fio's JSON and
+/// raidlab's.
+fn both_take(name: &str, wl: &str, want: &[(&str, &str)]) -> (Value, Value) {
+    let (dir, path) = scratch(name, 5);
+    let job_path = export(&dir.join("job.fio"), wl, &path, &["io_uring", "--buffered"]);
+    let f = fio_json(&job_path);
+    let opts = &f["global options"];
+    for (k, v) in want {
+        assert_eq!(opts[k], *v, "fio's {k} in {opts}");
+    }
     let v = run_job(
         &path,
         &job_path,
         &["--engine", "io_uring", "--buffered", "--format", "json"],
     );
-    assert_eq!(v["workload"]["rw"], "randread:4");
-    assert_eq!(v["workload"]["thinktime_spin"], 200);
     assert!(v["summary"]["iops"].as_f64().unwrap() > 0.0);
     std::fs::remove_dir_all(&dir).unwrap();
+    (f, v)
 }
 
 /// Key paths of a JSON value with the JSON type at each (`int`, `float`,
