@@ -460,6 +460,11 @@ pub struct Workload {
     /// volume the two are the same flush.
     #[serde(skip_serializing_if = "is_zero")]
     pub fsync: u32,
+    /// fio's `end_fsync` (and `fsync_on_close`, the same for a job's one
+    /// file): a one-pass job that wrote flushes its volumes once its last
+    /// I/O is back, and its run lasts until the flush is.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub end_fsync: bool,
     /// fio's `rate`, `rate_iops` and `rate_process`: how fast each job may
     /// issue, per direction ([`crate::pace`]).
     #[serde(skip_serializing_if = "no_limit")]
@@ -549,6 +554,7 @@ impl Default for Workload {
             blockalign: None,
             sync: false,
             fsync: 0,
+            end_fsync: false,
             rate: Rate::default(),
             batch: Batch::default(),
             sequencer: Sequencer::default(),
@@ -652,6 +658,8 @@ pub const KEYS: &[&str] = &[
     "sync",
     "fsync",
     "fdatasync",
+    "end_fsync",
+    "fsync_on_close",
     "blockalign",
     "ba",
     "norandommap",
@@ -766,6 +774,8 @@ impl Workload {
         // kept; elsewhere it is dropped, so equal behaviour echoes equally.
         w.norandommap &= w.map_applies();
         w.settle_think(has("thinktime_blocks"));
+        // fio syncs at the end only a job that writes.
+        w.end_fsync &= w.writes();
         // `rw_sequencer` acts only between two random offsets, and
         // `seq_position` only where reads and writes both go on from a
         // position.
@@ -949,6 +959,7 @@ impl Workload {
             "norandommap" => self.norandommap = int(k, v, 0, 1)? == 1,
             "hipri" => self.hipri = int(k, v, 0, 1)? == 1,
             "fsync" | "fdatasync" => self.fsync = int(k, v, 0, 1_000_000)? as u32,
+            "end_fsync" | "fsync_on_close" => self.end_fsync |= int(k, v, 0, 1)? == 1,
             "rate" | "rate_iops" => self.rate.set(k, v)?,
             "rate_process" => self.rate.set_process(v)?,
             "io_submit_mode" => self.rate.set_submit_mode(v)?,
@@ -1429,6 +1440,9 @@ impl Workload {
         if self.fsync > 0 {
             m.insert("fsync".into(), self.fsync.into());
         }
+        if self.end_fsync {
+            m.insert("end_fsync".into(), 1.into());
+        }
         for (k, v) in self.rate.pairs() {
             m.insert(k, v.into());
         }
@@ -1548,6 +1562,9 @@ impl Workload {
         }
         if self.fsync > 0 {
             v.push(("fsync".into(), self.fsync.to_string()));
+        }
+        if self.end_fsync {
+            v.push(("end_fsync".into(), "1".into()));
         }
         v.extend(self.rate.pairs());
         v.extend(self.batch.pairs());
@@ -2638,6 +2655,27 @@ mod tests {
         ] {
             assert!(Workload::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn end_fsync_and_fsync_on_close_are_one_end_flush_of_a_writing_job() {
+        let a = Workload::parse("rw=write end_fsync=1").unwrap();
+        let b = Workload::parse("rw=write fsync_on_close=1").unwrap();
+        assert!(a.end_fsync);
+        assert_eq!(a, b);
+        assert!(a.to_pairs().contains(&("end_fsync".into(), "1".into())));
+        // A job that never writes has nothing to sync (fio: td_write).
+        assert!(
+            !Workload::parse("rw=randread end_fsync=1")
+                .unwrap()
+                .end_fsync
+        );
+        assert!(Workload::parse("end_fsync=2").is_err());
+        assert!(
+            parse_job_file("[j]\nrw=randwrite\nfsync_on_close=1\n")
+                .unwrap()
+                .end_fsync
+        );
     }
 
     #[test]

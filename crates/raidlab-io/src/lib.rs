@@ -205,6 +205,7 @@ fn shared_for<'a>(
         seed,
         sync: w.sync,
         fsync: w.fsync,
+        end_fsync: w.end_fsync && w.runtime.is_none(),
         intent,
         batch: w.batch,
     }

@@ -73,6 +73,9 @@ pub struct Shared<'a> {
     /// `fsync=N`: after every N writes the worker lets its I/Os drain,
     /// flushes the volume and carries on (0: never).
     pub fsync: u32,
+    /// `end_fsync` in a one-pass run: a worker that wrote flushes the
+    /// volume once its last I/O is back, and its run ends with the flush.
+    pub end_fsync: bool,
     /// The root array's write-intent bitmap, when it has one.
     pub intent: Option<&'a crate::intent::Intent>,
     /// fio's queue batching (`iodepth_batch_submit`,
@@ -427,6 +430,7 @@ pub fn run_worker(
     // `wait_for_completions`); 1 by default, as each completion refills.
     let reaps = sh.batch.reaps_when_full(depth as u32);
     let mut exhausted = false;
+    let mut end_flushed = false;
     let mut cx = Context::from_waker(Waker::noop());
     loop {
         if pace.holding && slots.active == 0 && !exhausted {
@@ -505,6 +509,18 @@ pub fn run_worker(
             pace.check_after_reap();
         }
         if slots.active == 0 && exhausted {
+            if sh.end_fsync && !end_flushed && out.totals[1].0 > 0 && !out_failed(&out) {
+                // fio's end_fsync: the job's last I/Os are back; its run
+                // lasts until the volume's flush is.
+                end_flushed = true;
+                let buf = pool.pop().expect("a free buffer");
+                let flush = host_task(&ex, sh, FLUSH_IO, buf, true);
+                slots.spawn(&be, flush, Instant::now(), FLUSH_IO, true);
+                continue;
+            }
+            if end_flushed {
+                out.last_done = Some(Instant::now());
+            }
             break;
         }
         if slots.active == 0 || (freed && !exhausted && slots.active < depth && pace.gate == 0) {

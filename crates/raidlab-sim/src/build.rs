@@ -758,6 +758,7 @@ pub(crate) fn install_host(
     let ramp = w.ramp_time.unwrap_or(0);
     host.window_start = ramp;
     host.set_durability(w.sync, w.fsync);
+    host.set_end_fsync(w.end_fsync && w.runtime.is_none());
     host.set_rate(&w.rate, seed);
     host.set_batch(&w.batch);
     host.set_replay_timed(w.replay.as_ref().is_some_and(|r| r.timed()));

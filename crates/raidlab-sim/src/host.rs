@@ -90,6 +90,10 @@ pub struct Host {
     fsync: u32,
     since_flush: Vec<u32>,
     holding: Vec<bool>,
+    /// `end_fsync` in a one-pass run: each job flushes its volumes once
+    /// its last I/O is back, and whether it has (per job).
+    end_fsync: bool,
+    end_flushed: Vec<bool>,
     /// Per job, its rate clock (fio's `rate`/`rate_iops`), when it has one,
     /// and whether it is waiting for its next I/O to fall due (that I/O is
     /// drawn and scheduled; the job issues nothing else meanwhile).
@@ -230,6 +234,8 @@ impl Host {
             fsync: 0,
             since_flush: vec![0; n],
             holding: vec![false; n],
+            end_fsync: false,
+            end_flushed: vec![false; n],
             pacers: vec![None; n],
             sleeping: vec![false; n],
             offload: false,
@@ -386,6 +392,12 @@ impl Host {
     pub fn set_durability(&mut self, sync: bool, fsync: u32) {
         self.sync = sync;
         self.fsync = fsync;
+    }
+
+    /// Flush every volume at each job's end (fio's `end_fsync`, in a
+    /// one-pass run: the run then lasts until the flushes are back).
+    pub fn set_end_fsync(&mut self, on: bool) {
+        self.end_fsync = on;
     }
 
     /// Host I/Os issued and not yet completed.
@@ -561,6 +573,17 @@ impl Host {
             return false;
         }
         let Some((io, vol)) = self.next_io(job, ctx.now) else {
+            if self.end_fsync && !self.end_flushed[job] {
+                if self.inflight[job] > 0 {
+                    // fio syncs once the job's last I/Os are back.
+                    return false;
+                }
+                self.end_flushed[job] = true;
+                for v in 0..self.roots.len() as u32 {
+                    self.flush_vol[job] = v;
+                    self.flush(ctx, job);
+                }
+            }
             if !self.done_jobs[job] {
                 self.done_jobs[job] = true;
                 self.exhausted += 1;
@@ -758,7 +781,11 @@ impl Host {
         }
         let job = job_of(&r);
         if r.creator_word & FSYNC_FLUSH != 0 {
-            // The job's fsync is back: it refills its queue.
+            // The job's fsync is back: it refills its queue. Its end
+            // flush ends its run (fio counts it in the job's runtime).
+            if self.end_flushed[job] {
+                self.last_completion = self.last_completion.max(now);
+            }
             ctx.reqs.release(id);
             self.outstanding_one_less(job, now);
             self.settle(ctx, job);
