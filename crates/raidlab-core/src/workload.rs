@@ -10,6 +10,7 @@ use crate::trace::replay::{Feed, Replay, Tally};
 use crate::units::{format_duration, format_size, parse_duration, parse_size, Ns};
 use serde::Serialize;
 
+mod kb_base;
 mod sequencer;
 mod stream;
 mod zoned;
@@ -1804,6 +1805,8 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
     let mut engine: Option<String> = None;
     let mut time_based = false;
     let mut start_spread = false;
+    // fio's default unit base: k = 1024 (see `kb_base`).
+    let mut kb = 1024;
     let mut section: Option<String> = None;
     let mut jobs = 0;
     let mut pairs: Vec<(String, String)> = Vec::new();
@@ -1857,6 +1860,14 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
             start_spread = start_delay_spread(lno, v)?;
             continue;
         }
+        if k == "kb_base" {
+            kb = kb_base::parse_kb_base(v).ok_or_else(|| {
+                Error::Workload(format!(
+                    "job file line {lno}: kb_base={v}: expected 1000 or 1024"
+                ))
+            })?;
+            continue;
+        }
         if FIO_ACCEPTED.contains(&k) {
             continue;
         }
@@ -1878,18 +1889,39 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
     if jobs == 0 {
         return werr("job file has no job section");
     }
+    // Sizes as fio reads them under the file's kb_base, wherever it came.
+    let mut iec = Vec::new();
+    for (k, v) in pairs
+        .iter_mut()
+        .filter(|(k, _)| kb_base::SIZE_KEYS.contains(&k.as_str()))
+    {
+        let (bytes, quirk) = kb_base::in_bytes(v, kb);
+        if quirk {
+            iec.push(format!("{k}={v} is {k}={bytes}"));
+        }
+        *v = bytes;
+    }
+    let iec_note = (!iec.is_empty()).then(|| {
+        format!(
+            "fio reads KiB, MiB, ... as powers of 10 under kb_base=1024, its default, and so does raidlab reading a job file: {} (write 4k, or set kb_base=1000, for 4,096 bytes)",
+            iec.join(", ")
+        )
+    });
     let refs: Vec<(&str, &str)> = pairs
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let mut w = Workload::from_pairs(&refs)?;
+    let mut w = Workload::from_pairs(&refs).map_err(|e| match &iec_note {
+        Some(n) => Error::Workload(format!("{e} ({n})")),
+        None => e,
+    })?;
     if start_spread && w.numjobs > 1 {
         return werr(format!(
             "startdelay with a range starts each of the {} jobs at its own time; raidlab starts a job's clones together (give one delay, which moves nothing measured)",
             w.numjobs
         ));
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = iec_note.into_iter().collect();
     let engine = engine.as_deref().unwrap_or(FIO_DEFAULT_ENGINE);
     if SYNC_ENGINES.contains(&engine) && w.iodepth > 1 && !w.rate.offload {
         notes.push(format!(
@@ -2676,6 +2708,32 @@ mod tests {
                 .unwrap()
                 .end_fsync
         );
+    }
+
+    #[test]
+    fn job_file_sizes_read_under_fios_kb_base() {
+        // fio's default reads 4KiB as 4,000 bytes: not a whole sector, so
+        // refused, saying why.
+        let e = parse_job_file("[j]\nrw=randread\nbs=4KiB\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("4000") && e.contains("kb_base=1024"), "{e}");
+        // kb_base=1000 (anywhere in the file) makes the IEC units binary and
+        // the SI ones decimal.
+        let w = parse_job_file("[global]\nbs=8KiB\nsize=1g\n[j]\nkb_base=1000\n").unwrap();
+        assert_eq!((w.bs, w.size), (8192, Some(1_000_000_000)));
+        // A size that still works is noted.
+        let (w, notes) = parse_job_file_noted("[j]\nbs=4k\nsize=1MiB\n").unwrap();
+        assert_eq!(w.size, Some(1_000_000));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("size=1MiB is size=1000000")),
+            "{notes:?}"
+        );
+        assert!(parse_job_file("[j]\nkb_base=512\n").is_err());
+        // -w keeps raidlab's reading: 4KiB is 4,096 bytes.
+        assert_eq!(Workload::parse("bs=4KiB").unwrap().bs, 4096);
     }
 
     #[test]
