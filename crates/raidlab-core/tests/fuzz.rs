@@ -168,6 +168,25 @@ proptest! {
         prop_assert!(bytes <= w.pass_bytes(region.span), "{}: {} bytes", text, bytes);
     }
 
+    /// Sizes in a job file, under either kb_base, give a workload or one
+    /// line saying what is wrong, never a panic; a whole size in one of
+    /// fio's units reads as fio reads it.
+    #[test]
+    fn job_file_sizes_under_kb_base_never_panic(
+        v in "(-?[0-9]{1,12}(\\.[0-9])?([kKmMgGtTpP]([iI]?[bB]?))?[,:/]?){1,4}|\\PC{0,12}",
+        base in prop_oneof![Just("1000"), Just("1024")],
+        key in prop_oneof![Just("bs"), Just("size"), Just("bssplit"), Just("offset"), Just("rw"), Just("rate")],
+        n in 1u64..64,
+    ) {
+        let text = format!("[j]\nkb_base={base}\n{key}={v}\n");
+        if let Err(e) = parse_job_file(&text) {
+            prop_assert!(!e.to_string().contains('\n'), "{}", e);
+        }
+        let w = parse_job_file(&format!("[j]\nkb_base={base}\nsize={n}KiB\n")).unwrap();
+        let unit: u64 = if base == "1000" { 1024 } else { 1000 };
+        prop_assert_eq!(w.size, Some(n * unit));
+    }
+
     #[test]
     fn job_file_parser_never_panics(s in "(\\[[a-z]{0,6}\\]\n|[a-z_]{1,10}(=[0-9a-z:/]{0,6})?\n|; \\PC{0,5}\n|\\PC{0,8}\n){0,10}") {
         let _ = parse_job_file(&s);
