@@ -1209,6 +1209,14 @@ impl Workload {
         }
     }
 
+    /// `thinktime_blocks` as the user gave it: `None` where
+    /// `thinktime_iotime` alone brings the stalls (the never-reached count
+    /// [`Workload::settle_think`] puts there is not the user's).
+    fn think_blocks_echoed(&self) -> Option<u32> {
+        let implied = self.thinktime_iotime > 0 && self.thinktime_blocks == u32::MAX;
+        (!implied).then_some(self.thinktime_blocks)
+    }
+
     /// How long a job's think time stalls it, ns: `thinktime`, or a
     /// longer `thinktime_spin` (fio spins first, then sleeps what is left).
     pub fn think_stall(&self) -> Ns {
@@ -1395,7 +1403,9 @@ impl Workload {
         m.insert("random_distribution".into(), dist.into());
         m.insert("thinktime".into(), (self.thinktime / 1000).into());
         if self.thinktime > 0 {
-            m.insert("thinktime_blocks".into(), self.thinktime_blocks.into());
+            if let Some(b) = self.think_blocks_echoed() {
+                m.insert("thinktime_blocks".into(), b.into());
+            }
             let count = match self.thinktime_blocks_type {
                 ThinkCount::Complete => "complete",
                 ThinkCount::Issue => "issue",
@@ -1541,10 +1551,8 @@ impl Workload {
                 format_duration(self.thinktime_iotime),
             ));
         }
-        // With I/O time alone bringing the stalls, no count is echoed.
-        let implied = self.thinktime_iotime > 0 && self.thinktime_blocks == u32::MAX;
-        if self.thinktime_blocks != 1 && !implied {
-            v.push(("thinktime_blocks".into(), self.thinktime_blocks.to_string()));
+        if let Some(b) = self.think_blocks_echoed().filter(|&b| b != 1) {
+            v.push(("thinktime_blocks".into(), b.to_string()));
         }
         if self.thinktime_blocks_type == ThinkCount::Issue {
             v.push(("thinktime_blocks_type".into(), "issue".into()));
@@ -1911,9 +1919,9 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let mut w = Workload::from_pairs(&refs).map_err(|e| match &iec_note {
-        Some(n) => Error::Workload(format!("{e} ({n})")),
-        None => e,
+    let mut w = Workload::from_pairs(&refs).map_err(|e| match (e, &iec_note) {
+        (Error::Workload(m), Some(n)) => Error::Workload(format!("{m} ({n})")),
+        (e, _) => e,
     })?;
     if start_spread && w.numjobs > 1 {
         return werr(format!(
@@ -2095,6 +2103,10 @@ mod tests {
         assert!(
             !pairs.iter().any(|p| p.0 == "thinktime_blocks"),
             "{pairs:?}"
+        );
+        assert!(
+            w.to_json(1).get("thinktime_blocks").is_none(),
+            "not the user's count"
         );
         // Without a think time they mean nothing and are dropped.
         assert_eq!(
@@ -2718,6 +2730,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("4000") && e.contains("kb_base=1024"), "{e}");
+        assert!(!e.contains("workload: workload"), "{e}");
         // kb_base=1000 (anywhere in the file) makes the IEC units binary and
         // the SI ones decimal.
         let w = parse_job_file("[global]\nbs=8KiB\nsize=1g\n[j]\nkb_base=1000\n").unwrap();

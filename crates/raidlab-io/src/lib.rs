@@ -195,7 +195,7 @@ fn shared_for<'a>(
         replay_timed: replay_timed(w),
         timeline: w.timeline(),
         think_ns: w.think_stall(),
-        think_spin_ns: w.thinktime_spin.min(w.think_stall()),
+        think_spin_ns: w.thinktime_spin,
         think: raidlab_core::workload::ThinkClock::of(w),
         end: w
             .runtime

@@ -568,6 +568,12 @@ fn since(t: Instant) -> u64 {
 }
 
 /// Nanoseconds from `t` to `u` (0 if `u` is earlier).
+/// A reading of the time since `start`, ns, taken only when called (a
+/// think clock asks for it only with `thinktime_iotime`).
+fn clock_since(start: Instant) -> impl FnOnce() -> u64 {
+    move || ns_between(start, Instant::now())
+}
+
 fn ns_between(t: Instant, u: Instant) -> u64 {
     u.saturating_duration_since(t)
         .as_nanos()
@@ -592,6 +598,10 @@ fn out_failed(out: &WorkerOut) -> bool {
 /// `usec_spin`), then sleep the rest of the stall, ending no later than
 /// the run.
 fn think(sh: &Shared<'_>) {
+    debug_assert!(
+        sh.think_spin_ns <= sh.think_ns,
+        "the stall is at least the spin"
+    );
     let spin_end = Instant::now() + std::time::Duration::from_nanos(sh.think_spin_ns);
     let spin_end = sh.end.map_or(spin_end, |e| spin_end.min(e));
     while Instant::now() < spin_end {
@@ -797,8 +807,7 @@ impl JobPace {
 
     /// Whether the job stalls for its think time before its next I/O.
     fn think_due(&mut self) -> bool {
-        let start = self.start;
-        let now = || ns_between(start, Instant::now());
+        let now = clock_since(self.start);
         std::mem::take(&mut self.stalled)
             || (std::mem::take(&mut self.check_due)
                 && self.think.as_mut().is_some_and(|c| c.stall(now)))
@@ -809,8 +818,7 @@ impl JobPace {
     /// just reaped, when one is due; a stall it finds waits for the next
     /// I/O.
     fn check_after_reap(&mut self) {
-        let start = self.start;
-        let now = || ns_between(start, Instant::now());
+        let now = clock_since(self.start);
         if self.check_due && self.think.as_mut().is_some_and(|c| c.stall(now)) {
             self.check_due = false;
             self.stalled = true;

@@ -434,7 +434,8 @@ impl Host {
     /// Spin through the first `spin` of every think time (fio's
     /// `thinktime_spin`), the job's core busy; no longer than the stall.
     pub fn set_think_spin(&mut self, spin: Ns) {
-        self.think_spin = spin.min(self.think);
+        debug_assert!(spin <= self.think, "the stall is at least the spin");
+        self.think_spin = spin;
     }
 
     /// Issue job `job`'s I/Os until its `iodepth` are outstanding, or it

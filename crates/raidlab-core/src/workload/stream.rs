@@ -402,9 +402,6 @@ impl JobStream {
         let before = b + charged;
         let next = before - before % per;
         self.budget = Some(next.saturating_sub(charged));
-        if next == 0 {
-            self.budget = Some(0);
-        }
         next > 0
     }
 }
