@@ -1775,6 +1775,32 @@ const FIO_ACCEPTED: &[&str] = &[
     "fallocate",
 ];
 
+/// What fio does with a job file's workload that raidlab must say: a
+/// synchronous engine caps `iodepth` at 1 (applied to `w`), and a
+/// `runtime` without `time_based` may end sooner in fio.
+fn run_as_fio(w: &mut Workload, engine: Option<&str>, time_based: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    let engine = engine.unwrap_or(FIO_DEFAULT_ENGINE);
+    if SYNC_ENGINES.contains(&engine) && w.iodepth > 1 && !w.rate.offload {
+        notes.push(format!(
+            "ioengine={engine} does one I/O at a time: fio caps iodepth={} at 1, and so does raidlab (name an asynchronous engine, e.g. ioengine=io_uring, for a deeper queue)",
+            w.iodepth
+        ));
+        w.iodepth = 1;
+    }
+    if w.runtime.is_some() && !time_based && w.replay.is_none() {
+        let ios = if w.number_ios.is_some() {
+            " (or number_ios)"
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "runtime without time_based: fio stops after one pass over the job's region{ios} if that comes first; raidlab runs for the whole runtime, as with time_based=1",
+        ));
+    }
+    notes
+}
+
 /// fio's `startdelay` (a time, seconds unless a unit is given, or a range
 /// `A-B` each job draws from): whether it is a range. One delay for every
 /// job of the group delays the whole run and changes nothing fio measures
@@ -1898,23 +1924,7 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
         return werr("job file has no job section");
     }
     // Sizes as fio reads them under the file's kb_base, wherever it came.
-    let mut iec = Vec::new();
-    for (k, v) in pairs
-        .iter_mut()
-        .filter(|(k, _)| kb_base::SIZE_KEYS.contains(&k.as_str()))
-    {
-        let (bytes, quirk) = kb_base::in_bytes(v, kb);
-        if quirk {
-            iec.push(format!("{k}={v} is {k}={bytes}"));
-        }
-        *v = bytes;
-    }
-    let iec_note = (!iec.is_empty()).then(|| {
-        format!(
-            "fio reads KiB, MiB, ... as powers of 10 under kb_base=1024, its default, and so does raidlab reading a job file: {} (write 4k, or set kb_base=1000, for 4,096 bytes)",
-            iec.join(", ")
-        )
-    });
+    let iec_note = kb_base::read_sizes(&mut pairs, kb);
     let refs: Vec<(&str, &str)> = pairs
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -1930,24 +1940,7 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
         ));
     }
     let mut notes: Vec<String> = iec_note.into_iter().collect();
-    let engine = engine.as_deref().unwrap_or(FIO_DEFAULT_ENGINE);
-    if SYNC_ENGINES.contains(&engine) && w.iodepth > 1 && !w.rate.offload {
-        notes.push(format!(
-            "ioengine={engine} does one I/O at a time: fio caps iodepth={} at 1, and so does raidlab (name an asynchronous engine, e.g. ioengine=io_uring, for a deeper queue)",
-            w.iodepth
-        ));
-        w.iodepth = 1;
-    }
-    if w.runtime.is_some() && !time_based && w.replay.is_none() {
-        let ios = if w.number_ios.is_some() {
-            " (or number_ios)"
-        } else {
-            ""
-        };
-        notes.push(format!(
-            "runtime without time_based: fio stops after one pass over the job's region{ios} if that comes first; raidlab runs for the whole runtime, as with time_based=1",
-        ));
-    }
+    notes.extend(run_as_fio(&mut w, engine.as_deref(), time_based));
     Ok((w, notes))
 }
 

@@ -87,6 +87,29 @@ pub(crate) fn in_bytes(value: &str, kb_base: u64) -> (String, bool) {
     (out, quirk)
 }
 
+/// Write a job file's size values (`pairs`, the keys in [`SIZE_KEYS`]) out
+/// in bytes as fio reads them under `kb_base`; the note to give when an IEC
+/// size was read in powers of ten.
+pub(crate) fn read_sizes(pairs: &mut [(String, String)], kb_base: u64) -> Option<String> {
+    let mut iec = Vec::new();
+    for (k, v) in pairs
+        .iter_mut()
+        .filter(|(k, _)| SIZE_KEYS.contains(&k.as_str()))
+    {
+        let (bytes, quirk) = in_bytes(v, kb_base);
+        if quirk {
+            iec.push(format!("{k}={v} is {k}={bytes}"));
+        }
+        *v = bytes;
+    }
+    (!iec.is_empty()).then(|| {
+        format!(
+            "fio reads KiB, MiB, ... as powers of 10 under kb_base=1024, its default, and so does raidlab reading a job file: {} (write 4k, or set kb_base=1000, for 4,096 bytes)",
+            iec.join(", ")
+        )
+    })
+}
+
 /// The power a size unit raises its base to, and whether it is an IEC
 /// unit; `None` for anything else (fio: `__get_mult_bytes`).
 fn unit_power(unit: &str) -> Option<(u32, bool)> {
