@@ -21,9 +21,10 @@ const SIZE: u64 = 64 << 20;
 /// (`raidlab_emulate::SPIN_NS`, 20 µs), so that both wait alike.
 const SPIN: Duration = Duration::from_micros(20);
 
-/// How long after a request arrives the answering thread spins rather than
-/// sleeps: as the served simulated array's model thread after its last
-/// activity (200 µs), which keeps a core awake through a short hold.
+/// How long after a request arrives or an answer leaves the answering
+/// thread spins rather than sleeps: as the served simulated array's model
+/// thread after its last activity (200 µs), which keeps a core awake
+/// through a short hold and until a depth-1 client's next request.
 const SPIN_AFTER: Duration = Duration::from_micros(200);
 
 /// A request waiting for its time.
@@ -66,11 +67,12 @@ impl Pipelined for Hold {
 
 /// Answer requests in the order they came (each is held alike, so that is
 /// the order they fall due), waiting as the served simulated array does:
-/// spinning for [`SPIN_AFTER`] after a request came and through the last
-/// [`SPIN`] before it is due, asleep between.
+/// spinning for [`SPIN_AFTER`] after a request came or an answer went out
+/// and through the last [`SPIN`] before a request is due, asleep between.
 fn answer(from: mpsc::Receiver<Held>) {
     let zeroes = vec![0u8; 1 << 20];
-    for h in from {
+    let mut answered = Instant::now();
+    while let Some(h) = next(&from, answered) {
         loop {
             let now = Instant::now();
             if now >= h.due {
@@ -83,7 +85,24 @@ fn answer(from: mpsc::Receiver<Held>) {
             }
         }
         h.reply.ok(&zeroes[..h.read_len.min(zeroes.len())]);
+        answered = Instant::now();
     }
+}
+
+/// The next request: looked for while spinning until [`SPIN_AFTER`] past
+/// the last answer (the model's thread spins as long after its last
+/// activity, and on a host of two cores that spinning is part of what a
+/// depth-1 client pays), then waited for asleep. `None` once every sender
+/// is gone.
+fn next(from: &mpsc::Receiver<Held>, answered: Instant) -> Option<Held> {
+    while answered.elapsed() < SPIN_AFTER {
+        match from.try_recv() {
+            Ok(h) => return Some(h),
+            Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+        }
+    }
+    from.recv().ok()
 }
 
 /// A running server; [`HeldServer::stop`] ends it.
