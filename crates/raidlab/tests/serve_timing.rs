@@ -5,9 +5,10 @@
 //! job, give or take the NBD round trip (measured just before and after
 //! each case, in its direction, against a file served from memory and, for
 //! a depth-1 case, also against a server that holds each request for the
-//! model's mean latency, the worse of the two), and the server's drift report agrees. Where the host
-//! cannot carry the model's request rate over NBD, the server must say so
-//! and the client must never measure more than the model. A case whose
+//! model's mean latency, the worse of the two), and the server's drift
+//! report agrees. Where the host cannot carry the model's request rate over
+//! NBD, the server must say so and the client must never measure more than
+//! the model. A case whose
 //! timing misses on host noise is measured again once the other cases
 //! have been, up to [`ATTEMPTS`] times, and the test says which were.
 //!
@@ -155,10 +156,11 @@ fn round_trip(img: &std::path::Path, rw: &str, hold_us: u32) -> Seen {
 }
 
 /// Each figure of two measurements of the round trip, the worse: around
-/// one case, those just before and just after it in the case's direction. On a machine of two
-/// cores the protocol's cost moves with whatever else runs (the read round
-/// trip's p99 ranged from 63 to 84 µs over two runs' cases), so one
-/// measurement at the start misjudges the cases that run minutes later.
+/// one case, those just before and just after it in the case's direction.
+/// On a machine of two cores the protocol's cost moves with whatever else
+/// runs (the read round trip's p99 ranged from 63 to 84 µs over two runs'
+/// cases), so one measurement at the start misjudges the cases that run
+/// minutes later.
 fn worse(a: Seen, b: Seen) -> Seen {
     Seen {
         iops: a.iops.min(b.iops),
