@@ -263,7 +263,8 @@ pub enum ThinkCount {
 /// default value 1 does not work together with thinktime_iotime").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThinkClock {
-    blocks: u64,
+    /// I/Os between stalls; `None`: I/O time alone stalls the job.
+    blocks: Option<u64>,
     count: ThinkCount,
     issued: u64,
     completed: u64,
@@ -283,10 +284,11 @@ impl ThinkClock {
     }
 
     /// A clock that stalls every `blocks` I/Os counted as `count` says
-    /// (fio's defaults: 1, completed).
-    pub fn new(blocks: u32, count: ThinkCount) -> ThinkClock {
+    /// (fio's defaults: 1, completed); with `blocks` `None`, only
+    /// `thinktime_iotime` stalls it.
+    pub fn new(blocks: Option<u32>, count: ThinkCount) -> ThinkClock {
         ThinkClock {
-            blocks: blocks.into(),
+            blocks: blocks.map(u64::from),
             count,
             issued: 0,
             completed: 0,
@@ -316,7 +318,9 @@ impl ThinkClock {
             ThinkCount::Issue => self.issued,
         };
         let due = (self.iotime > 0 && now().saturating_sub(self.since) >= self.iotime)
-            || b >= self.last.saturating_add(self.blocks);
+            || self
+                .blocks
+                .is_some_and(|n| b >= self.last.saturating_add(n));
         if due {
             self.last = b;
         }
@@ -410,9 +414,10 @@ pub struct Workload {
     /// Think time between I/Os of one job, ns.
     pub thinktime: Ns,
     /// fio's `thinktime_blocks`: the I/Os a job counts between think times
-    /// (1, fio's default: after every I/O).
-    #[serde(skip_serializing_if = "is_one")]
-    pub thinktime_blocks: u32,
+    /// (1, fio's default: after every I/O); `None` where `thinktime_iotime`
+    /// alone brings the stalls (given without `thinktime_blocks`).
+    #[serde(skip_serializing_if = "is_every_io")]
+    pub thinktime_blocks: Option<u32>,
     /// fio's `thinktime_blocks_type`: what `thinktime_blocks` counts.
     #[serde(skip_serializing_if = "is_complete")]
     pub thinktime_blocks_type: ThinkCount,
@@ -509,6 +514,11 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
+/// `thinktime_blocks` at fio's default: a think after every I/O.
+fn is_every_io(n: &Option<u32>) -> bool {
+    *n == Some(1)
+}
+
 fn ser_state<S: serde::Serializer>(
     s: &Option<SsdState>,
     ser: S,
@@ -542,7 +552,7 @@ impl Default for Workload {
             ramp_time: None,
             random_distribution: Dist::Random,
             thinktime: 0,
-            thinktime_blocks: 1,
+            thinktime_blocks: Some(1),
             thinktime_blocks_type: ThinkCount::Complete,
             thinktime_spin: 0,
             thinktime_iotime: 0,
@@ -699,6 +709,27 @@ fn int(key: &str, v: &str, lo: u64, hi: u64) -> Result<u64> {
             "{key}={v}: expected a whole number from {lo} to {hi}"
         )),
     }
+}
+
+/// Most a think time may stall a job: 60 s.
+const MAX_THINK_US: u64 = 60_000_000;
+
+/// A think time (`thinktime`, `thinktime_spin`) as fio reads it, ns: a
+/// time option (options.c `is_time`) in microseconds unless a unit is
+/// given (`250`, `100ms`, `1s`), fio's resolution being the microsecond;
+/// at most [`MAX_THINK_US`].
+fn think_time(key: &str, v: &str) -> Result<Ns> {
+    if v.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(int(key, v, 0, MAX_THINK_US)? * 1000);
+    }
+    parse_duration(v)
+        .ok()
+        .filter(|&t| t % 1000 == 0 && t <= MAX_THINK_US * 1000)
+        .ok_or_else(|| {
+            Error::Workload(format!(
+                "{key}={v}: give a time up to 60 s in whole microseconds (microseconds unless a unit is given: 250, 100ms, 1s)"
+            ))
+        })
 }
 
 fn block(key: &str, v: &str) -> Result<u64> {
@@ -924,8 +955,8 @@ impl Workload {
                 )
             }
             "random_distribution" => self.random_distribution = parse_dist(v)?,
-            "thinktime" => self.thinktime = int(k, v, 0, 60_000_000)? * 1000,
-            "thinktime_spin" => self.thinktime_spin = int(k, v, 0, 60_000_000)? * 1000,
+            "thinktime" => self.thinktime = think_time(k, v)?,
+            "thinktime_spin" => self.thinktime_spin = think_time(k, v)?,
             "thinktime_iotime" => {
                 self.thinktime_iotime = parse_duration(v)
                     .ok()
@@ -936,7 +967,9 @@ impl Workload {
                         ))
                     })?
             }
-            "thinktime_blocks" => self.thinktime_blocks = int(k, v, 0, u32::MAX.into())? as u32,
+            "thinktime_blocks" => {
+                self.thinktime_blocks = Some(int(k, v, 0, u32::MAX.into())? as u32)
+            }
             "thinktime_blocks_type" => {
                 self.thinktime_blocks_type = match v {
                     "complete" => ThinkCount::Complete,
@@ -1197,24 +1230,15 @@ impl Workload {
     /// `thinktime_spin` and `thinktime_iotime` act only with a think time
     /// (fio: "only valid if thinktime is set"); with `thinktime_iotime`
     /// and no `thinktime_blocks` given, I/O time alone brings the stalls
-    /// (fio's `handle_thinktime` skips the block count then), which a
-    /// count that is never reached stands for.
+    /// (fio's `handle_thinktime` skips the block count then): no count.
     fn settle_think(&mut self, blocks_given: bool) {
         if self.thinktime == 0 {
             self.thinktime_spin = 0;
             self.thinktime_iotime = 0;
         }
         if self.thinktime_iotime > 0 && !blocks_given {
-            self.thinktime_blocks = u32::MAX;
+            self.thinktime_blocks = None;
         }
-    }
-
-    /// `thinktime_blocks` as the user gave it: `None` where
-    /// `thinktime_iotime` alone brings the stalls (the never-reached count
-    /// [`Workload::settle_think`] puts there is not the user's).
-    fn think_blocks_echoed(&self) -> Option<u32> {
-        let implied = self.thinktime_iotime > 0 && self.thinktime_blocks == u32::MAX;
-        (!implied).then_some(self.thinktime_blocks)
     }
 
     /// How long a job's think time stalls it, ns: `thinktime`, or a
@@ -1230,7 +1254,7 @@ impl Workload {
     /// blocks between think times the job issues up to `iodepth`, and
     /// [`ThinkClock`] says when it stalls.
     pub fn effective_iodepth(&self) -> u32 {
-        if self.thinktime > 0 && self.thinktime_blocks <= 1 {
+        if self.thinktime > 0 && self.thinktime_blocks.is_some_and(|b| b <= 1) {
             1
         } else {
             self.iodepth
@@ -1403,7 +1427,7 @@ impl Workload {
         m.insert("random_distribution".into(), dist.into());
         m.insert("thinktime".into(), (self.thinktime / 1000).into());
         if self.thinktime > 0 {
-            if let Some(b) = self.think_blocks_echoed() {
+            if let Some(b) = self.thinktime_blocks {
                 m.insert("thinktime_blocks".into(), b.into());
             }
             let count = match self.thinktime_blocks_type {
@@ -1551,7 +1575,7 @@ impl Workload {
                 format_duration(self.thinktime_iotime),
             ));
         }
-        if let Some(b) = self.think_blocks_echoed().filter(|&b| b != 1) {
+        if let Some(b) = self.thinktime_blocks.filter(|&b| b != 1) {
             v.push(("thinktime_blocks".into(), b.to_string()));
         }
         if self.thinktime_blocks_type == ThinkCount::Issue {
@@ -2049,6 +2073,36 @@ mod tests {
     }
 
     #[test]
+    fn think_times_read_as_fio_reads_them() {
+        // fio's thinktime and thinktime_spin are time options in
+        // microseconds unless a unit is given (options.c `is_time`).
+        let ns = |w: &str| {
+            let w = Workload::parse(w).unwrap();
+            (w.thinktime, w.thinktime_spin)
+        };
+        assert_eq!(ns("thinktime=250"), (250_000, 0));
+        assert_eq!(
+            ns("thinktime=100ms thinktime_spin=20us"),
+            (100_000_000, 20_000)
+        );
+        assert_eq!(ns("thinktime=1s"), (1_000_000_000, 0));
+        assert_eq!(ns("thinktime=0.5ms"), (500_000, 0));
+        assert_eq!(ns("thinktime=1m"), (60_000_000_000, 0));
+        // Past 60 s, below fio's microsecond, negative or not a time: one
+        // line naming the key.
+        for bad in ["61s", "60000001", "1500ns", "0.0001ms", "-1", "abc", "1e3"] {
+            let e = Workload::parse(&format!("thinktime={bad}")).unwrap_err();
+            assert!(e.to_string().contains(&format!("thinktime={bad}")), "{e}");
+        }
+        // Exported back as whole microseconds, fio's default unit.
+        let w = Workload::parse("thinktime=100ms").unwrap();
+        assert!(w
+            .to_pairs()
+            .iter()
+            .any(|(k, v)| k == "thinktime" && v == "100000"));
+    }
+
+    #[test]
     fn think_clock_counts_io_time_and_spin_lengthens_the_stall() {
         // thinktime_iotime alone: a stall once 0.4 s of I/O time has
         // passed since the last think ended, whatever the count.
@@ -2176,7 +2230,7 @@ mod tests {
         assert!(Workload::parse("thinktime_blocks=-1").is_err());
         // A job file's line reads the same.
         let jf = parse_job_file("[j]\nthinktime=10\nthinktime_blocks=4\n").unwrap();
-        assert_eq!(jf.thinktime_blocks, 4);
+        assert_eq!(jf.thinktime_blocks, Some(4));
     }
 
     #[test]

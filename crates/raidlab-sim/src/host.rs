@@ -209,7 +209,10 @@ impl Host {
             think,
             think_spin: 0,
             // fio's default: a think after every I/O.
-            think_clocks: vec![(think > 0).then(|| ThinkClock::new(1, ThinkCount::Complete)); n],
+            think_clocks: vec![
+                (think > 0).then(|| ThinkClock::new(Some(1), ThinkCount::Complete));
+                n
+            ],
             thinking: vec![false; n],
             iodepth,
             streams,
