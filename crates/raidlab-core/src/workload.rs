@@ -601,9 +601,10 @@ pub const MAX_NUMBER_IOS: u64 = 1 << 48;
 /// engines' request tables small (tens of MiB).
 pub const MAX_OUTSTANDING: u64 = 1 << 20;
 
-/// fio's long names for the keys raidlab spells short: `readwrite` is
+/// fio's other names for the keys raidlab spells one way: `readwrite` is
 /// `rw`, `blocksize` is `bs`, `randseed` is `seed` (fio's HOWTO gives both
-/// spellings); any other key is itself.
+/// spellings), and the aliases of options.c (`.alias`): `timeout` is
+/// `runtime`, `fileoffset` is `offset`; any other key is itself.
 fn fio_long_name(k: &str) -> &str {
     match k {
         "readwrite" => "rw",
@@ -611,6 +612,8 @@ fn fio_long_name(k: &str) -> &str {
         "blocksize_range" => "bsrange",
         "randseed" => "seed",
         "io_limit" => "io_size",
+        "timeout" => "runtime",
+        "fileoffset" => "offset",
         other => other,
     }
 }
@@ -1746,7 +1749,12 @@ const FIO_ACCEPTED: &[&str] = &[
     "thread",
     "description",
     "stonewall",
+    // options.c's alias of `stonewall`.
+    "wait_for_previous",
     "new_group",
+    // Which seed the other generators take (`allrandrepeat` sets
+    // `randrepeat` for all of them): raidlab's draws come from `seed`.
+    "allrandrepeat",
     // What fio measures and reports, not what it issues.
     "gtod_reduce",
     "clat_percentiles",
@@ -1758,6 +1766,10 @@ const FIO_ACCEPTED: &[&str] = &[
     "disable_slat",
     "unified_rw_reporting",
     "per_job_logs",
+    "disable_bw_measurement",
+    "disable_bw",
+    "significant_figures",
+    "disk_util",
     "cpus_allowed",
     "cpus_allowed_policy",
     "exitall",
@@ -1786,6 +1798,13 @@ const FIO_ACCEPTED: &[&str] = &[
     "numa_mem_policy",
     "lockmem",
     "allow_mounted_write",
+    // Where and how fio allocates its I/O buffers (malloc, shared memory,
+    // huge pages, their alignment): host memory the model does not hold.
+    "mem",
+    "iomem",
+    "mem_align",
+    "iomem_align",
+    "hugepage-size",
     // io_uring set-up that `run` always does: registered files and fixed
     // buffers (raidlab-io's backend).
     "fixedbufs",
@@ -1823,6 +1842,19 @@ fn run_as_fio(w: &mut Workload, engine: Option<&str>, time_based: bool) -> Vec<S
         ));
     }
     notes
+}
+
+/// fio's `nrfiles`: how many files fio makes for a job in its
+/// `directory`. One is fio's default and what raidlab does (the topology
+/// names the volumes, one file each); more would cut the job's size over
+/// several files of one volume, which raidlab does not lay out.
+fn one_file(lno: usize, k: &str, v: &str) -> Result<()> {
+    match v.parse::<u64>() {
+        Ok(1) => Ok(()),
+        _ => werr(format!(
+            "job file line {lno}: {k}={v}: raidlab gives a job one file a volume (the topology names the volumes: list several, e.g. -t 'host(a, b)', for a job over several files)"
+        )),
+    }
 }
 
 /// fio's `startdelay` (a time, seconds unless a unit is given, or a range
@@ -1927,6 +1959,10 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
             continue;
         }
         if FIO_ACCEPTED.contains(&k) {
+            continue;
+        }
+        if matches!(k, "nrfiles" | "nr_files") {
+            one_file(lno, k, v)?;
             continue;
         }
         if matches!(k, "norandommap" | "hipri") && v.is_empty() {
@@ -2810,6 +2846,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 2") && e.contains("startdelay=soon"), "{e}");
+    }
+
+    /// fio's aliases (options.c `.alias`) read as the options they name,
+    /// buffer and report options change nothing, and `nrfiles` is one file.
+    #[test]
+    fn job_files_take_fios_aliases_and_buffer_options() {
+        let base = parse_job_file("[j]\nrw=randread\nruntime=3\noffset=1m\n").unwrap();
+        let aliased = "[global]\ntimeout=3\nfileoffset=1m\nmem=mmaphuge\niomem_align=4k\nhugepage-size=2m\nallrandrepeat=1\nsignificant_figures=4\ndisk_util=0\ndisable_bw=1\nnrfiles=1\n[j]\nwait_for_previous\nrw=randread\n";
+        assert_eq!(parse_job_file(aliased).unwrap(), base);
+        for bad in ["nrfiles=4", "nr_files=0", "nrfiles=x"] {
+            let e = parse_job_file(&format!("[j]\n{bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("line 2") && e.contains(bad), "{e}");
+        }
     }
 
     #[test]

@@ -52,11 +52,15 @@ impl Zones {
                     .to_string(),
             );
         }
+        // fio's `split_parse_ddir`: a relative zone's size missing (no `/`,
+        // nothing after it, or 0) is a share of the rest.
+        let mut missing = [false; MAX_ZONES];
         for part in spec.split(':') {
-            let (a, r) = part.split_once('/').ok_or_else(|| {
-                let range = if absolute { "SIZE" } else { "RANGE%" };
-                format!("zone '{part}': expected ACCESS%/{range}")
-            })?;
+            let (a, r) = match part.split_once('/') {
+                Some((a, r)) => (a, Some(r)),
+                None if !absolute => (part, None),
+                None => return Err(format!("zone '{part}': expected ACCESS%/SIZE")),
+            };
             let pct = |s: &str| match s.parse::<u8>() {
                 Ok(x) if x <= 100 => Ok(x),
                 _ => Err(format!(
@@ -64,39 +68,65 @@ impl Zones {
                 )),
             };
             let a = pct(a)?;
-            let r = if absolute {
-                parse_size(r)
+            let r = match r {
+                Some(r) if absolute => parse_size(r)
                     .ok()
                     .filter(|&b| b <= MAX_ZONE_BYTES)
                     .ok_or_else(|| {
                         format!("zone '{part}': '{r}' is not a size in bytes (e.g. 20g)")
-                    })?
-            } else {
-                u64::from(pct(r)?)
+                    })?,
+                Some(r) if !r.is_empty() => u64::from(pct(r)?),
+                _ => 0,
             };
-            if a > 0 && r == 0 {
-                return Err(format!("zone '{part}': accesses to an empty range"));
-            }
             let i = z.n as usize;
             if i == MAX_ZONES {
                 return Err(format!("at most {MAX_ZONES} zones"));
             }
+            missing[i] = !absolute && r == 0;
             z.access[i] = a;
             z.span[i] = r;
             z.n += 1;
         }
-        let sum = |v: &[u64]| -> u64 { v.iter().sum() };
-        let access: Vec<u64> = z.access.iter().map(|&x| u64::from(x)).collect();
-        let mut sums = vec![("accesses", sum(&access))];
-        if !absolute {
-            sums.push(("ranges", sum(&z.span)));
+        let total: u64 = z.access.iter().map(|&x| u64::from(x)).sum();
+        if total != 100 {
+            return Err(format!("the zones' accesses add up to {total} %, not 100"));
         }
-        for (what, total) in sums {
-            if total != 100 {
-                return Err(format!("the zones' {what} add up to {total} %, not 100"));
+        if !absolute {
+            z.share_the_rest(&missing)?;
+        }
+        for i in 0..z.n as usize {
+            if z.access[i] > 0 && z.span[i] == 0 {
+                return Err(format!(
+                    "zone {}: {} % of the accesses to an empty range",
+                    i + 1,
+                    z.access[i]
+                ));
             }
         }
         Ok(z)
+    }
+
+    /// Give the zones whose size was left out (`missing`) equal whole
+    /// shares of what the others leave of 100 %, as fio's
+    /// `zone_split_ddir` does (rounding down). The given sizes may add up
+    /// to less than 100 with none left out: the rest of the region is then
+    /// not accessed, as in fio.
+    fn share_the_rest(&mut self, missing: &[bool; MAX_ZONES]) -> Result<(), String> {
+        let given: u64 = self.span.iter().sum();
+        if given > 100 {
+            return Err(format!(
+                "the zones' ranges add up to {given} %, more than 100"
+            ));
+        }
+        let n = missing.iter().filter(|&&m| m).count() as u64;
+        // fio counts a lone zone's missing size as 100 % given, which
+        // leaves it none (an empty range, refused below).
+        if n > 0 && self.n > 1 {
+            for (span, _) in self.span.iter_mut().zip(missing).filter(|(_, &m)| m) {
+                *span = (100 - given) / n;
+            }
+        }
+        Ok(())
     }
 
     /// The bytes the zones cover, when their sizes are absolute.
@@ -147,11 +177,8 @@ impl Zones {
             let start: u64 = self.span[..zone].iter().sum();
             (start / grain, (start + self.span[zone]) / grain)
         } else {
-            let start = if zone == n - 1 {
-                100 - self.span[n - 1]
-            } else {
-                self.span[..zone].iter().sum()
-            } as f64;
+            // fio: the zone starts where the ones before it end.
+            let start = self.span[..zone].iter().sum::<u64>() as f64;
             let at = |pct: f64| ((pct / 100.0) * nblocks as f64) as u64;
             (at(start), at(start + self.span[zone] as f64))
         };
@@ -176,9 +203,11 @@ mod tests {
         assert_eq!(z.word(), "60/10:30/20:10/70");
         for (bad, says) in [
             ("60/10:30/20", "accesses add up to 90"),
-            ("60/10:40/20", "ranges add up to 30"),
-            ("60", "expected ACCESS%/RANGE%"),
+            ("60/10:40/95", "ranges add up to 105 %, more than 100"),
+            ("60", "accesses add up to 60"),
             ("50/0:50/100", "empty range"),
+            ("50/:50/100", "empty range"),
+            ("100", "empty range"),
             ("150/50:-50/50", "not a whole percentage"),
             ("50.5/50:49.5/50", "not a whole percentage"),
         ] {
@@ -187,6 +216,31 @@ mod tests {
         }
         let many = vec!["5/5"; 20].join(":");
         assert!(Zones::parse(&many).unwrap_err().contains("at most 16"));
+    }
+
+    /// fio's `zone_split_ddir`: sizes left out (no `/`, nothing after it,
+    /// or 0) share what the given ones leave, rounded down; given sizes
+    /// under 100 % leave the rest of the region alone. fio's own
+    /// examples/rand-zones.fio ends in `20/`.
+    #[test]
+    fn sizes_left_out_share_the_rest_as_in_fio() {
+        for (spec, word) in [
+            ("50/5:30/15:20/", "50/5:30/15:20/80"),
+            ("50/5:30:20/0", "50/5:30/47:20/47"),
+            ("60/10:40/20", "60/10:40/20"),
+        ] {
+            assert_eq!(Zones::parse(spec).unwrap().word(), word, "{spec}");
+        }
+        // 60/10:40/20 leaves blocks 300-999 of 1,000 alone.
+        let z = Zones::parse("60/10:40/20").unwrap();
+        let mut rng = crate::rng::Rng::new(5);
+        let mut hits = [0u32; 2];
+        for _ in 0..10_000 {
+            let b = z.pick(1000, 1, rng.unit(), rng.unit());
+            assert!(b < 300, "{b}");
+            hits[usize::from(b >= 100)] += 1;
+        }
+        assert!((5_700..6_300).contains(&hits[0]), "{hits:?}");
     }
 
     #[test]
