@@ -336,6 +336,44 @@ pub struct RebuildStats {
     pub projected_s: f64,
 }
 
+/// The results of a job file's phases, run in turn (its job sections after
+/// a `stonewall`): one document listing them in order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phased {
+    /// The raidlab version that ran them.
+    pub raidlab: String,
+    /// Each phase's result, under its section's name.
+    pub phases: Vec<PhaseResult>,
+}
+
+/// One phase's result: the section's name beside the result's own fields.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseResult {
+    /// The job section's name (`seq-read`).
+    pub phase: String,
+    /// Its result, as a one-phase run reports it.
+    #[serde(flatten)]
+    pub result: RunResult,
+}
+
+impl Phased {
+    /// The document of `runs`: (section name, result), in the order run.
+    pub fn of(runs: &[(String, RunResult)]) -> Phased {
+        Phased {
+            raidlab: runs
+                .first()
+                .map_or_else(String::new, |(_, r)| r.raidlab.clone()),
+            phases: runs
+                .iter()
+                .map(|(phase, result)| PhaseResult {
+                    phase: phase.clone(),
+                    result: result.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A complete result document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResult {

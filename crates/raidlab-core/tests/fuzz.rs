@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::topology::{parse, resolve};
-use raidlab_core::workload::{job_streams, parse_job_file, Region, Workload};
+use raidlab_core::workload::{job_streams, parse_job_file, parse_job_phases, Region, Workload};
 
 fn token() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -190,6 +190,31 @@ proptest! {
     #[test]
     fn job_file_parser_never_panics(s in "(\\[[a-z]{0,6}\\]\n|[a-z_]{1,10}(=[0-9a-z:/]{0,6})?\n|; \\PC{0,5}\n|\\PC{0,8}\n){0,10}") {
         let _ = parse_job_file(&s);
+    }
+
+    /// Job files of several sections, with and without `stonewall`: phases
+    /// in the order written, or one line saying what is wrong.
+    #[test]
+    fn job_file_phases_never_panic(
+        secs in prop::collection::vec(
+            ("(global|[a-z]{1,4})", any::<bool>(), "(rw=(read|randwrite|x)|bs=(4k|0)|iodepth=[0-9]{1,3}|stonewall=0|\\PC{0,6})"),
+            0..8,
+        ),
+    ) {
+        let text: String = secs
+            .iter()
+            .map(|(name, wall, opt)| {
+                let wall = if *wall { "stonewall\n" } else { "" };
+                format!("[{name}]\n{wall}{opt}\n")
+            })
+            .collect();
+        match parse_job_phases(&text) {
+            Ok(p) => {
+                let jobs = secs.iter().filter(|(n, _, _)| n != "global").count();
+                prop_assert_eq!(p.len(), jobs, "{}", text);
+            }
+            Err(e) => prop_assert!(!e.to_string().contains('\n'), "{}", e),
+        }
     }
 
     #[test]

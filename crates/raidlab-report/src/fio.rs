@@ -178,6 +178,43 @@ pub fn fio_json(r: &RunResult, timestamp: u64) -> Value {
     })
 }
 
+/// fio's JSON output of a job file's phases: one job a phase, under its
+/// section's name and in a group of its own (fio reports each stonewalled
+/// job in its own group), and each device's utilisation over the phases
+/// together (their busy time over their time).
+pub fn fio_json_phases(runs: &[(String, RunResult)], timestamp: u64) -> Value {
+    let mut jobs = Vec::new();
+    let mut util: Vec<(String, f64)> = Vec::new();
+    let mut total_s = 0.0;
+    for (group, (name, r)) in runs.iter().enumerate() {
+        let one = fio_json(r, timestamp);
+        for mut j in one["jobs"].as_array().cloned().unwrap_or_default() {
+            j["jobname"] = json!(name);
+            j["groupid"] = json!(group);
+            jobs.push(j);
+        }
+        let secs = r.sim.simulated_s;
+        total_s += secs;
+        for d in one["disk_util"].as_array().into_iter().flatten() {
+            let name = d["name"].as_str().unwrap_or_default().to_string();
+            let busy = d["util"].as_f64().unwrap_or(0.0) * secs;
+            match util.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, b)) => *b += busy,
+                None => util.push((name, busy)),
+            }
+        }
+    }
+    let mut doc = runs
+        .first()
+        .map_or_else(|| json!({}), |(_, r)| fio_json(r, timestamp));
+    doc["jobs"] = Value::Array(jobs);
+    doc["disk_util"] = util
+        .into_iter()
+        .map(|(name, busy)| json!({"name": name, "util": busy / total_s.max(f64::MIN_POSITIVE)}))
+        .collect();
+    doc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -755,7 +755,10 @@ pub(crate) fn install_host(
         host.set_think_clock(clock);
         host.set_think_spin(w.thinktime_spin);
     }
-    let ramp = w.ramp_time.unwrap_or(0);
+    // The jobs start now: at 0, or where an earlier phase left the clock.
+    let origin = sim.ctx.now;
+    host.set_origin(origin);
+    let ramp = origin + w.ramp_time.unwrap_or(0);
     host.window_start = ramp;
     host.set_durability(w.sync, w.fsync);
     host.set_end_fsync(w.end_fsync && w.runtime.is_none());
@@ -768,7 +771,10 @@ pub(crate) fn install_host(
     }
     // With a given ramp the jobs stop at the window's end; without, the
     // run stops when the window is found steady.
-    host.window_end = w.runtime.zip(w.ramp_time).map(|(r, ramp)| ramp + r);
+    host.window_end = w
+        .runtime
+        .zip(w.ramp_time)
+        .map(|(r, ramp)| origin + ramp + r);
     if w.runtime.is_none() {
         let pass: u64 = regions.iter().map(|r| w.pass_bytes(r.span)).sum();
         host.fifth = (pass * vols as u64 / 5).max(1);

@@ -106,6 +106,9 @@ pub struct Host {
     quiescing: Vec<Option<(ReqId, Ns)>>,
     /// When the jobs started: their rate clocks count from here.
     started: Ns,
+    /// When the run's phase began (0 but for a job file's later phases):
+    /// the timeline counts from here.
+    origin: Ns,
     /// A timed trace replay: each I/O waits for its time, with the job's
     /// others in flight (fio's `iolog_delay` reaps while it waits).
     replay_timed: bool,
@@ -244,6 +247,7 @@ impl Host {
             offload: false,
             quiescing: vec![None; n],
             started: 0,
+            origin: 0,
             replay_timed: false,
             lag: Default::default(),
             timeline: None,
@@ -411,6 +415,26 @@ impl Host {
     /// Every job has issued its last I/O and all have completed.
     pub fn finished(&self) -> bool {
         self.exhausted == self.jobs() && self.total_inflight == 0
+    }
+
+    /// Start the run's clocks at `origin` (a job file's later phase begins
+    /// where the one before it ended).
+    pub fn set_origin(&mut self, origin: Ns) {
+        self.origin = origin;
+    }
+
+    /// End the jobs at `now`, as fio ends a job at its runtime: nothing new
+    /// is issued, and what is in flight completes.
+    pub fn stop(&mut self, now: Ns) {
+        self.window_end = Some(self.window_end.map_or(now, |e| e.min(now)));
+    }
+
+    /// Nothing of the jobs is left: no I/O in flight, none waiting for its
+    /// rate clock, no job thinking (so no event of theirs is still due).
+    pub fn drained(&self) -> bool {
+        self.total_inflight == 0
+            && !self.sleeping.iter().any(|&s| s)
+            && !self.thinking.iter().any(|&t| t)
     }
 
     fn jobs(&self) -> usize {
@@ -814,7 +838,7 @@ impl Host {
         if now >= self.window_start && self.window_end.is_none_or(|e| now <= e) {
             self.metrics.record(read, len, now - r.t0);
             if let Some(t) = &mut self.timeline {
-                t.record(now, len, now - r.t0);
+                t.record(now - self.origin, len, now - r.t0);
             }
             self.last_completion = now;
             if self.fifth > 0 {

@@ -55,6 +55,9 @@ pub enum SimError {
     /// larger than the span).
     #[error("{0}")]
     Span(#[from] raidlab_core::workload::SpanError),
+    /// A job file's phases were asked for and there were none.
+    #[error("no job to simulate")]
+    NoPhases,
     /// More volumes side by side than a host I/O can name.
     #[error("the root exposes {0} volumes; at most {max} can be addressed side by side", max = host::MAX_VOLUMES)]
     TooManyVolumes(usize),
@@ -233,42 +236,161 @@ fn simulate_inner(
 ) -> Result<(RunResult, Vec<Vec<raidlab_core::workload::Io>>), SimError> {
     let wall = std::time::Instant::now();
     let seed = w.seed.unwrap_or(seed);
-    if w.hipri {
-        polled(topo)?;
-    }
     let mut heap = 0;
     let mut sim = build(topo, w, seed, &mut heap)?;
-    let regions = w.regions(sim.cap)?;
-    let span = regions.iter().map(|r| r.span).max().unwrap_or(0);
-    // One stream per job and volume: bounded with the models' memory.
-    let split_bytes = 16 * (w.bssplit.len() + w.bssplit_write.len()) as u64;
-    // A replaying stream holds its own reader of the trace.
-    let feed_bytes = if w.replay.is_some() {
-        raidlab_core::trace::READER_BYTES
-    } else {
-        0
-    };
-    let stream_bytes =
-        std::mem::size_of::<raidlab_core::workload::JobStream>() as u64 + split_bytes + feed_bytes;
-    let heap = heap + w.numjobs as u64 * sim.roots.len() as u64 * stream_bytes;
-    within_bound(heap, "job streams")?;
-    check_in_flight(topo, w, sim.roots.len(), heap)?;
-    let cover = Region::cover(&regions);
-    warm_controllers(&mut sim, w, cover, seed, heap, how.full_caches)?;
-    check_paced_pass(w, span * sim.roots.len() as u64)?;
-    install_host(&mut sim, topo, w, &regions, seed, how.trace);
-    start_rebuilds(&mut sim);
-    let measured = run_events(&mut sim, w, &regions, seed, progress);
-    if cfg!(debug_assertions) {
-        check_invariants(&sim);
-    }
-    let mut result = report(&sim, topo, w, seed, measured);
+    let phase = Phase::check(&sim, topo, w, heap)?;
+    warm_controllers(&mut sim, w, phase.cover, seed, phase.heap, how.full_caches)?;
+    let mut result = phase.run(&mut sim, topo, w, seed, how.trace, progress, true);
     result.sim.wall_s = wall.elapsed().as_secs_f64();
     let trace = match &mut sim.comps[HOST.index()] {
         Comp::Host(h) => h.trace.take().unwrap_or_default(),
         _ => unreachable!("the host is at HOST"),
     };
     Ok((result, trace))
+}
+
+/// Simulate the phases of a job file in turn on one array, as fio runs
+/// job sections separated by `stonewall`: each phase starts when the one
+/// before it has ended (its jobs stopped, their I/Os back), on the drives
+/// and caches as it left them. The first phase decides how the drives
+/// start (`state=`); each phase is measured and reported on its own.
+/// `progress` is told how far the phases have come, 0 to 1.
+pub fn simulate_phases(
+    topo: &Topology,
+    phases: &[Workload],
+    seed: u64,
+    progress: &dyn Fn(f64),
+) -> Result<Vec<RunResult>, SimError> {
+    let first = phases.first().ok_or(SimError::NoPhases)?;
+    let seed = first.seed.unwrap_or(seed);
+    let mut heap = 0;
+    let mut sim = build(topo, first, seed, &mut heap)?;
+    // Every phase must fit before the first runs.
+    let checked = phases
+        .iter()
+        .map(|w| Phase::check(&sim, topo, w, heap))
+        .collect::<Result<Vec<_>, _>>()?;
+    warm_controllers(
+        &mut sim,
+        first,
+        checked[0].cover,
+        seed,
+        checked[0].heap,
+        false,
+    )?;
+    let n = phases.len() as f64;
+    let mut results = Vec::with_capacity(phases.len());
+    for (i, (w, phase)) in phases.iter().zip(checked).enumerate() {
+        let wall = std::time::Instant::now();
+        let events = sim.ctx.events;
+        let seed = w.seed.unwrap_or(seed);
+        let tell = |f: f64| progress((i as f64 + f) / n);
+        let mut r = phase.run(&mut sim, topo, w, seed, false, Some(&tell), i == 0);
+        r.sim.events -= events;
+        r.sim.wall_s = wall.elapsed().as_secs_f64();
+        results.push(r);
+        end_phase(&mut sim);
+    }
+    // The drives start as the first phase set them; the later phases' own
+    // defaults never applied.
+    let resolved = results[0].resolved.clone();
+    for r in &mut results[1..] {
+        r.resolved.clone_from(&resolved);
+    }
+    Ok(results)
+}
+
+/// One phase's workload checked against the built array: its jobs'
+/// regions, the bytes they cover, and the heap with its streams.
+struct Phase {
+    regions: Vec<Region>,
+    cover: Region,
+    heap: u64,
+}
+
+impl Phase {
+    /// Check `w` against `sim` (whose models hold `heap` bytes): its
+    /// regions fit, its streams and I/Os in flight stay within bounds.
+    fn check(sim: &Sim, topo: &Topology, w: &Workload, heap: u64) -> Result<Phase, SimError> {
+        if w.hipri {
+            polled(topo)?;
+        }
+        let regions = w.regions(sim.cap)?;
+        let span = regions.iter().map(|r| r.span).max().unwrap_or(0);
+        // One stream per job and volume: bounded with the models' memory.
+        let split_bytes = 16 * (w.bssplit.len() + w.bssplit_write.len()) as u64;
+        // A replaying stream holds its own reader of the trace.
+        let feed_bytes = if w.replay.is_some() {
+            raidlab_core::trace::READER_BYTES
+        } else {
+            0
+        };
+        let stream_bytes = std::mem::size_of::<raidlab_core::workload::JobStream>() as u64
+            + split_bytes
+            + feed_bytes;
+        let heap = heap + w.numjobs as u64 * sim.roots.len() as u64 * stream_bytes;
+        within_bound(heap, "job streams")?;
+        check_in_flight(topo, w, sim.roots.len(), heap)?;
+        check_paced_pass(w, span * sim.roots.len() as u64)?;
+        let cover = Region::cover(&regions);
+        Ok(Phase {
+            regions,
+            cover,
+            heap,
+        })
+    }
+
+    /// Install the phase's jobs on the host and run them from the clock's
+    /// present reading; rebuilds start with the first phase.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        self,
+        sim: &mut Sim,
+        topo: &Topology,
+        w: &Workload,
+        seed: u64,
+        trace: bool,
+        progress: Option<&dyn Fn(f64)>,
+        first: bool,
+    ) -> RunResult {
+        install_host(sim, topo, w, &self.regions, seed, trace);
+        if first {
+            start_rebuilds(sim);
+        }
+        let measured = run_events(sim, w, &self.regions, seed, progress);
+        if cfg!(debug_assertions) {
+            check_invariants(sim);
+        }
+        report(sim, topo, w, seed, measured)
+    }
+}
+
+/// End a phase as fio ends a job: the host issues nothing more and the
+/// events run until its I/Os are back and no clock of its jobs is still
+/// due, so the next phase's host takes over a quiet slot. The drives go on
+/// with their own work (garbage collection, destaging) meanwhile.
+fn end_phase(sim: &mut Sim) {
+    let Sim { ctx, comps, .. } = sim;
+    let Comp::Host(h) = &mut comps[HOST.index()] else {
+        unreachable!("the host is at HOST")
+    };
+    h.stop(ctx.now);
+    let drained = |comps: &[Comp]| match &comps[HOST.index()] {
+        Comp::Host(h) => h.drained(),
+        _ => unreachable!("the host is at HOST"),
+    };
+    if !drained(comps) {
+        event_loop(comps, ctx, 0, &mut |comps, _, _| {
+            if drained(comps) {
+                Watch::Stop
+            } else {
+                Watch::Until(0)
+            }
+        });
+    }
+    // The next phase's jobs get their own threads.
+    ctx.threads.clear();
+    ctx.thread_busy.clear();
 }
 
 /// Start every array's rebuild onto a spare, at time 0.

@@ -135,13 +135,16 @@ pub(crate) fn io_counters(comps: &[Comp], reports: &[Report]) -> Vec<Option<IoCo
 pub(crate) struct Measured {
     pub(crate) metrics: Metrics,
     pub(crate) start: Snapshot,
+    /// When the jobs started (0, or a later phase's start).
+    pub(crate) origin: Ns,
     pub(crate) t0: Ns,
     pub(crate) len: Ns,
     pub(crate) steady: Steady,
 }
 
 /// Run events until the window is measured (time-based runs, see
-/// [`window`]) or the host's jobs finish (one pass).
+/// [`window`]) or the host's jobs finish (one pass). The jobs start now,
+/// at the clock's reading (0, or where an earlier phase left it).
 pub(crate) fn run_events(
     sim: &mut Sim,
     w: &Workload,
@@ -149,14 +152,16 @@ pub(crate) fn run_events(
     seed: u64,
     progress: Option<&dyn Fn(f64)>,
 ) -> Measured {
-    let mut rounds = window::Rounds::of(w);
-    let ramp = w.ramp_time.unwrap_or(0);
+    let origin = sim.ctx.now;
+    let mut rounds = window::Rounds::of(w, origin);
+    // The end of the ramp, on the clock.
+    let ramp = origin + w.ramp_time.unwrap_or(0);
     let pass_bytes = (regions.iter().map(|r| w.pass_bytes(r.span)).sum::<u64>() as f64).max(1.0);
     let mut start = Snapshot::take(sim);
-    let mut snapped = ramp == 0;
+    let mut snapped = ramp == origin;
     if let Some(r) = rounds.as_mut() {
         r.set_noise(cache_noise(&sim.comps));
-        if r.first_start() == 0 {
+        if r.first_start() == origin {
             r.begin(
                 Snapshot::take(sim),
                 cache_levels(&sim.comps),
@@ -188,7 +193,7 @@ pub(crate) fn run_events(
         }
         if let Some(report) = progress.filter(|_| ctx.events % PROGRESS_EVERY == 0) {
             report(match (&rounds, &comps[HOST.index()]) {
-                (Some(rs), _) => ctx.now as f64 / rs.horizon().max(1) as f64,
+                (Some(rs), _) => (ctx.now - origin) as f64 / (rs.horizon() - origin).max(1) as f64,
                 (None, Comp::Host(h)) => h.completed as f64 * w.mean_bs() / pass_bytes,
                 (None, _) => 0.0,
             });
@@ -199,6 +204,7 @@ pub(crate) fn run_events(
         return Measured {
             metrics,
             start,
+            origin,
             t0,
             len,
             steady,
@@ -208,7 +214,7 @@ pub(crate) fn run_events(
     let Comp::Host(host) = &mut comps[HOST.index()] else {
         unreachable!("the host is at HOST")
     };
-    pass_measured(host, ramp, snapped, start)
+    pass_measured(host, origin, ramp, snapped, start)
 }
 
 /// When the rounds (or, without them, the ramp's snapshot) next need a
@@ -249,14 +255,21 @@ fn look_at_rounds(
 /// A one-pass run's measurement: from the ramp's end (`start`, its
 /// snapshot, or the end's when the run ended before the ramp did) to the
 /// host's last completion.
-fn pass_measured(host: &mut Host, ramp: Ns, ramp_ended: bool, start: Snapshot) -> Measured {
+fn pass_measured(
+    host: &mut Host,
+    origin: Ns,
+    ramp: Ns,
+    ramp_ended: bool,
+    start: Snapshot,
+) -> Measured {
     let end = host.last_completion.max(ramp);
     Measured {
         metrics: std::mem::take(&mut host.metrics),
         start,
+        origin,
         t0: ramp,
         len: if ramp_ended { end - ramp } else { 0 },
-        steady: window::one_pass(ramp, &host.marks, host.fifth),
+        steady: window::one_pass(origin, ramp, &host.marks, host.fifth),
     }
 }
 

@@ -90,7 +90,7 @@ pub(crate) fn report(
         intervals: host
             .timeline
             .as_ref()
-            .map_or_else(Vec::new, |t| t.intervals(m.t0, m.len)),
+            .map_or_else(Vec::new, |t| t.intervals(m.t0 - m.origin, m.len)),
         latency: Some(m.metrics.detail(m.len)),
     }
 }

@@ -26,6 +26,9 @@ pub(crate) struct Rounds<S> {
     max: usize,
     /// Stop early once the window is steady (no `ramp_time` given).
     auto: bool,
+    /// When the run began (0, or a later phase's start): times are
+    /// reported from here.
+    origin: Ns,
     /// Every closed round's rate.
     rates: Vec<Round>,
     /// The last [`WINDOW_ROUNDS`] closed rounds: their host figures and the
@@ -58,8 +61,9 @@ fn last_two_changes(at: &[Vec<f64>]) -> Vec<(f64, f64)> {
 }
 
 impl<S> Rounds<S> {
-    /// The rounds of a time-based workload `w` (`None` for one pass).
-    pub fn of(w: &Workload) -> Option<Self> {
+    /// The rounds of a time-based workload `w` begun at `origin` (`None`
+    /// for one pass).
+    pub fn of(w: &Workload, origin: Ns) -> Option<Self> {
         let runtime = w.runtime?;
         let len = (runtime / WINDOW_ROUNDS as u64).max(1);
         let (first, max, auto) = match w.ramp_time {
@@ -68,9 +72,10 @@ impl<S> Rounds<S> {
         };
         Some(Rounds {
             len,
-            next: first + len,
+            next: origin + first + len,
             max,
             auto,
+            origin,
             rates: Vec::new(),
             ring: VecDeque::new(),
             cur: None,
@@ -185,17 +190,17 @@ impl<S> Rounds<S> {
         };
         let steady = Steady {
             reached: self.steady(),
-            after_s: t0 as f64 / 1e9,
+            after_s: (t0 - self.origin) as f64 / 1e9,
             criterion: how,
         };
         Some((m, start, t0, n * self.len, steady))
     }
 }
 
-/// The verdict on a one-pass run, from the times at which each fifth of
-/// its bytes had completed (`marks`: time and I/Os completed by then) since
-/// `start`.
-pub(crate) fn one_pass(start: Ns, marks: &[(Ns, u64)], fifth: u64) -> Steady {
+/// The verdict on a one-pass run begun at `origin`, from the times at
+/// which each fifth of its bytes had completed (`marks`: time and I/Os
+/// completed by then) since `start`.
+pub(crate) fn one_pass(origin: Ns, start: Ns, marks: &[(Ns, u64)], fifth: u64) -> Steady {
     let mut rates = Vec::with_capacity(marks.len());
     let (mut t, mut ios) = (start, 0);
     for &(tm, n) in marks {
@@ -208,7 +213,7 @@ pub(crate) fn one_pass(start: Ns, marks: &[(Ns, u64)], fifth: u64) -> Steady {
     }
     Steady {
         reached: marks.len() == WINDOW_ROUNDS && is_steady(&rates),
-        after_s: start as f64 / 1e9,
+        after_s: (start - origin) as f64 / 1e9,
         criterion: format!("{CRITERION}; one pass over size, rounds of a fifth of its bytes"),
     }
 }

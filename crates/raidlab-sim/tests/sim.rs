@@ -809,3 +809,67 @@ fn host_arrays_take_requests_in_the_submitting_call() {
         "md's work still costs: {md_lat} vs {drive_lat} ms"
     );
 }
+
+/// A job file's phases, simulated in turn on one topology.
+fn phases(topo: &str, job: &str) -> Vec<RunResult> {
+    let t = resolve(topo, &PresetDb::builtin()).unwrap();
+    let w: Vec<Workload> = raidlab_core::workload::parse_job_phases(job)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.workload)
+        .collect();
+    raidlab_sim::simulate_phases(&t, &w, 1, &|_| {}).unwrap()
+}
+
+/// fio runs stonewalled job sections one after another on the same
+/// device: a later phase finds the drive as the earlier one left it. Here
+/// a fresh drive (`state=fob`, nothing mapped, so reads are answered
+/// without the flash) is written over 1 GiB, then read at random there:
+/// the reads cost a flash read each, as on a drive written once, not the
+/// fresh drive's few microseconds.
+#[test]
+fn a_later_phase_finds_the_drives_as_the_earlier_left_them() {
+    let job = "[global]\nstate=fob\nsize=1g\n[fill]\nrw=write\nbs=128k\niodepth=4\n[read]\nstonewall\nrw=randread\nbs=4k\nruntime=0.2\n";
+    let p = phases("x25e", job);
+    assert_eq!(p.len(), 2);
+    let after_fill = p[1].summary.lat_avg_ms;
+    let fresh = run("x25e", "state=fob size=1g rw=randread bs=4k runtime=0.2");
+    let written = run("x25e", "state=fill size=1g rw=randread bs=4k runtime=0.2");
+    assert!(
+        after_fill > 3.0 * fresh.summary.lat_avg_ms,
+        "{after_fill} against fresh {}",
+        fresh.summary.lat_avg_ms
+    );
+    let rel = after_fill / written.summary.lat_avg_ms - 1.0;
+    assert!(
+        rel.abs() < 0.05,
+        "{after_fill} against written {}",
+        written.summary.lat_avg_ms
+    );
+    // Each phase is reported on its own: its own window and events, and
+    // the drives' state as the first phase set it.
+    assert!(p[0].summary.write.iops > 0.0 && p[0].summary.read.iops == 0.0);
+    assert!(p[1].summary.read.iops > 0.0 && p[1].summary.write.iops == 0.0);
+    assert!(
+        (p[1].sim.simulated_s - 0.2).abs() < 1e-6,
+        "{}",
+        p[1].sim.simulated_s
+    );
+    assert_eq!(p[0].resolved, p[1].resolved);
+    // Deterministic, phase by phase.
+    let again = phases("x25e", job);
+    for (a, b) in p.iter().zip(&again) {
+        assert_eq!(json_without_wall(a), json_without_wall(b));
+    }
+}
+
+/// One phase through `simulate_phases` is the plain simulation.
+#[test]
+fn one_phase_is_the_plain_simulation() {
+    let wl = "rw=randrw bs=8k iodepth=8 runtime=0.2";
+    // An asynchronous engine, so that fio keeps the queue depth.
+    let job = format!("[j]\nioengine=io_uring\n{}\n", wl.replace(' ', "\n"));
+    let one = phases("raid5(4*x25e)", &job);
+    let plain = run("raid5(4*x25e)", wl);
+    assert_eq!(json_without_wall(&one[0]), json_without_wall(&plain));
+}

@@ -1,10 +1,10 @@
 //! Arguments that several subcommands share.
 
-use crate::common::{emit, expression, json_text, workload_of};
+use crate::common::{emit, expression, json_text, phases_of, workload_of};
 use crate::failure::Failure;
 use clap::ValueEnum;
-use raidlab_core::result::RunResult;
-use raidlab_core::workload::Workload;
+use raidlab_core::result::{Phased, RunResult};
+use raidlab_core::workload::{JobPhase, Workload};
 
 /// Output of a report (`validate`, `reproduce`, `model`).
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -99,7 +99,8 @@ pub struct JobArgs {
     /// Workload as fio-style `key=value` pairs.
     #[arg(long, short = 'w', conflicts_with = "job")]
     pub workload: Option<String>,
-    /// fio job file (`[global]` plus one job section).
+    /// fio job file (`[global]` plus job sections; sections after the
+    /// first run in turn, each after a `stonewall`).
     #[arg(long)]
     pub job: Option<String>,
     /// Random seed (the workload's `seed=` wins).
@@ -122,6 +123,64 @@ impl JobArgs {
     /// The workload of `--workload` or `--job`.
     pub fn workload(&self) -> Result<Workload, Failure> {
         workload_of(&self.workload, &self.job)
+    }
+
+    /// The phases to run in turn: a job file's stonewalled sections, or
+    /// the one workload of `--workload` (named `job`).
+    pub fn phases(&self) -> Result<Vec<JobPhase>, Failure> {
+        match &self.job {
+            Some(path) => phases_of(path),
+            None => Ok(vec![JobPhase {
+                name: "job".into(),
+                workload: self.workload()?,
+                notes: Vec::new(),
+            }]),
+        }
+    }
+
+    /// Write the results of a job file's phases (two or more) in the
+    /// format asked for: each phase's table under its name; one JSON
+    /// document listing them (`phases`); fio's JSON with a job a phase,
+    /// each its own group, as fio reports stonewalled jobs; or one
+    /// timeline with a phase column.
+    pub fn emit_phases(&self, runs: &[(String, RunResult)], timestamp: u64) -> Result<(), Failure> {
+        let n = runs.len();
+        let text = match self.format {
+            RunFormat::Json => json_text(&Phased::of(runs))?,
+            RunFormat::FioJson => {
+                json_text(&raidlab_report::fio::fio_json_phases(runs, timestamp))?
+            }
+            RunFormat::Table => runs
+                .iter()
+                .enumerate()
+                .map(|(i, (name, r))| {
+                    format!(
+                        "phase {} of {n}: [{name}]\n{}",
+                        i + 1,
+                        raidlab_report::text::sim_table(r)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            RunFormat::TimelineCsv => {
+                let mut o = String::from("phase,");
+                for (i, (name, r)) in runs.iter().enumerate() {
+                    let csv = timeline_csv(r).map_err(|f| f.context(format!("phase [{name}]")))?;
+                    let mut lines = csv.lines();
+                    if i == 0 {
+                        o += lines.next().unwrap_or_default();
+                        o.push('\n');
+                    } else {
+                        lines.next();
+                    }
+                    for l in lines {
+                        o += &format!("{name},{l}\n");
+                    }
+                }
+                o
+            }
+        };
+        emit(&self.output, &text)
     }
 
     /// Write one run's result in the format asked for; `timestamp` is the

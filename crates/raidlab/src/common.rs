@@ -3,7 +3,7 @@
 
 use crate::failure::Failure;
 use raidlab_core::preset::PresetDb;
-use raidlab_core::workload::{parse_job_file_noted, Workload};
+use raidlab_core::workload::{parse_job_file_noted, parse_job_phases, JobPhase, Workload};
 use std::io::{Read, Write};
 
 /// Largest data file raidlab reads (published CSVs, sweep results and
@@ -84,6 +84,23 @@ pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Wo
             ))
         }
     })
+}
+
+/// The phases of the job file at `path` (its stonewalled sections), its
+/// notes said on stderr, each under its section's name when there are
+/// several.
+pub fn phases_of(path: &str) -> Result<Vec<JobPhase>, Failure> {
+    let phases = parse_job_phases(&read_file(path, "job file")?)?;
+    let named = phases.len() > 1;
+    for p in &phases {
+        for n in &p.notes {
+            match named {
+                true => eprintln!("note: {path}: [{}] {n}", p.name),
+                false => eprintln!("note: {path}: {n}"),
+            }
+        }
+    }
+    Ok(phases)
 }
 
 /// Write `text` to the file `output` names, or to stdout.

@@ -1368,3 +1368,65 @@ fn impossible_hardware_is_refused() {
     // A SAS/SATA-only controller with NVMe drives alone: nothing to plan.
     assert_input_error(&plan("megaraid9361", false), "no configuration");
 }
+
+/// A job file of stonewalled sections (fio's examples/ssd-test.fio shape)
+/// runs its phases in turn, in `sim` and in `run`, each reported under its
+/// name; sections fio would run side by side, and commands that take one
+/// workload, are refused in one line.
+#[test]
+fn job_files_run_their_stonewalled_sections_in_turn() {
+    let job = tmp(
+        "phases.fio",
+        "[global]\nioengine=io_uring\nsize=8m\nbs=4k\niodepth=4\ndirect=1\n[fill]\nrw=write\nbs=64k\n[check]\nstonewall\nrw=randread\nruntime=0.2\ntime_based\n",
+    );
+    let o = raidlab(&["sim", "-t", "x25e", "--job", &job]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("phase 1 of 2: [fill]") && table.contains("phase 2 of 2: [check]"),
+        "{table}"
+    );
+    let v = json_of(&["sim", "-t", "x25e", "--job", &job, "--format", "json"]);
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    assert_eq!(phases[0]["phase"], "fill");
+    assert_eq!(phases[1]["workload"]["rw"], "randread");
+    assert!(phases[1]["summary"]["read"]["iops"].as_f64().unwrap() > 0.0);
+    let f = json_of(&["sim", "-t", "x25e", "--job", &job, "--format", "fio-json"]);
+    let jobs = f["jobs"].as_array().unwrap();
+    assert_eq!(
+        (jobs[1]["jobname"].as_str(), jobs[1]["groupid"].as_u64()),
+        (Some("check"), Some(1))
+    );
+    // For real, on a file the first phase writes.
+    let (dir, m) = member_paths("phases", 1);
+    let v = json_of(&["run", "-t", &m[0], "--job", &job, "--format", "json"]);
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    assert_eq!(
+        phases[0]["summary"]["write"]["mbps"]
+            .as_f64()
+            .map(|x| x > 0.0),
+        Some(true)
+    );
+    assert_eq!(
+        phases[1]["summary"]["read"]["iops"]
+            .as_f64()
+            .map(|x| x > 0.0),
+        Some(true)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+    // fio would run these side by side.
+    let side = tmp("side.fio", "[a]\nrw=read\n[b]\nrw=write\n");
+    assert_input_error(
+        &["sim", "-t", "x25e", "--job", &side],
+        "line 3: fio runs [b] beside [a]",
+    );
+    // export-fio writes a section a phase, which reads back as the same
+    // phases.
+    let o = raidlab(&["export-fio", "--job", &job]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let back = tmp("back.fio", &String::from_utf8_lossy(&o.stdout));
+    let v = json_of(&["sim", "-t", "x25e", "--job", &back, "--format", "json"]);
+    assert_eq!(v["phases"][1]["phase"], "check");
+}

@@ -542,3 +542,71 @@ fn fio_json_reads_like_fio_output() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A job file of stonewalled sections: `export-fio` writes one section a
+/// phase, fio runs them in turn (one group each), and `raidlab run` reading
+/// the same file does the same I/O phase by phase.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_run_the_same_phases() {
+    let (dir, path) = scratch("raidlab-fio-phases", 0);
+    let src = dir.join("src.fio");
+    std::fs::write(
+        &src,
+        "[global]\nsize=8m\n[fill]\nrw=write\nbs=64k\n[check]\nstonewall\nrw=randread\nbs=4k\n",
+    )
+    .unwrap();
+    let o = raidlab(&[
+        "export-fio",
+        "--job",
+        &src.display().to_string(),
+        "--filename",
+        &path,
+        "--engine",
+        "psync",
+        "--buffered",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let job = dir.join("phases.fio");
+    std::fs::write(&job, &o.stdout).unwrap();
+    let f = fio_json(&job);
+    let fio: Vec<(u64, u64, u64)> = f["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["groupid"].as_u64().unwrap(),
+                j["read"]["total_ios"].as_u64().unwrap(),
+                j["write"]["total_ios"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let job_file = job.display().to_string();
+    let v = json_of(&[
+        "run",
+        "-t",
+        &path,
+        "--job",
+        &job_file,
+        "--buffered",
+        "--format",
+        "json",
+    ]);
+    let ours: Vec<(u64, u64, u64)> = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                i as u64,
+                p["real"]["read"]["ios"].as_u64().unwrap(),
+                p["real"]["write"]["ios"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ours, fio);
+    assert_eq!(ours, [(0, 0, 128), (1, 2048, 0)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,8 +1,9 @@
 //! `raidlab export-fio`: the fio job file of a workload.
 
 use crate::args::EngineArg;
-use crate::common::{emit, workload_of};
+use crate::common::{emit, phases_of, workload_of};
 use crate::failure::Failure;
+use raidlab_core::workload::{JobPhase, Workload};
 
 /// Print an fio job file equivalent to a workload.
 #[derive(clap::Args)]
@@ -29,13 +30,44 @@ pub struct Args {
 
 /// Run `export-fio`.
 pub fn run(args: Args) -> Result<(), Failure> {
+    if let Some(path) = &args.job {
+        let phases = phases_of(path)?;
+        if phases.len() > 1 {
+            return emit(&None, &phased(&args, &phases));
+        }
+    }
     let w = workload_of(&args.workload, &args.job)?;
-    let text = raidlab_io::fio_job(
-        &w,
+    emit(&None, &job_text(&args, &w))
+}
+
+/// The fio job file of one workload: its options in `[global]`, one job.
+fn job_text(args: &Args, w: &Workload) -> String {
+    raidlab_io::fio_job(
+        w,
         args.seed,
         args.filename.as_deref(),
         args.engine.into(),
         !args.buffered && !w.buffered,
-    );
-    emit(&None, &text)
+    )
+}
+
+/// The fio job file of a job file's phases: a section each, holding all of
+/// its options (a `[global]` would carry one phase's options into the
+/// next), every one after the first behind a `stonewall`, as they run.
+fn phased(args: &Args, phases: &[JobPhase]) -> String {
+    let mut s = String::from("; written by raidlab export-fio: one section a phase, run in turn\n");
+    for (i, p) in phases.iter().enumerate() {
+        s += &format!("\n[{}]\n", p.name);
+        if i > 0 {
+            s += "stonewall\n";
+        }
+        for line in job_text(args, &p.workload).lines() {
+            let header = line.starts_with("; written by") || line.starts_with('[');
+            if !header && !line.is_empty() {
+                s += line;
+                s.push('\n');
+            }
+        }
+    }
+    s
 }

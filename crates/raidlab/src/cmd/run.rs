@@ -3,6 +3,7 @@
 use crate::args::{EngineArg, JobArgs, RealArgs};
 use crate::common::verify_failure;
 use crate::failure::Failure;
+use raidlab_core::workload::{JobPhase, Workload};
 
 /// Run a workload for real on files or block devices.
 ///
@@ -32,17 +33,17 @@ pub struct Args {
 /// Run `run`.
 pub fn run(args: Args) -> Result<(), Failure> {
     let expr = args.job.expr()?;
-    let w = args.job.workload()?;
-    if w.state.is_some() {
-        return Err(Failure::input(
-            "state= preconditions simulated SSDs; a real run uses the devices as they are",
-        ));
+    let mut phases = args.job.phases()?;
+    for p in &phases {
+        real_only(&p.workload).map_err(|f| match phases.len() {
+            1 => f,
+            _ => f.context(format!("[{}]", p.name)),
+        })?;
     }
-    if w.hipri {
-        return Err(Failure::input(
-            "hipri=1 is simulator-only: raidlab run's engines wait for interrupts (fio's own hipri needs io_uring or pvsync2 on an NVMe device with poll queues)",
-        ));
+    if phases.len() > 1 {
+        return run_phases(&args, &expr, &phases);
     }
+    let w = phases.remove(0).workload;
     let mut opts = args.real.options(args.engine, &w);
     opts.trace |= args.write_iolog.is_some();
     let started = std::time::SystemTime::now()
@@ -59,6 +60,53 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Some(f) => Err(f),
         None => Ok(()),
     }
+}
+
+/// What a real run cannot do: precondition simulated drives, or poll.
+fn real_only(w: &Workload) -> Result<(), Failure> {
+    if w.state.is_some() {
+        return Err(Failure::input(
+            "state= preconditions simulated SSDs; a real run uses the devices as they are",
+        ));
+    }
+    if w.hipri {
+        return Err(Failure::input(
+            "hipri=1 is simulator-only: raidlab run's engines wait for interrupts (fio's own hipri needs io_uring or pvsync2 on an NVMe device with poll queues)",
+        ));
+    }
+    Ok(())
+}
+
+/// Run a job file's phases in turn on the same target, as fio runs
+/// stonewalled sections: each starts once the one before it has ended,
+/// and each is reported on its own. A phase whose verify fails ends the
+/// command after its report, as fio stops at a verify error.
+fn run_phases(args: &Args, expr: &str, phases: &[JobPhase]) -> Result<(), Failure> {
+    if args.write_iolog.is_some() {
+        return Err(Failure::input(
+            "--write-iolog records one phase: give a job file of one job section",
+        ));
+    }
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut runs = Vec::with_capacity(phases.len());
+    let mut failed = None;
+    for p in phases {
+        let w = &p.workload;
+        let opts = args.real.options(args.engine, w);
+        let out = with_progress(w.runtime.map(|r| r + w.ramp_time.unwrap_or(0)), || {
+            raidlab_io::run(expr, w, args.job.seed, &opts)
+        })
+        .map_err(|e| Failure::from(e).context(format!("[{}]", p.name)))?;
+        failed = verify_failure(&out.result).map(|f| f.context(format!("[{}]", p.name)));
+        runs.push((p.name.clone(), out.result));
+        if failed.is_some() {
+            break;
+        }
+    }
+    args.job.emit_phases(&runs, started)?;
+    failed.map_or(Ok(()), Err)
 }
 
 /// Write the run's I/Os as a fio version 3 iolog of the volume `expr`:

@@ -4,7 +4,7 @@ use crate::args::{JobArgs, PresetFiles, RunFormat};
 use crate::common::RunProgress;
 use crate::failure::Failure;
 use raidlab_core::topology::{self, Topology};
-use raidlab_core::workload::Workload;
+use raidlab_core::workload::{JobPhase, Workload};
 
 /// Simulate a topology under a workload.
 ///
@@ -24,7 +24,11 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     let db = args.presets.load()?;
     let topo = topology::resolve(&args.job.expr()?, &db)?;
-    let w = args.job.workload()?;
+    let mut phases = args.job.phases()?;
+    if phases.len() > 1 {
+        return run_phases(&args, &topo, &phases);
+    }
+    let w = phases.remove(0).workload;
     raidlab_sim::check_pace(&topo, &w)?;
     note_long_pass(&topo, &w);
     note_long_runtime(&topo, &w, args.job.seed);
@@ -39,6 +43,25 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
     }
     args.job.emit_result(&result, 0, &extra)
+}
+
+/// Simulate a job file's phases in turn on one array, each reported on
+/// its own (its section's name over it).
+fn run_phases(args: &Args, topo: &Topology, phases: &[JobPhase]) -> Result<(), Failure> {
+    for p in phases {
+        raidlab_sim::check_pace(topo, &p.workload)
+            .map_err(|e| Failure::from(e).context(format!("[{}]", p.name)))?;
+        note_long_pass(topo, &p.workload);
+        note_long_runtime(topo, &p.workload, args.job.seed);
+    }
+    let workloads: Vec<Workload> = phases.iter().map(|p| p.workload.clone()).collect();
+    let results = {
+        let bar = RunProgress::new("sim");
+        raidlab_sim::simulate_phases(topo, &workloads, args.job.seed, &|f| bar.set(f))?
+    };
+    let runs: Vec<(String, raidlab_core::result::RunResult)> =
+        phases.iter().map(|p| p.name.clone()).zip(results).collect();
+    args.job.emit_phases(&runs, 0)
 }
 
 /// Host I/Os past which a run is announced on stderr: tens of seconds of

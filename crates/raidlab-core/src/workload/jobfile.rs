@@ -1,0 +1,456 @@
+//! fio job files: `[global]` and job sections, read into workloads. Job
+//! sections separated by `stonewall` are phases run one after another on
+//! the same array, as fio runs them; sections fio would run side by side
+//! are refused.
+
+use super::{all_keys, fio_long_name, int, kb_base, werr, Workload};
+use crate::error::{Error, Result};
+use crate::units::parse_duration;
+
+/// One job section of a job file, with the `[global]` options above it:
+/// a phase that fio runs after the ones before it (`stonewall`).
+#[derive(Debug, Clone)]
+pub struct JobPhase {
+    /// The section's name (`[seq-read]`).
+    pub name: String,
+    /// The workload it runs.
+    pub workload: Workload,
+    /// What fio would tell its user about it (see [`parse_job_file_noted`]).
+    pub notes: Vec<String>,
+}
+
+/// Read a fio job file: `[global]` plus one job section.
+pub fn parse_job_file(text: &str) -> Result<Workload> {
+    parse_job_file_noted(text).map(|(w, _)| w)
+}
+
+/// Read a fio job file as [`parse_job_file`] does, with what fio would
+/// tell its user about it: a queue depth capped by a synchronous engine.
+/// A file of several job sections run in turn is refused here: see
+/// [`parse_job_phases`].
+pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
+    let mut phases = parse_job_phases(text)?;
+    if phases.len() > 1 {
+        let names: Vec<String> = phases.iter().map(|p| format!("[{}]", p.name)).collect();
+        return werr(format!(
+            "the job file has {} job sections run in turn ({}); `raidlab sim` and `raidlab run` run them, this command takes one",
+            phases.len(),
+            names.join(", ")
+        ));
+    }
+    let p = phases.remove(0);
+    Ok((p.workload, p.notes))
+}
+
+/// A section of a job file: its name, the line it starts on, and its
+/// option lines (line number, text).
+struct Section<'a> {
+    name: &'a str,
+    lno: usize,
+    lines: Vec<(usize, &'a str)>,
+}
+
+impl Section<'_> {
+    fn is_global(&self) -> bool {
+        self.name == "global"
+    }
+}
+
+/// Most job sections a file may have: fio's own examples have a handful;
+/// the bound keeps a hostile file from asking for unbounded work.
+pub const MAX_PHASES: usize = 64;
+
+/// Cut a job file into its sections, skipping blank and comment lines.
+fn sections(text: &str) -> Result<Vec<Section<'_>>> {
+    let mut out: Vec<Section> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        let lno = i + 1;
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            out.push(Section {
+                name,
+                lno,
+                lines: Vec::new(),
+            });
+            continue;
+        }
+        match out.last_mut() {
+            Some(s) => s.lines.push((lno, line)),
+            None => return werr(format!("job file line {lno}: option outside a section")),
+        }
+    }
+    Ok(out)
+}
+
+/// Whether an option line sets fio's `stonewall` (or its alias
+/// `wait_for_previous`): a bare line or any value but 0.
+fn sets_stonewall(line: &str) -> bool {
+    let (k, v) = match line.split_once('=') {
+        Some((k, v)) => (k.trim(), v.trim()),
+        None => (line, ""),
+    };
+    matches!(k, "stonewall" | "wait_for_previous") && v != "0"
+}
+
+/// Read a fio job file into its phases: each job section, with the
+/// `[global]` sections above it (fio applies a `[global]` to the jobs
+/// after it), is one workload. fio runs job sections side by side unless
+/// a section says `stonewall` (wait for the ones before it); raidlab runs
+/// one job definition at a time, so every section after the first must
+/// say it (itself, or in a `[global]` above it), and the phases run in
+/// turn on the same array.
+pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
+    let secs = sections(text)?;
+    let jobs: Vec<&Section> = secs.iter().filter(|s| !s.is_global()).collect();
+    if jobs.is_empty() {
+        return werr("job file has no job section");
+    }
+    if jobs.len() > MAX_PHASES {
+        return werr(format!(
+            "job file line {}: more than {MAX_PHASES} job sections",
+            jobs[MAX_PHASES].lno
+        ));
+    }
+    let mut phases = Vec::with_capacity(jobs.len());
+    let mut globals: Vec<(usize, &str)> = Vec::new();
+    let mut prev: Option<&str> = None;
+    for s in &secs {
+        if s.is_global() {
+            globals.extend(&s.lines);
+            continue;
+        }
+        let lines: Vec<(usize, &str)> = globals.iter().chain(&s.lines).copied().collect();
+        if let Some(before) = prev {
+            if !lines.iter().any(|(_, l)| sets_stonewall(l)) {
+                return werr(format!(
+                    "job file line {}: fio runs [{}] beside [{before}] (no stonewall between them); raidlab runs one job definition at a time: add stonewall to [{}] to run it after, or use numjobs= for copies of one job",
+                    s.lno, s.name, s.name
+                ));
+            }
+        }
+        let (workload, notes) = read_job(&lines)?;
+        phases.push(JobPhase {
+            name: s.name.to_string(),
+            workload,
+            notes,
+        });
+        prev = Some(s.name);
+    }
+    Ok(phases)
+}
+
+/// fio options accepted in job files but without effect on the model
+/// (they describe how fio itself runs, which raidlab fixes by construction).
+const FIO_ACCEPTED: &[&str] = &[
+    "name",
+    "filename",
+    "ioengine",
+    "time_based",
+    "group_reporting",
+    "randrepeat",
+    "invalidate",
+    "thread",
+    "description",
+    "stonewall",
+    // options.c's alias of `stonewall`.
+    "wait_for_previous",
+    "new_group",
+    // Which seed the other generators take (`allrandrepeat` sets
+    // `randrepeat` for all of them): raidlab's draws come from `seed`.
+    "allrandrepeat",
+    // What fio measures and reports, not what it issues.
+    "gtod_reduce",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "unified_rw_reporting",
+    "per_job_logs",
+    "disable_bw_measurement",
+    "disable_bw",
+    "significant_figures",
+    "disk_util",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "exitall",
+    // Which generator draws the offsets: raidlab has its own.
+    "random_generator",
+    // Data contents and file preparation: the drives model neither
+    // compression nor deduplication, and raidlab lays out its files whole.
+    "refill_buffers",
+    "scramble_buffers",
+    "overwrite",
+    "zero_buffers",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+    "dedupe_percentage",
+    "buffer_pattern",
+    "create_on_open",
+    // Logs fio writes beside its report, and how it reads its clock.
+    "write_lat_log",
+    "write_bw_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_hist_msec",
+    "clocksource",
+    // Where fio's threads and buffers live, and what it may open.
+    "numa_cpu_nodes",
+    "numa_mem_policy",
+    "lockmem",
+    "allow_mounted_write",
+    // Where and how fio allocates its I/O buffers (malloc, shared memory,
+    // huge pages, their alignment): host memory the model does not hold.
+    "mem",
+    "iomem",
+    "mem_align",
+    "iomem_align",
+    "hugepage-size",
+    // io_uring set-up that `run` always does: registered files and fixed
+    // buffers (raidlab-io's backend).
+    "fixedbufs",
+    "registerfiles",
+    // Where fio makes its files and what it does with them before and
+    // after: the topology names the volumes, as for `filename`.
+    "directory",
+    "unlink",
+    "allow_file_create",
+    "create_serialize",
+    "fallocate",
+];
+
+/// What fio does with a job file's workload that raidlab must say: a
+/// synchronous engine caps `iodepth` at 1 (applied to `w`), and a
+/// `runtime` without `time_based` may end sooner in fio.
+fn run_as_fio(w: &mut Workload, engine: Option<&str>, time_based: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    let engine = engine.unwrap_or(FIO_DEFAULT_ENGINE);
+    if SYNC_ENGINES.contains(&engine) && w.iodepth > 1 && !w.rate.offload {
+        notes.push(format!(
+            "ioengine={engine} does one I/O at a time: fio caps iodepth={} at 1, and so does raidlab (name an asynchronous engine, e.g. ioengine=io_uring, for a deeper queue)",
+            w.iodepth
+        ));
+        w.iodepth = 1;
+    }
+    if w.runtime.is_some() && !time_based && w.replay.is_none() {
+        let ios = if w.number_ios.is_some() {
+            " (or number_ios)"
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "runtime without time_based: fio stops after one pass over the job's region{ios} if that comes first; raidlab runs for the whole runtime, as with time_based=1",
+        ));
+    }
+    notes
+}
+
+/// fio's `nrfiles`: how many files fio makes for a job in its
+/// `directory`. One is fio's default and what raidlab does (the topology
+/// names the volumes, one file each); more would cut the job's size over
+/// several files of one volume, which raidlab does not lay out.
+fn one_file(lno: usize, k: &str, v: &str) -> Result<()> {
+    match v.parse::<u64>() {
+        Ok(1) => Ok(()),
+        _ => werr(format!(
+            "job file line {lno}: {k}={v}: raidlab gives a job one file a volume (the topology names the volumes: list several, e.g. -t 'host(a, b)', for a job over several files)"
+        )),
+    }
+}
+
+/// fio's `startdelay` (a time, seconds unless a unit is given, or a range
+/// `A-B` each job draws from): whether it is a range. One delay for every
+/// job of the group delays the whole run and changes nothing fio measures
+/// (each job's runtime counts from its own start).
+fn start_delay_spread(lno: usize, v: &str) -> Result<bool> {
+    let ends: Vec<&str> = v.splitn(2, '-').collect();
+    if ends.iter().any(|e| parse_duration(e).is_err()) {
+        return werr(format!(
+            "job file line {lno}: startdelay={v}: expected a time or a range of times (5, 500ms, 1-10)"
+        ));
+    }
+    Ok(ends.len() == 2 && ends[0] != ends[1])
+}
+
+/// fio's engines that do one I/O at a time, in the calling thread (those
+/// its source flags `FIO_SYNCIO`: engines/sync.c, mmap.c, splice.c,
+/// sg.c). fio caps a job on one of them at queue depth 1 whatever its
+/// `iodepth` says, unless `io_submit_mode=offload` (backend.c
+/// `thread_main`: "queue depth will be capped at 1").
+const SYNC_ENGINES: &[&str] = &[
+    "sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "splice", "sg",
+];
+
+/// fio's engine when a job file names none: `psync` (fio's HOWTO: the
+/// default on every system but Windows).
+const FIO_DEFAULT_ENGINE: &str = "psync";
+
+/// Read one job's option lines (its `[global]` lines first, then its
+/// own, which override them), with what fio would tell its user about it.
+fn read_job(lines: &[(usize, &str)]) -> Result<(Workload, Vec<String>)> {
+    let mut engine: Option<String> = None;
+    let mut time_based = false;
+    let mut start_spread = false;
+    // fio's default unit base: k = 1024 (see `kb_base`).
+    let mut kb = 1024;
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for &(lno, line) in lines {
+        let (k, v) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => (line, ""),
+        };
+        let k = match fio_long_name(k) {
+            "rwmixwrite" => {
+                let w = int(k, v, 0, 100)?;
+                pairs.retain(|(pk, _)| pk != "rwmixread");
+                pairs.push(("rwmixread".into(), (100 - w).to_string()));
+                continue;
+            }
+            // fio's `buffered` is `direct` turned round (a bare line: 1).
+            "buffered" => {
+                let b = if v.is_empty() { 1 } else { int(k, v, 0, 1)? };
+                pairs.retain(|(pk, _)| pk != "direct");
+                pairs.push(("direct".into(), (1 - b).to_string()));
+                continue;
+            }
+            other => other,
+        };
+        if k == "ioengine" {
+            // Job sections come after [global], so the last one stands.
+            engine = Some(v.to_string());
+        }
+        if k == "time_based" {
+            time_based = v.is_empty() || v != "0";
+        }
+        if k == "startdelay" {
+            start_spread = start_delay_spread(lno, v)?;
+            continue;
+        }
+        if k == "kb_base" {
+            kb = kb_base::parse_kb_base(v).ok_or_else(|| {
+                Error::Workload(format!(
+                    "job file line {lno}: kb_base={v}: expected 1000 or 1024"
+                ))
+            })?;
+            continue;
+        }
+        if FIO_ACCEPTED.contains(&k) {
+            continue;
+        }
+        if matches!(k, "nrfiles" | "nr_files") {
+            one_file(lno, k, v)?;
+            continue;
+        }
+        if matches!(k, "norandommap" | "hipri") && v.is_empty() {
+            pairs.retain(|(pk, _)| pk != k);
+            pairs.push((k.to_string(), "1".to_string()));
+            continue;
+        }
+        if !all_keys().any(|n| *n == k) {
+            return werr(format!("job file line {lno}: unsupported fio option '{k}'"));
+        }
+        if v.is_empty() {
+            return werr(format!("job file line {lno}: option '{k}' needs a value"));
+        }
+        // Job sections override [global].
+        pairs.retain(|(pk, _)| pk != k);
+        pairs.push((k.to_string(), v.to_string()));
+    }
+    // Sizes as fio reads them under the file's kb_base, wherever it came.
+    let iec_note = kb_base::read_sizes(&mut pairs, kb);
+    let refs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut w = Workload::from_pairs(&refs).map_err(|e| match (e, &iec_note) {
+        (Error::Workload(m), Some(n)) => Error::Workload(format!("{m} ({n})")),
+        (e, _) => e,
+    })?;
+    if start_spread && w.numjobs > 1 {
+        return werr(format!(
+            "startdelay with a range starts each of the {} jobs at its own time; raidlab starts a job's clones together (give one delay, which moves nothing measured)",
+            w.numjobs
+        ));
+    }
+    let mut notes: Vec<String> = iec_note.into_iter().collect();
+    notes.extend(run_as_fio(&mut w, engine.as_deref(), time_based));
+    Ok((w, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Rw;
+
+    /// fio's examples/ssd-test.fio: four sections, each after a stonewall,
+    /// sharing `[global]`.
+    const SSD_TEST: &str = "[global]\nbs=4k\nioengine=libaio\niodepth=4\nsize=1g\ndirect=1\nruntime=60\n[seq-read]\nrw=read\nstonewall\n[rand-read]\nrw=randread\nstonewall\n[seq-write]\nrw=write\nstonewall\n[rand-write]\nrw=randwrite\nstonewall\n";
+
+    #[test]
+    fn stonewalled_sections_are_phases_with_the_globals_above_them() {
+        let p = parse_job_phases(SSD_TEST).unwrap();
+        let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["seq-read", "rand-read", "seq-write", "rand-write"]);
+        let rw: Vec<Rw> = p.iter().map(|p| p.workload.rw).collect();
+        assert_eq!(rw, [Rw::Read, Rw::RandRead, Rw::Write, Rw::RandWrite]);
+        for phase in &p {
+            assert_eq!(phase.workload.iodepth, 4);
+            assert_eq!(phase.workload.runtime, Some(60_000_000_000));
+        }
+        // Each phase reads as the one-section file of its lines does.
+        let alone = parse_job_file("[global]\nbs=4k\niodepth=4\nsize=1g\ndirect=1\nruntime=60\nioengine=libaio\n[w]\nrw=randwrite\n").unwrap();
+        assert_eq!(p[3].workload, alone);
+    }
+
+    #[test]
+    fn a_global_applies_to_the_sections_after_it_only() {
+        let text = "[a]\nrw=read\n[global]\nbs=64k\nstonewall\n[b]\nrw=write\n";
+        let p = parse_job_phases(text).unwrap();
+        assert_eq!(p[0].workload.bs, 4096);
+        assert_eq!(p[1].workload.bs, 65536);
+    }
+
+    #[test]
+    fn sections_fio_runs_side_by_side_are_refused() {
+        for (text, line) in [
+            ("[a]\nrw=read\n[b]\nrw=write\n", 3),
+            ("[a]\nrw=read\n[b]\nrw=write\nstonewall=0\n", 3),
+            ("[a]\nrw=read\nstonewall\n[b]\nrw=write\nnew_group\n", 4),
+        ] {
+            let e = parse_job_phases(text).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("line {line}:"))
+                    && e.contains("[b] beside [a]")
+                    && e.contains("stonewall"),
+                "{e}"
+            );
+        }
+        let p = parse_job_phases("[a]\nrw=read\n[b]\nwait_for_previous=1\n").unwrap();
+        assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn one_workload_commands_refuse_phases_and_files_are_bounded() {
+        let e = parse_job_file(SSD_TEST).unwrap_err().to_string();
+        assert!(
+            e.contains("4 job sections") && e.contains("[seq-read], [rand-read]"),
+            "{e}"
+        );
+        let many: String = (0..=MAX_PHASES)
+            .map(|i| format!("[j{i}]\nstonewall\n"))
+            .collect();
+        let e = parse_job_phases(&many).unwrap_err().to_string();
+        assert!(e.contains("more than 64 job sections"), "{e}");
+        let e = parse_job_phases("[global]\nbs=4k\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no job section"), "{e}");
+        let e = parse_job_phases("bs=4k\n[j]\n").unwrap_err().to_string();
+        assert!(e.contains("line 1: option outside a section"), "{e}");
+    }
+}
