@@ -293,93 +293,116 @@ const FIO_DEFAULT_ENGINE: &str = "psync";
 /// Read one job's option lines (its `[global]` lines first, then its
 /// own, which override them), with what fio would tell its user about it.
 fn read_job(lines: &[(usize, &str)]) -> Result<(Workload, Vec<String>)> {
-    let mut engine: Option<String> = None;
-    let mut time_based = false;
-    let mut start_spread = false;
-    // fio's default unit base: k = 1024 (see `kb_base`).
-    let mut kb = 1024;
-    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut job = JobOptions::default();
     for &(lno, line) in lines {
         let (k, v) = match line.split_once('=') {
             Some((k, v)) => (k.trim(), v.trim()),
             None => (line, ""),
         };
-        let k = match fio_long_name(k) {
+        job.take(lno, k, v)?;
+    }
+    job.finish()
+}
+
+/// One job's options as read so far: the workload's key-value pairs, and
+/// what fio decides beside them.
+struct JobOptions {
+    /// The `ioengine` named last (a job section's over `[global]`'s).
+    engine: Option<String>,
+    time_based: bool,
+    /// A `startdelay` range: each clone draws its own start.
+    start_spread: bool,
+    /// fio's unit base for sizes (`kb_base`).
+    kb: u64,
+    pairs: Vec<(String, String)>,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            engine: None,
+            time_based: false,
+            start_spread: false,
+            // fio's default unit base: k = 1024 (see `kb_base`).
+            kb: 1024,
+            pairs: Vec::new(),
+        }
+    }
+}
+
+impl JobOptions {
+    /// Set `k` to `v`, over any earlier value (job sections override
+    /// `[global]`).
+    fn set(&mut self, k: &str, v: String) {
+        self.pairs.retain(|(pk, _)| pk != k);
+        self.pairs.push((k.to_string(), v));
+    }
+
+    /// Take the option `k=v` of line `lno` (`v` empty for a bare line).
+    fn take(&mut self, lno: usize, k: &str, v: &str) -> Result<()> {
+        let k = fio_long_name(k);
+        match k {
             "rwmixwrite" => {
                 let w = int(k, v, 0, 100)?;
-                pairs.retain(|(pk, _)| pk != "rwmixread");
-                pairs.push(("rwmixread".into(), (100 - w).to_string()));
-                continue;
+                self.set("rwmixread", (100 - w).to_string());
             }
             // fio's `buffered` is `direct` turned round (a bare line: 1).
             "buffered" => {
                 let b = if v.is_empty() { 1 } else { int(k, v, 0, 1)? };
-                pairs.retain(|(pk, _)| pk != "direct");
-                pairs.push(("direct".into(), (1 - b).to_string()));
-                continue;
+                self.set("direct", (1 - b).to_string());
             }
-            other => other,
-        };
-        if k == "ioengine" {
-            // Job sections come after [global], so the last one stands.
-            engine = Some(v.to_string());
+            "startdelay" => self.start_spread = start_delay_spread(lno, v)?,
+            "kb_base" => {
+                self.kb = kb_base::parse_kb_base(v).ok_or_else(|| {
+                    Error::Workload(format!(
+                        "job file line {lno}: kb_base={v}: expected 1000 or 1024"
+                    ))
+                })?;
+            }
+            "nrfiles" | "nr_files" => one_file(lno, k, v)?,
+            _ if FIO_ACCEPTED.contains(&k) => {
+                if k == "ioengine" {
+                    self.engine = Some(v.to_string());
+                }
+                if k == "time_based" {
+                    self.time_based = v.is_empty() || v != "0";
+                }
+            }
+            "norandommap" | "hipri" if v.is_empty() => self.set(k, "1".to_string()),
+            _ if !all_keys().any(|n| *n == k) => {
+                return werr(format!("job file line {lno}: unsupported fio option '{k}'"));
+            }
+            _ if v.is_empty() => {
+                return werr(format!("job file line {lno}: option '{k}' needs a value"));
+            }
+            _ => self.set(k, v.to_string()),
         }
-        if k == "time_based" {
-            time_based = v.is_empty() || v != "0";
-        }
-        if k == "startdelay" {
-            start_spread = start_delay_spread(lno, v)?;
-            continue;
-        }
-        if k == "kb_base" {
-            kb = kb_base::parse_kb_base(v).ok_or_else(|| {
-                Error::Workload(format!(
-                    "job file line {lno}: kb_base={v}: expected 1000 or 1024"
-                ))
-            })?;
-            continue;
-        }
-        if FIO_ACCEPTED.contains(&k) {
-            continue;
-        }
-        if matches!(k, "nrfiles" | "nr_files") {
-            one_file(lno, k, v)?;
-            continue;
-        }
-        if matches!(k, "norandommap" | "hipri") && v.is_empty() {
-            pairs.retain(|(pk, _)| pk != k);
-            pairs.push((k.to_string(), "1".to_string()));
-            continue;
-        }
-        if !all_keys().any(|n| *n == k) {
-            return werr(format!("job file line {lno}: unsupported fio option '{k}'"));
-        }
-        if v.is_empty() {
-            return werr(format!("job file line {lno}: option '{k}' needs a value"));
-        }
-        // Job sections override [global].
-        pairs.retain(|(pk, _)| pk != k);
-        pairs.push((k.to_string(), v.to_string()));
+        Ok(())
     }
-    // Sizes as fio reads them under the file's kb_base, wherever it came.
-    let iec_note = kb_base::read_sizes(&mut pairs, kb);
-    let refs: Vec<(&str, &str)> = pairs
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let mut w = Workload::from_pairs(&refs).map_err(|e| match (e, &iec_note) {
-        (Error::Workload(m), Some(n)) => Error::Workload(format!("{m} ({n})")),
-        (e, _) => e,
-    })?;
-    if start_spread && w.numjobs > 1 {
-        return werr(format!(
-            "startdelay with a range starts each of the {} jobs at its own time; raidlab starts a job's clones together (give one delay, which moves nothing measured)",
-            w.numjobs
-        ));
+
+    /// The workload the options give, and fio's notes on it.
+    fn finish(mut self) -> Result<(Workload, Vec<String>)> {
+        // Sizes as fio reads them under the file's kb_base, wherever it came.
+        let iec_note = kb_base::read_sizes(&mut self.pairs, self.kb);
+        let refs: Vec<(&str, &str)> = self
+            .pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut w = Workload::from_pairs(&refs).map_err(|e| match (e, &iec_note) {
+            (Error::Workload(m), Some(n)) => Error::Workload(format!("{m} ({n})")),
+            (e, _) => e,
+        })?;
+        if self.start_spread && w.numjobs > 1 {
+            return werr(format!(
+                "startdelay with a range starts each of the {} jobs at its own time; raidlab starts a job's clones together (give one delay, which moves nothing measured)",
+                w.numjobs
+            ));
+        }
+        let mut notes: Vec<String> = iec_note.into_iter().collect();
+        notes.extend(run_as_fio(&mut w, self.engine.as_deref(), self.time_based));
+        Ok((w, notes))
     }
-    let mut notes: Vec<String> = iec_note.into_iter().collect();
-    notes.extend(run_as_fio(&mut w, engine.as_deref(), time_based));
-    Ok((w, notes))
 }
 
 #[cfg(test)]
