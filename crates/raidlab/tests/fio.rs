@@ -49,6 +49,22 @@ fn fio_json(job: &std::path::Path) -> Value {
     serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).expect("fio JSON")
 }
 
+/// `raidlab run` of the job file at `job` on the file at `path`, through
+/// the page cache as the exported psync jobs are: its JSON result.
+fn run_buffered(path: &str, job: &std::path::Path) -> Value {
+    let job = job.display().to_string();
+    json_of(&[
+        "run",
+        "-t",
+        path,
+        "--job",
+        &job,
+        "--buffered",
+        "--format",
+        "json",
+    ])
+}
+
 #[test]
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_do_the_same_io() {
@@ -80,19 +96,7 @@ fn fio_and_raidlab_do_the_same_io() {
         };
 
         // raidlab reads the exported job file back, and runs it.
-        let job_file = job_path.display().to_string();
-        let r = raidlab(&[
-            "run",
-            "-t",
-            &path,
-            "--job",
-            &job_file,
-            "--buffered",
-            "--format",
-            "json",
-        ]);
-        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-        let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+        let v = run_buffered(&path, &job_path);
         let ours = |d: &str| {
             (
                 v["real"][d]["ios"].as_u64().unwrap(),
@@ -582,17 +586,7 @@ fn fio_and_raidlab_run_the_same_phases() {
             )
         })
         .collect();
-    let job_file = job.display().to_string();
-    let v = json_of(&[
-        "run",
-        "-t",
-        &path,
-        "--job",
-        &job_file,
-        "--buffered",
-        "--format",
-        "json",
-    ]);
+    let v = run_buffered(&path, &job);
     let ours: Vec<(u64, u64, u64)> = v["phases"]
         .as_array()
         .unwrap()
