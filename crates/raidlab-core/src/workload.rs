@@ -2369,10 +2369,10 @@ mod tests {
             (8192, 16, 10, 70)
         );
         assert_eq!(w.rw, Rw::RandWrite);
-        let e = parse_job_file("[j]\nverify=crc32c\n")
+        let e = parse_job_file("[j]\nverify_backlog=16\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unsupported fio option 'verify'"), "{e}");
+        assert!(e.contains("unsupported fio option 'verify_backlog'"), "{e}");
         // fio's buffered is direct turned round, not an option to pass over.
         assert!(parse_job_file("[j]\nbuffered=1\n").unwrap().buffered);
         assert!(parse_job_file("[j]\nbuffered\n").unwrap().buffered);

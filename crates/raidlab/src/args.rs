@@ -134,6 +134,8 @@ impl JobArgs {
                 name: "job".into(),
                 workload: self.workload()?,
                 notes: Vec::new(),
+                verify: false,
+                read_back: false,
             }]),
         }
     }

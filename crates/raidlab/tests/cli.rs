@@ -108,11 +108,11 @@ fn bad_input_gives_one_line_and_status_2() {
     );
     let job = tmp(
         "bad.fio",
-        "[global]\nbs=4k\n[job]\nrw=randread\nverify=md5\n",
+        "[global]\nbs=4k\n[job]\nrw=randread\nverify_backlog=16\n",
     );
     assert_input_error(
         &["sim", "-t", "x25e", "--job", &job],
-        "unsupported fio option 'verify'",
+        "unsupported fio option 'verify_backlog'",
     );
     assert_input_error(&["presets", "nope"], "unknown preset 'nope'");
     let bad = tmp("bad.toml", "[d]\nbase = \"x25e\"\nwarp = 9\n");
@@ -1429,4 +1429,48 @@ fn job_files_run_their_stonewalled_sections_in_turn() {
     let back = tmp("back.fio", &String::from_utf8_lossy(&o.stdout));
     let v = json_of(&["sim", "-t", "x25e", "--job", &back, "--format", "json"]);
     assert_eq!(v["phases"][1]["phase"], "check");
+}
+
+/// fio's `verify` in a job file: `run` writes checked blocks and reads
+/// them back in a verify phase of their own, clean; a byte changed on the
+/// file afterwards is caught by a reading job that verifies (exit 1).
+#[test]
+fn job_file_verify_reads_back_and_catches_a_changed_byte() {
+    let (dir, m) = member_paths("jobverify", 1);
+    let write = tmp(
+        "verify-w.fio",
+        "[w]\nioengine=io_uring\ndirect=1\nrw=randwrite\nbs=4k\niodepth=8\nsize=4m\nverify=crc32c\n",
+    );
+    let v = json_of(&["run", "-t", &m[0], "--job", &write, "--format", "json"]);
+    let p = v["phases"].as_array().unwrap();
+    assert_eq!(
+        (p[0]["phase"].as_str(), p[1]["phase"].as_str()),
+        (Some("w"), Some("w verify"))
+    );
+    let checked = &p[1]["real"]["verify"];
+    // 1,024 blocks of 4 KiB, in units of 512 bytes, all written this run.
+    assert_eq!(checked["checked_units"], 8192, "{checked}");
+    assert_eq!(
+        (
+            checked["mismatches"].as_u64(),
+            checked["unwritten_units"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    let mut data = std::fs::read(&m[0]).unwrap();
+    data[(2 << 20) + 100] ^= 0xff;
+    std::fs::write(&m[0], data).unwrap();
+    let read = tmp(
+        "verify-r.fio",
+        "[r]\nioengine=io_uring\ndirect=1\nrw=read\nbs=64k\nsize=4m\nverify=md5\n",
+    );
+    let o = raidlab(&["run", "-t", &m[0], "--job", &read, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["real"]["verify"]["mismatches"], 1,
+        "{}",
+        v["real"]["verify"]
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -604,3 +604,48 @@ fn fio_and_raidlab_run_the_same_phases() {
     assert_eq!(ours, [(0, 0, 128), (1, 2048, 0)]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// fio's `verify` on a job that writes: fio reads every block back after
+/// the writes (its verify phase, counted as the job's reads); `raidlab run`
+/// does the same I/O, the read-back in a phase of its own, and the job
+/// file `export-fio` writes keeps the `verify`.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_verify_the_same_blocks() {
+    let (dir, path) = scratch("raidlab-fio-verify", 0);
+    let src = dir.join("src.fio");
+    std::fs::write(
+        &src,
+        "[w]\nrw=randwrite\nbs=4k\niodepth=8\nsize=8m\nverify=crc32c\n",
+    )
+    .unwrap();
+    let o = raidlab(&[
+        "export-fio",
+        "--job",
+        &src.display().to_string(),
+        "--filename",
+        &path,
+        "--engine",
+        "psync",
+        "--buffered",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let job = dir.join("verify.fio");
+    std::fs::write(&job, &o.stdout).unwrap();
+    let f = fio_json(&job);
+    let j = &f["jobs"][0];
+    let fio = (
+        j["read"]["total_ios"].as_u64().unwrap(),
+        j["write"]["total_ios"].as_u64().unwrap(),
+    );
+    assert_eq!(fio, (2048, 2048), "fio's job: reads back what it wrote");
+    let v = run_buffered(&path, &job);
+    let p = v["phases"].as_array().unwrap();
+    let ours = (
+        p[1]["real"]["read"]["ios"].as_u64().unwrap(),
+        p[0]["real"]["write"]["ios"].as_u64().unwrap(),
+    );
+    assert_eq!(ours, fio);
+    assert_eq!(p[1]["real"]["verify"]["mismatches"], 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,7 +3,7 @@
 //! the same array, as fio runs them; sections fio would run side by side
 //! are refused.
 
-use super::{all_keys, fio_long_name, int, kb_base, werr, Workload};
+use super::{all_keys, fio_long_name, int, kb_base, werr, Rw, Workload};
 use crate::error::{Error, Result};
 use crate::units::parse_duration;
 
@@ -17,6 +17,12 @@ pub struct JobPhase {
     pub workload: Workload,
     /// What fio would tell its user about it (see [`parse_job_file_noted`]).
     pub notes: Vec<String>,
+    /// fio's `verify`: the data written carries checked headers and reads
+    /// check them (`raidlab run --verify`); a job that writes is followed
+    /// by its read-back phase (see [`read_back`]).
+    pub verify: bool,
+    /// This phase is fio's verify phase of the job before it.
+    pub read_back: bool,
 }
 
 /// Read a fio job file: `[global]` plus one job section.
@@ -131,12 +137,19 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
                 ));
             }
         }
-        let (workload, notes) = read_job(&lines)?;
+        let (workload, notes, verify) = read_job(&lines)?;
+        let back = match verify && workload.writes() {
+            true => Some(read_back(s.lno, s.name, &workload)?),
+            false => None,
+        };
         phases.push(JobPhase {
             name: s.name.to_string(),
             workload,
             notes,
+            verify,
+            read_back: false,
         });
+        phases.extend(back);
         prev = Some(s.name);
     }
     Ok(phases)
@@ -290,9 +303,72 @@ const SYNC_ENGINES: &[&str] = &[
 /// default on every system but Windows).
 const FIO_DEFAULT_ENGINE: &str = "psync";
 
+/// fio's verify methods (options.c, `verify`): each writes a header
+/// with a checksum of its kind into every block and checks it on reading.
+/// raidlab's own header stands for all of them.
+const VERIFY_METHODS: &[&str] = &[
+    "md5",
+    "crc64",
+    "crc32",
+    "crc32c-intel",
+    "crc32c",
+    "crc16",
+    "crc7",
+    "sha1",
+    "sha256",
+    "sha512",
+    "sha3-224",
+    "sha3-256",
+    "sha3-384",
+    "sha3-512",
+    "xxhash",
+    "meta",
+    "pattern",
+    "pattern_hdr",
+];
+
+/// fio's verify phase after job `name` (section line `lno`), which writes
+/// `w`: backend.c's `do_verify` reads back what the job wrote, piece by
+/// piece in offset order (the pieces logged sorted), at the job's depth,
+/// once the job's writes are done. raidlab reads the job's region once
+/// in order with the job's blocks, which is the same I/O where the job
+/// wrote every block of its region once: a one-pass sequential job, or a
+/// random one on fio's random map. Other writing jobs are refused (fio
+/// verifies only the pieces it logged, which raidlab does not keep).
+fn read_back(lno: usize, name: &str, w: &Workload) -> Result<JobPhase> {
+    let once = match w.rw {
+        Rw::Write => w.percentage_random == 0 && w.sequencer.postfix().is_empty(),
+        Rw::RandWrite => w.percentage_random == 100 && w.uses_random_map(),
+        _ => false,
+    };
+    let whole = w.runtime.is_none()
+        && w.loops <= 1
+        && w.number_ios.is_none()
+        && w.io_size.is_none()
+        && w.replay.is_none();
+    if !(once && whole) {
+        return werr(format!(
+            "job file line {lno}: [{name}] verify: raidlab reads back jobs that write each block of their region once (rw=write, or rw=randwrite with fio's random map, one pass, no runtime, loops, number_ios or io_size); fio verifies the pieces it logged of any other"
+        ));
+    }
+    let mut back = w.clone();
+    back.rw = Rw::Read;
+    back.percentage_random = 0;
+    Ok(JobPhase {
+        name: format!("{name} verify"),
+        workload: back,
+        notes: vec![format!(
+            "fio's verify phase of [{name}]: its writes read back and checked, in offset order, reported on their own"
+        )],
+        verify: true,
+        read_back: true,
+    })
+}
+
 /// Read one job's option lines (its `[global]` lines first, then its
-/// own, which override them), with what fio would tell its user about it.
-fn read_job(lines: &[(usize, &str)]) -> Result<(Workload, Vec<String>)> {
+/// own, which override them), with what fio would tell its user about it,
+/// and whether it verifies.
+fn read_job(lines: &[(usize, &str)]) -> Result<(Workload, Vec<String>, bool)> {
     let mut job = JobOptions::default();
     for &(lno, line) in lines {
         let (k, v) = match line.split_once('=') {
@@ -315,6 +391,9 @@ struct JobOptions {
     /// fio's unit base for sizes (`kb_base`).
     kb: u64,
     pairs: Vec<(String, String)>,
+    /// `verify` set to a method (not `0` or `null`), and `do_verify`.
+    verify: bool,
+    do_verify: bool,
 }
 
 impl Default for JobOptions {
@@ -326,6 +405,9 @@ impl Default for JobOptions {
             // fio's default unit base: k = 1024 (see `kb_base`).
             kb: 1024,
             pairs: Vec::new(),
+            verify: false,
+            // fio: "Run the verify phase after a write phase ... Default: true."
+            do_verify: true,
         }
     }
 }
@@ -360,6 +442,22 @@ impl JobOptions {
                 })?;
             }
             "nrfiles" | "nr_files" => one_file(lno, k, v)?,
+            "verify" => {
+                self.verify = match v {
+                    "0" | "null" => false,
+                    _ if VERIFY_METHODS.contains(&v) => true,
+                    _ => {
+                        return werr(format!(
+                            "job file line {lno}: verify={v}: expected 0, null or one of fio's methods ({})",
+                            VERIFY_METHODS.join(", ")
+                        ))
+                    }
+                }
+            }
+            "do_verify" => self.do_verify = v.is_empty() || int(k, v, 0, 1)? == 1,
+            // fio stops at the first mismatch with it; raidlab's verified
+            // runs exit 1 on any, with every mismatch counted.
+            "verify_fatal" => {}
             _ if FIO_ACCEPTED.contains(&k) => {
                 if k == "ioengine" {
                     self.engine = Some(v.to_string());
@@ -380,8 +478,9 @@ impl JobOptions {
         Ok(())
     }
 
-    /// The workload the options give, and fio's notes on it.
-    fn finish(mut self) -> Result<(Workload, Vec<String>)> {
+    /// The workload the options give, fio's notes on it, and whether it
+    /// verifies.
+    fn finish(mut self) -> Result<(Workload, Vec<String>, bool)> {
         // Sizes as fio reads them under the file's kb_base, wherever it came.
         let iec_note = kb_base::read_sizes(&mut self.pairs, self.kb);
         let refs: Vec<(&str, &str)> = self
@@ -401,7 +500,7 @@ impl JobOptions {
         }
         let mut notes: Vec<String> = iec_note.into_iter().collect();
         notes.extend(run_as_fio(&mut w, self.engine.as_deref(), self.time_based));
-        Ok((w, notes))
+        Ok((w, notes, self.verify && self.do_verify))
     }
 }
 
@@ -455,6 +554,59 @@ mod tests {
         }
         let p = parse_job_phases("[a]\nrw=read\n[b]\nwait_for_previous=1\n").unwrap();
         assert_eq!(p.len(), 2);
+    }
+
+    /// fio's verify: a job that writes each block once is followed by its
+    /// read-back, in offset order at the job's depth; `do_verify=0`,
+    /// `verify=0` and `null` verify nothing; a job fio would verify piece
+    /// by piece is refused.
+    #[test]
+    fn verifying_jobs_get_their_read_back_phase() {
+        let p = parse_job_phases(
+            "[w]\nrw=randwrite\nbs=8k\niodepth=16\nsize=8m\nioengine=libaio\nverify=crc32c\n",
+        )
+        .unwrap();
+        assert_eq!(p.len(), 2);
+        assert!(p[0].verify && !p[0].read_back);
+        assert_eq!(
+            (p[1].name.as_str(), p[1].verify, p[1].read_back),
+            ("w verify", true, true)
+        );
+        let back = &p[1].workload;
+        assert_eq!(
+            (back.rw, back.bs, back.iodepth, back.size),
+            (Rw::Read, 8192, 16, Some(8 << 20))
+        );
+        // A read job verifies what it reads, with no phase added.
+        let r = parse_job_phases("[r]\nrw=randread\nverify=md5\n").unwrap();
+        assert_eq!((r.len(), r[0].verify), (1, true));
+        for off in ["verify=crc32c\ndo_verify=0", "verify=0", "verify=null", ""] {
+            let p = parse_job_phases(&format!("[w]\nrw=write\n{off}\n")).unwrap();
+            assert_eq!((p.len(), p[0].verify), (1, false), "{off}");
+        }
+        for (bad, says) in [
+            (
+                "rw=randwrite\nruntime=5\nverify=crc32c",
+                "write each block of their region once",
+            ),
+            (
+                "rw=randwrite\nnorandommap\nverify=crc32c",
+                "write each block of their region once",
+            ),
+            (
+                "rw=randrw\nverify=crc32c",
+                "write each block of their region once",
+            ),
+            (
+                "rw=write\nverify=crc33",
+                "verify=crc33: expected 0, null or one of",
+            ),
+        ] {
+            let e = parse_job_phases(&format!("[w]\n{bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

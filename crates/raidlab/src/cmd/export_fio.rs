@@ -31,8 +31,12 @@ pub struct Args {
 /// Run `export-fio`.
 pub fn run(args: Args) -> Result<(), Failure> {
     if let Some(path) = &args.job {
-        let phases = phases_of(path)?;
-        if phases.len() > 1 {
+        // fio runs a verify phase itself, after the job that asks for it.
+        let phases: Vec<JobPhase> = phases_of(path)?
+            .into_iter()
+            .filter(|p| !p.read_back)
+            .collect();
+        if phases.len() > 1 || phases.iter().any(|p| p.verify) {
             return emit(&None, &phased(&args, &phases));
         }
     }
@@ -53,13 +57,19 @@ fn job_text(args: &Args, w: &Workload) -> String {
 
 /// The fio job file of a job file's phases: a section each, holding all of
 /// its options (a `[global]` would carry one phase's options into the
-/// next), every one after the first behind a `stonewall`, as they run.
+/// next), every one after the first behind a `stonewall`, as they run; a
+/// verifying phase says `verify`, and fio reads its writes back itself.
 fn phased(args: &Args, phases: &[JobPhase]) -> String {
     let mut s = String::from("; written by raidlab export-fio: one section a phase, run in turn\n");
     for (i, p) in phases.iter().enumerate() {
         s += &format!("\n[{}]\n", p.name);
         if i > 0 {
             s += "stonewall\n";
+        }
+        if p.verify {
+            // raidlab's header stands for every fio method; fio checks
+            // its own kind.
+            s += "verify=crc32c\n";
         }
         for line in job_text(args, &p.workload).lines() {
             let header = line.starts_with("; written by") || line.starts_with('[');

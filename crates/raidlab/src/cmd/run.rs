@@ -43,8 +43,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if phases.len() > 1 {
         return run_phases(&args, &expr, &phases);
     }
-    let w = phases.remove(0).workload;
+    let phase = phases.remove(0);
+    let w = phase.workload;
     let mut opts = args.real.options(args.engine, &w);
+    opts.verify |= phase.verify;
     opts.trace |= args.write_iolog.is_some();
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -94,7 +96,8 @@ fn run_phases(args: &Args, expr: &str, phases: &[JobPhase]) -> Result<(), Failur
     let mut failed = None;
     for p in phases {
         let w = &p.workload;
-        let opts = args.real.options(args.engine, w);
+        let mut opts = args.real.options(args.engine, w);
+        opts.verify |= p.verify;
         let out = with_progress(w.runtime.map(|r| r + w.ramp_time.unwrap_or(0)), || {
             raidlab_io::run(expr, w, args.job.seed, &opts)
         })
