@@ -67,11 +67,13 @@ impl Section<'_> {
 pub const MAX_PHASES: usize = 64;
 
 /// Cut a job file into its sections, skipping blank and comment lines.
+/// As fio's `strip_blank_end` does, a line ends at its first `;` or `#`:
+/// `numjobs=4 ; four threads` is `numjobs=4`.
 fn sections(text: &str) -> Result<Vec<Section<'_>>> {
     let mut out: Vec<Section> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+        let line = raw.split([';', '#']).next().unwrap_or_default().trim();
+        if line.is_empty() {
             continue;
         }
         let lno = i + 1;
@@ -527,6 +529,21 @@ mod tests {
         // Each phase reads as the one-section file of its lines does.
         let alone = parse_job_file("[global]\nbs=4k\niodepth=4\nsize=1g\ndirect=1\nruntime=60\nioengine=libaio\n[w]\nrw=randwrite\n").unwrap();
         assert_eq!(p[3].workload, alone);
+    }
+
+    /// fio ends a line at its first `;` or `#` (fio's
+    /// examples/tiobench-example.fio: `numjobs=4\t; 4 simultaneous
+    /// threads for each job`).
+    #[test]
+    fn comments_end_a_line_as_in_fio() {
+        let p = parse_job_phases(
+            "# a job\n[j] ; its section\nnumjobs=4\t; four\nbs=8k#eight\n  ; indented\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (p[0].name.as_str(), p[0].workload.numjobs, p[0].workload.bs),
+            ("j", 4, 8192)
+        );
     }
 
     #[test]
