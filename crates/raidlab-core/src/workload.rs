@@ -15,7 +15,11 @@ mod kb_base;
 mod sequencer;
 mod stream;
 mod zoned;
-pub use jobfile::{parse_job_file, parse_job_file_noted, parse_job_phases, JobPhase};
+pub use jobfile::{parse_job_file, parse_job_file_noted, parse_job_phases, substitute, JobPhase};
+/// Bounds on job files.
+pub mod jobfile_limits {
+    pub use super::jobfile::{MAX_LINE, MAX_PHASES};
+}
 pub use sequencer::Sequencer;
 pub use zoned::Zones;
 

@@ -4,7 +4,10 @@
 use proptest::prelude::*;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::topology::{parse, resolve};
-use raidlab_core::workload::{job_streams, parse_job_file, parse_job_phases, Region, Workload};
+use raidlab_core::workload::jobfile_limits::MAX_LINE;
+use raidlab_core::workload::{
+    job_streams, parse_job_file, parse_job_phases, substitute, Region, Workload,
+};
 
 fn token() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -190,6 +193,21 @@ proptest! {
     #[test]
     fn job_file_parser_never_panics(s in "(\\[[a-z]{0,6}\\]\n|[a-z_]{1,10}(=[0-9a-z:/]{0,6})?\n|; \\PC{0,5}\n|\\PC{0,8}\n){0,10}") {
         let _ = parse_job_file(&s);
+    }
+
+    /// `${VAR}` substitution never panics, on any text and any values:
+    /// the text, or one line naming the line grown past fio's bound.
+    #[test]
+    fn job_file_variables_never_panic(
+        text in "(\\$|\\{|\\}|[a-z=\n]|\\PC){0,60}",
+        value in "\\PC{0,20}",
+        times in 0usize..600,
+    ) {
+        let v = value.repeat(times);
+        match substitute(&text, &|_| Some(v.clone())) {
+            Ok(t) => prop_assert!(t.lines().all(|l| l.len() <= MAX_LINE + 1)),
+            Err(e) => prop_assert!(!e.to_string().contains('\n'), "{}", e),
+        }
     }
 
     /// Job files of several sections, with and without `stonewall`: phases

@@ -3,7 +3,9 @@
 
 use crate::failure::Failure;
 use raidlab_core::preset::PresetDb;
-use raidlab_core::workload::{parse_job_file_noted, parse_job_phases, JobPhase, Workload};
+use raidlab_core::workload::{
+    parse_job_file_noted, parse_job_phases, substitute, JobPhase, Workload,
+};
 use std::io::{Read, Write};
 
 /// Largest data file raidlab reads (published CSVs, sweep results and
@@ -71,7 +73,7 @@ pub fn load_presets(files: &[String]) -> Result<PresetDb, Failure> {
 pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Workload, Failure> {
     Ok(match (workload, job) {
         (_, Some(path)) => {
-            let (w, notes) = parse_job_file_noted(&read_file(path, "job file")?)?;
+            let (w, notes) = parse_job_file_noted(&job_text(path)?)?;
             for n in notes {
                 eprintln!("note: {path}: {n}");
             }
@@ -86,11 +88,18 @@ pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Wo
     })
 }
 
+/// The text of the job file at `path`, its `${VAR}` replaced by the
+/// environment's values as fio replaces them.
+fn job_text(path: &str) -> Result<String, Failure> {
+    let env = |k: &str| std::env::var(k).ok();
+    Ok(substitute(&read_file(path, "job file")?, &env)?)
+}
+
 /// The phases of the job file at `path` (its stonewalled sections), its
 /// notes said on stderr, each under its section's name when there are
 /// several.
 pub fn phases_of(path: &str) -> Result<Vec<JobPhase>, Failure> {
-    let phases = parse_job_phases(&read_file(path, "job file")?)?;
+    let phases = parse_job_phases(&job_text(path)?)?;
     let named = phases.len() > 1;
     for p in &phases {
         for n in &p.notes {

@@ -1474,3 +1474,28 @@ fn job_file_verify_reads_back_and_catches_a_changed_byte() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// fio substitutes `${VAR}` in a job file from the environment (nothing
+/// for a name not set); so does raidlab.
+#[test]
+fn job_files_take_variables_from_the_environment() {
+    let job = tmp(
+        "env.fio",
+        "[j]\nioengine=libaio\nrw=randread\niodepth=${RAIDLAB_TEST_QD}\nbs=4k${RAIDLAB_TEST_UNSET}\nruntime=0.05\ntime_based\n",
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args(["sim", "-t", "x25e", "--job", &job, "--format", "json"])
+        .env("RAIDLAB_TEST_QD", "12")
+        .env_remove("RAIDLAB_TEST_UNSET")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (
+            v["workload"]["iodepth"].as_u64(),
+            v["workload"]["bs"].as_u64()
+        ),
+        (Some(12), Some(4096))
+    );
+}

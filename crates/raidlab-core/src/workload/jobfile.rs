@@ -103,6 +103,41 @@ fn sets_stonewall(line: &str) -> bool {
     matches!(k, "stonewall" | "wait_for_previous") && v != "0"
 }
 
+/// Longest option line after `${VAR}` substitution: fio's `OPT_LEN_MAX`
+/// (parse.h), past which fio refuses the option.
+pub const MAX_LINE: usize = 8192;
+
+/// Substitute `${NAME}` in a job file's text with what `lookup` gives for
+/// NAME, as fio's `fio_option_dup_subs` does with the environment: an
+/// undefined name becomes nothing, and a `$` not opening `${...}` stays.
+/// A line that grows past [`MAX_LINE`] is an error naming it.
+pub fn substitute(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String> {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let start = out.len();
+        let mut rest = line;
+        while let Some(at) = rest.find("${") {
+            let Some(len) = rest[at + 2..].find('}') else {
+                break;
+            };
+            out += &rest[..at];
+            out += &lookup(&rest[at + 2..at + 2 + len]).unwrap_or_default();
+            rest = &rest[at + 3 + len..];
+            if out.len() - start > MAX_LINE {
+                break;
+            }
+        }
+        out += rest;
+        if out.len() - start > MAX_LINE {
+            return werr(format!(
+                "job file line {}: longer than fio's {MAX_LINE} characters once ${{...}} are substituted",
+                i + 1
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// Read a fio job file into its phases: each job section, with the
 /// `[global]` sections above it (fio applies a `[global]` to the jobs
 /// after it), is one workload. fio runs job sections side by side unless
@@ -529,6 +564,29 @@ mod tests {
         // Each phase reads as the one-section file of its lines does.
         let alone = parse_job_file("[global]\nbs=4k\niodepth=4\nsize=1g\ndirect=1\nruntime=60\nioengine=libaio\n[w]\nrw=randwrite\n").unwrap();
         assert_eq!(p[3].workload, alone);
+    }
+
+    /// fio's `${VAR}`: the environment's value, nothing for a name not
+    /// set, a lone `$` kept; bounded lines.
+    #[test]
+    fn variables_are_substituted_as_fio_does() {
+        let env = |k: &str| match k {
+            "QD" => Some("32".to_string()),
+            "BIG" => Some("x".repeat(5000)),
+            _ => None,
+        };
+        let t = substitute(
+            "[j]\nioengine=libaio\niodepth=${QD}\nbs=4k${NOPE}\nname=$x ${}${ }{ ${\n",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(t, "[j]\nioengine=libaio\niodepth=32\nbs=4k\nname=$x { ${\n");
+        let p = parse_job_phases(&t).unwrap();
+        assert_eq!(p[0].workload.iodepth, 32);
+        let e = substitute("[j]\nname=${BIG}${BIG}\n", &env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("8192"), "{e}");
     }
 
     /// fio ends a line at its first `;` or `#` (fio's
