@@ -175,6 +175,14 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
             }
         }
         let (workload, notes, verify) = read_job(&lines)?;
+        if let Some(first) = phases.first().map(|p: &JobPhase| p.workload.state) {
+            if workload.state != first {
+                return werr(format!(
+                    "job file line {}: [{}] sets state= apart from the first job's; state= is how the drives start, before the first phase (give it in [global] or the first job)",
+                    s.lno, s.name
+                ));
+            }
+        }
         let back = match verify && workload.writes() {
             true => Some(read_back(s.lno, s.name, &workload)?),
             false => None,
@@ -602,6 +610,17 @@ mod tests {
             (p[0].name.as_str(), p[0].workload.numjobs, p[0].workload.bs),
             ("j", 4, 8192)
         );
+    }
+
+    /// `state=` sets the drives before the first phase; a later phase
+    /// asking for another start is refused.
+    #[test]
+    fn drives_start_once() {
+        assert!(parse_job_phases("[global]\nstate=fob\n[a]\n[b]\nstonewall\n").is_ok());
+        let e = parse_job_phases("[a]\nstate=fob\n[b]\nstonewall\nstate=steady\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3") && e.contains("[b] sets state="), "{e}");
     }
 
     #[test]
