@@ -94,10 +94,13 @@ fn run_phases(args: &Args, expr: &str, phases: &[JobPhase]) -> Result<(), Failur
         .map_or(0, |d| d.as_secs());
     let mut runs = Vec::with_capacity(phases.len());
     let mut failed = None;
-    for p in phases {
+    for (i, p) in phases.iter().enumerate() {
         let w = &p.workload;
         let mut opts = args.real.options(args.engine, w);
         opts.verify |= p.verify;
+        // --create makes the array once: the later phases run on it, and
+        // must find what the earlier ones wrote.
+        opts.create &= i == 0;
         let out = with_progress(w.runtime.map(|r| r + w.ramp_time.unwrap_or(0)), || {
             raidlab_io::run(expr, w, args.job.seed, &opts)
         })
