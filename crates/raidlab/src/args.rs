@@ -165,18 +165,12 @@ impl JobArgs {
                 .collect::<Vec<_>>()
                 .join("\n"),
             RunFormat::TimelineCsv => {
-                let mut o = String::from("phase,");
-                for (i, (name, r)) in runs.iter().enumerate() {
-                    let csv = timeline_csv(r).map_err(|f| f.context(format!("phase [{name}]")))?;
-                    let mut lines = csv.lines();
-                    if i == 0 {
-                        o += lines.next().unwrap_or_default();
-                        o.push('\n');
-                    } else {
-                        lines.next();
-                    }
-                    for l in lines {
-                        o += &format!("{name},{l}\n");
+                let mut o = format!("phase,{TIMELINE_HEADER}\n");
+                for (name, r) in runs {
+                    let rows =
+                        timeline_rows(r).map_err(|f| f.context(format!("phase [{name}]")))?;
+                    for row in rows {
+                        o += &format!("{name},{row}\n");
                     }
                 }
                 o
@@ -198,21 +192,35 @@ impl JobArgs {
     }
 }
 
-/// A run's timeline as CSV, in seconds, I/Os per second, 10^6 B/s and µs.
+/// The timeline CSV's columns: seconds, I/Os per second, 10^6 B/s and µs.
+const TIMELINE_HEADER: &str = "t_s,iops,mb_s,lat_mean_us,lat_max_us";
+
+/// A run's timeline as CSV ([`TIMELINE_HEADER`]).
 fn timeline_csv(r: &RunResult) -> Result<String, Failure> {
+    let mut o = format!("{TIMELINE_HEADER}\n");
+    for row in timeline_rows(r)? {
+        o += &row;
+        o.push('\n');
+    }
+    Ok(o)
+}
+
+/// A run's timeline, a CSV row an interval; an error if it has none.
+fn timeline_rows(r: &RunResult) -> Result<Vec<String>, Failure> {
     if r.intervals.is_empty() {
         return Err(Failure::input(
             "--format timeline-csv needs a timeline: add log_avg_msec=MS to the workload (and a window longer than one interval)",
         ));
     }
-    let mut o = String::from("t_s,iops,mb_s,lat_mean_us,lat_max_us\n");
-    for i in &r.intervals {
-        o += &format!(
-            "{},{:.1},{:.3},{:.3},{:.3}\n",
-            i.t_s, i.iops, i.mbps, i.lat_mean_us, i.lat_max_us
-        );
-    }
-    Ok(o)
+    Ok(r.intervals
+        .iter()
+        .map(|i| {
+            format!(
+                "{},{:.1},{:.3},{:.3},{:.3}",
+                i.t_s, i.iops, i.mbps, i.lat_mean_us, i.lat_max_us
+            )
+        })
+        .collect())
 }
 
 /// Options shared by the commands that simulate published rows.

@@ -49,6 +49,29 @@ fn fio_json(job: &std::path::Path) -> Value {
     serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).expect("fio JSON")
 }
 
+/// The job file `raidlab export-fio` prints for the job file `text` (put
+/// in `dir`) on `filename`, with fio's psync engine through the page
+/// cache: its path in `dir`.
+fn export_job(dir: &std::path::Path, text: &str, filename: &str) -> std::path::PathBuf {
+    let src = dir.join("src.fio");
+    std::fs::write(&src, text).unwrap();
+    let src = src.display().to_string();
+    let o = raidlab(&[
+        "export-fio",
+        "--job",
+        &src,
+        "--filename",
+        filename,
+        "--engine",
+        "psync",
+        "--buffered",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let job = dir.join("exported.fio");
+    std::fs::write(&job, &o.stdout).unwrap();
+    job
+}
+
 /// `raidlab run` of the job file at `job` on the file at `path`, through
 /// the page cache as the exported psync jobs are: its JSON result.
 fn run_buffered(path: &str, job: &std::path::Path) -> Value {
@@ -554,25 +577,11 @@ fn fio_json_reads_like_fio_output() {
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_run_the_same_phases() {
     let (dir, path) = scratch("raidlab-fio-phases", 0);
-    let src = dir.join("src.fio");
-    std::fs::write(
-        &src,
+    let job = export_job(
+        &dir,
         "[global]\nsize=8m\n[fill]\nrw=write\nbs=64k\n[check]\nstonewall\nrw=randread\nbs=4k\n",
-    )
-    .unwrap();
-    let o = raidlab(&[
-        "export-fio",
-        "--job",
-        &src.display().to_string(),
-        "--filename",
         &path,
-        "--engine",
-        "psync",
-        "--buffered",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let job = dir.join("phases.fio");
-    std::fs::write(&job, &o.stdout).unwrap();
+    );
     let f = fio_json(&job);
     let fio: Vec<(u64, u64, u64)> = f["jobs"]
         .as_array()
@@ -613,25 +622,11 @@ fn fio_and_raidlab_run_the_same_phases() {
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_verify_the_same_blocks() {
     let (dir, path) = scratch("raidlab-fio-verify", 0);
-    let src = dir.join("src.fio");
-    std::fs::write(
-        &src,
+    let job = export_job(
+        &dir,
         "[w]\nrw=randwrite\nbs=4k\niodepth=8\nsize=8m\nverify=crc32c\n",
-    )
-    .unwrap();
-    let o = raidlab(&[
-        "export-fio",
-        "--job",
-        &src.display().to_string(),
-        "--filename",
         &path,
-        "--engine",
-        "psync",
-        "--buffered",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let job = dir.join("verify.fio");
-    std::fs::write(&job, &o.stdout).unwrap();
+    );
     let f = fio_json(&job);
     let j = &f["jobs"][0];
     let fio = (
