@@ -1023,6 +1023,24 @@ impl Ctx {
     }
 }
 
+impl Ctx {
+    /// Put back event `kind` for `comp` about `req`, which the event loop
+    /// has just taken and its watcher stopped at (so it was not handed
+    /// on): at the head of the queue, ahead of every other event of this
+    /// time as it was (sequence number 0, which no scheduled event has),
+    /// and not counted twice. A run that goes on after a stop (a job
+    /// file's next phase) then misses nothing.
+    pub fn put_back(&mut self, comp: CompId, req: ReqId, kind: u8) {
+        debug_assert!(
+            self.calls.len() == self.call_head,
+            "no call is pending at a stop"
+        );
+        let key = (self.now as u128) << 64 | kind as u128;
+        self.queue.push(key, comp, req);
+        self.events -= 1;
+    }
+}
+
 /// What [`Ctx::next_step`] returns.
 #[derive(Debug)]
 pub enum Next {

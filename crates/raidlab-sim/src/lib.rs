@@ -380,14 +380,18 @@ fn end_phase(sim: &mut Sim) {
         _ => unreachable!("the host is at HOST"),
     };
     if !drained(comps) {
-        event_loop(comps, ctx, 0, &mut |comps, _, _| {
+        event_loop(comps, ctx, 0, &mut |comps, ctx, (c, r, k)| {
             if drained(comps) {
+                ctx.put_back(c, r, k);
                 Watch::Stop
             } else {
                 Watch::Until(0)
             }
         });
     }
+    // No event was lost at a stop (`put_back`), so the host's own are all
+    // queued until it is drained: the loop cannot run dry before.
+    debug_assert!(drained(comps), "the phase's jobs are drained");
     // The next phase's jobs get their own threads.
     ctx.threads.clear();
     ctx.thread_busy.clear();

@@ -182,9 +182,11 @@ pub(crate) fn run_events(
         h.start(ctx);
     }
     let wake = due(&rounds, snapped, ramp);
-    event_loop(comps, ctx, wake, &mut |comps, ctx, _| {
+    event_loop(comps, ctx, wake, &mut |comps, ctx, (c, r, k)| {
         if let Some(rs) = rounds.as_mut() {
             if look_at_rounds(rs, comps, ctx, &snap, fill.as_ref()) {
+                // The event at hand is for whatever runs next.
+                ctx.put_back(c, r, k);
                 return Watch::Stop;
             }
         } else if !snapped && ctx.now >= ramp {
