@@ -107,10 +107,16 @@ fn sets_stonewall(line: &str) -> bool {
 /// (parse.h), past which fio refuses the option.
 pub const MAX_LINE: usize = 8192;
 
+/// Most text a job file may grow to once `${VAR}` are substituted: 4 MiB,
+/// four times the largest job file read (1 MiB), so that many lines each
+/// grown to [`MAX_LINE`] cannot ask for gigabytes.
+pub const MAX_TEXT: usize = 4 << 20;
+
 /// Substitute `${NAME}` in a job file's text with what `lookup` gives for
 /// NAME, as fio's `fio_option_dup_subs` does with the environment: an
 /// undefined name becomes nothing, and a `$` not opening `${...}` stays.
-/// A line that grows past [`MAX_LINE`] is an error naming it.
+/// A line that grows past [`MAX_LINE`] is an error naming it, as is text
+/// that grows past [`MAX_TEXT`].
 pub fn substitute(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String> {
     let mut out = String::with_capacity(text.len());
     for (i, line) in text.split_inclusive('\n').enumerate() {
@@ -132,6 +138,13 @@ pub fn substitute(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result
             return werr(format!(
                 "job file line {}: longer than fio's {MAX_LINE} characters once ${{...}} are substituted",
                 i + 1
+            ));
+        }
+        if out.len() > MAX_TEXT {
+            return werr(format!(
+                "job file line {}: the file passes {} MiB once ${{...}} are substituted",
+                i + 1,
+                MAX_TEXT >> 20
             ));
         }
     }
@@ -591,6 +604,9 @@ mod tests {
         assert_eq!(t, "[j]\nioengine=libaio\niodepth=32\nbs=4k\nname=$x { ${\n");
         let p = parse_job_phases(&t).unwrap();
         assert_eq!(p[0].workload.iodepth, 32);
+        let many = "name=${BIG}\n".repeat(1000);
+        let e = substitute(&many, &env).unwrap_err().to_string();
+        assert!(e.contains("line 838") && e.contains("4 MiB"), "{e}");
         let e = substitute("[j]\nname=${BIG}${BIG}\n", &env)
             .unwrap_err()
             .to_string();
