@@ -409,6 +409,25 @@ pub struct RunResult {
     /// (not part of the JSON result document).
     #[serde(skip)]
     pub latency: Option<LatencyDetail>,
+    /// Job sections run side by side (a job file's sections without
+    /// `stonewall`): each one's own figures over the same window, in the
+    /// file's order. Empty for one workload.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sections: Vec<SectionResult>,
+}
+
+/// One job section's figures in a run of sections side by side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SectionResult {
+    /// The section's name (`[reader]`: `reader`).
+    pub name: String,
+    /// Its workload as run.
+    pub workload: serde_json::Value,
+    /// Its jobs' figures.
+    pub summary: Summary,
+    /// Its latency distribution per direction, for fio-compatible output.
+    #[serde(skip)]
+    pub latency: Option<LatencyDetail>,
 }
 
 /// The latency distribution of one direction in the measurement window.

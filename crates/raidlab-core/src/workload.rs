@@ -15,7 +15,9 @@ mod kb_base;
 mod sequencer;
 mod stream;
 mod zoned;
-pub use jobfile::{parse_job_file, parse_job_file_noted, parse_job_phases, substitute, JobPhase};
+pub use jobfile::{
+    parse_job_file, parse_job_file_noted, parse_job_phases, substitute, JobPhase, JobSection,
+};
 /// Bounds on job files.
 pub mod jobfile_limits {
     pub use super::jobfile::{MAX_LINE, MAX_PHASES};
@@ -174,7 +176,7 @@ impl Region {
 
 #[cfg(test)]
 use stream::*;
-pub use stream::{job_streams, volume_streams, Io, JobStream};
+pub use stream::{job_streams, volume_streams, volume_streams_from, Io, JobStream};
 
 /// I/O direction pattern (`rw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

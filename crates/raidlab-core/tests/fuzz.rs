@@ -210,8 +210,9 @@ proptest! {
         }
     }
 
-    /// Job files of several sections, with and without `stonewall`: phases
-    /// in the order written, or one line saying what is wrong.
+    /// Job files of several sections, with and without `stonewall`: every
+    /// section in a phase (its own, or beside the one before) in the order
+    /// written, or one line saying what is wrong.
     #[test]
     fn job_file_phases_never_panic(
         secs in prop::collection::vec(
@@ -228,8 +229,16 @@ proptest! {
             .collect();
         match parse_job_phases(&text) {
             Ok(p) => {
-                let jobs = secs.iter().filter(|(n, _, _)| n != "global").count();
-                prop_assert_eq!(p.len(), jobs, "{}", text);
+                let jobs: Vec<&str> = secs
+                    .iter()
+                    .map(|(n, _, _)| n.as_str())
+                    .filter(|n| *n != "global")
+                    .collect();
+                let parsed: Vec<String> = p
+                    .iter()
+                    .flat_map(|p| p.sections().map(|(n, _)| n.to_string()))
+                    .collect();
+                prop_assert_eq!(parsed, jobs, "{}", text);
             }
             Err(e) => prop_assert!(!e.to_string().contains('\n'), "{}", e),
         }

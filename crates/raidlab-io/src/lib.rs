@@ -151,6 +151,7 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
         },
         intervals: merged.intervals(secs),
         latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
+        sections: Vec::new(),
         real: Some(RealStats {
             members: mstats,
             verify: opts.verify.then_some(merged.verify),

@@ -96,9 +96,9 @@ fn latency_maps(l: &LatencyDetail) -> (Value, Value, Value) {
 }
 
 /// fio's `job options`: the workload's keys as strings.
-fn job_options(r: &RunResult) -> Value {
+fn job_options(workload: &Value) -> Value {
     let mut m = Map::new();
-    if let Value::Object(w) = &r.workload {
+    if let Value::Object(w) = workload {
         for (k, v) in w {
             let s = match v {
                 Value::String(s) => s.clone(),
@@ -115,15 +115,28 @@ fn job_options(r: &RunResult) -> Value {
 /// Unix seconds (real runs); simulations use 0 so output stays
 /// deterministic.
 pub fn fio_json(r: &RunResult, timestamp: u64) -> Value {
-    let l = r.latency.clone().unwrap_or_default();
-    let (ns, us, ms) = latency_maps(&l);
-    let runtime_ms = l.window_ns / 1_000_000;
-    let jobname = r
-        .workload
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("raidlab")
-        .to_string();
+    let jobs: Vec<Value> = match r.sections.as_slice() {
+        [] => {
+            let name = r.workload.get("name").and_then(Value::as_str);
+            vec![job_entry(
+                r,
+                name.unwrap_or("raidlab"),
+                &r.workload,
+                &r.latency,
+            )]
+        }
+        // Sections side by side: a job each, each its own reporting group
+        // (fio's `new_group`, as export-fio writes them).
+        secs => secs
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let mut j = job_entry(r, &s.name, &s.workload, &s.latency);
+                j["groupid"] = json!(k);
+                j
+            })
+            .collect(),
+    };
     let disk_util: Vec<Value> = r
         .components
         .iter()
@@ -149,13 +162,29 @@ pub fn fio_json(r: &RunResult, timestamp: u64) -> Value {
         "timestamp": timestamp,
         "timestamp_ms": timestamp * 1000,
         "time": if timestamp == 0 { "simulated".to_string() } else { timestamp.to_string() },
-        "jobs": [{
-            "jobname": jobname,
+        "jobs": jobs,
+        "disk_util": disk_util,
+    })
+}
+
+/// One job of fio's `jobs` list: `name`, running `workload`, measured as
+/// `latency` says, in run `r`.
+fn job_entry(
+    r: &RunResult,
+    name: &str,
+    workload: &Value,
+    latency: &Option<raidlab_core::result::LatencyDetail>,
+) -> Value {
+    let l = latency.clone().unwrap_or_default();
+    let (ns, us, ms) = latency_maps(&l);
+    let runtime_ms = l.window_ns / 1_000_000;
+    json!({
+            "jobname": name,
             "groupid": 0,
             "error": 0,
             "eta": 0,
             "elapsed": (r.sim.simulated_s.ceil() as u64).max(1),
-            "job options": job_options(r),
+            "job options": job_options(workload),
             "read": direction(&l.read, l.window_ns),
             "write": direction(&l.write, l.window_ns),
             "trim": direction(&DirLatency::default(), l.window_ns),
@@ -169,28 +198,29 @@ pub fn fio_json(r: &RunResult, timestamp: u64) -> Value {
             "latency_ns": ns,
             "latency_us": us,
             "latency_ms": ms,
-            "latency_depth": r.workload.get("iodepth").and_then(Value::as_u64).unwrap_or(1),
+            "latency_depth": workload.get("iodepth").and_then(Value::as_u64).unwrap_or(1),
             "latency_target": 0,
             "latency_percentile": 100.0,
             "latency_window": 0,
-        }],
-        "disk_util": disk_util,
     })
 }
 
-/// fio's JSON output of a job file's phases: one job a phase, under its
-/// section's name and in a group of its own (fio reports each stonewalled
-/// job in its own group), and each device's utilisation over the phases
-/// together (their busy time over their time).
+/// fio's JSON output of a job file's phases: one job a job section, under
+/// its name and in a group of its own (fio reports each stonewalled job in
+/// its own group, and each section side by side in its own with
+/// `new_group`), and each device's utilisation over the phases together
+/// (their busy time over their time).
 pub fn fio_json_phases(runs: &[(String, RunResult)], timestamp: u64) -> Value {
     let mut jobs = Vec::new();
     let mut util: Vec<(String, f64)> = Vec::new();
     let mut total_s = 0.0;
-    for (group, (name, r)) in runs.iter().enumerate() {
+    for (name, r) in runs {
         let one = fio_json(r, timestamp);
         for mut j in one["jobs"].as_array().cloned().unwrap_or_default() {
-            j["jobname"] = json!(name);
-            j["groupid"] = json!(group);
+            if r.sections.is_empty() {
+                j["jobname"] = json!(name);
+            }
+            j["groupid"] = json!(jobs.len());
             jobs.push(j);
         }
         let secs = r.sim.simulated_s;
@@ -241,6 +271,7 @@ mod tests {
             resolved: None,
             intervals: Vec::new(),
             latency: Some(detail),
+            sections: Vec::new(),
         };
         let j = fio_json(&r, 0);
         let read = &j["jobs"][0]["read"];

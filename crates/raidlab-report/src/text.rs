@@ -6,7 +6,13 @@ use raidlab_studies::validate::{ErrorStats, Validation};
 use std::collections::BTreeMap;
 
 fn wl_line(r: &RunResult) -> String {
-    let Some(m) = r.workload.as_object() else {
+    workload_text(&r.workload)
+}
+
+/// A workload's JSON echo as `key=value` pairs, those that differ from
+/// their defaults.
+fn workload_text(w: &serde_json::Value) -> String {
+    let Some(m) = w.as_object() else {
         return String::new();
     };
     let rw = m.get("rw").and_then(|x| x.as_str()).unwrap_or("");
@@ -75,6 +81,7 @@ fn wl_line(r: &RunResult) -> String {
 pub fn sim_table(r: &RunResult) -> String {
     let mut o = run_header(r);
     o += &figures(&r.summary);
+    o += &section_figures(r);
     match &r.real {
         Some(real) => o += &real_members(r, real),
         None => o += &components(r),
@@ -163,7 +170,15 @@ fn run_header(r: &RunResult) -> String {
         "topology   {}\n",
         r.topology.split_whitespace().collect::<Vec<_>>().join(" ")
     );
-    o += &format!("workload   {} (seed {})\n", wl_line(r), r.seed);
+    match r.sections.as_slice() {
+        [] => o += &format!("workload   {} (seed {})\n", wl_line(r), r.seed),
+        secs => {
+            o += &format!("workload   side by side (seed {}):\n", r.seed);
+            for s in secs {
+                o += &format!("           [{}] {}\n", s.name, workload_text(&s.workload));
+            }
+        }
+    }
     if let Some(res) = &r.resolved {
         o += &format!("as run     {}\n", res.topology);
         let each = match res.volumes {
@@ -201,10 +216,26 @@ pub fn steady_line(st: &raidlab_core::steady::Steady) -> String {
 
 /// IOPS, MB/s and latencies: all I/Os, then reads and writes apart.
 fn figures(s: &raidlab_core::result::Summary) -> String {
-    let mut o = format!(
+    format!(
         "{:<7} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
         "", "IOPS", "MB/s", "avg ms", "p50 ms", "p99 ms", "p99.9 ms", "max ms"
-    );
+    ) + &figure_rows(s)
+}
+
+/// Each job section's own figures, when sections ran side by side: its
+/// name, then its rows as [`figures`] lays them out.
+fn section_figures(r: &RunResult) -> String {
+    let mut o = String::new();
+    for s in &r.sections {
+        o += &format!("[{}]\n{}", s.name, figure_rows(&s.summary));
+    }
+    o
+}
+
+/// A summary's rows (all, then each direction that moved data), without
+/// the column heads.
+fn figure_rows(s: &raidlab_core::result::Summary) -> String {
+    let mut o = String::new();
     let row = |name: &str, iops: f64, mbps: f64, lat: [f64; 5]| {
         format!(
             "{:<7} {:>12.1} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",

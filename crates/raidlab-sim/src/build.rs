@@ -558,13 +558,13 @@ pub(crate) const PIECE_BYTES: u64 = 8;
 /// its memory bound (beside `heap` bytes of models): every job's `iodepth`
 /// I/Os on every volume, each split at each chunk boundary it crosses into
 /// a piece per chunk (the topology's smallest chunk), so a 64 MiB block
-/// over 4 KiB chunks is 16,384 pieces.
+/// over 4 KiB chunks is 16,384 pieces. Returns the bytes they need.
 pub(crate) fn check_in_flight(
     topo: &Topology,
     w: &Workload,
     volumes: usize,
     heap: u64,
-) -> Result<(), SimError> {
+) -> Result<u64, SimError> {
     pub(crate) fn min_chunk(n: &Node) -> u64 {
         match n {
             Node::Device(_) => u64::MAX,
@@ -583,7 +583,7 @@ pub(crate) fn check_in_flight(
     if heap.saturating_add(need) > MAX_SIM_BYTES {
         return Err(SimError::InFlightTooLarge { ios, pieces, need });
     }
-    Ok(())
+    Ok(need)
 }
 
 /// `Ok` while `heap` bytes of models are within `MAX_SIM_BYTES`; else the
@@ -735,51 +735,90 @@ pub(crate) fn check_paced_pass(w: &Workload, span: u64) -> Result<(), SimError> 
 pub(crate) fn install_host(
     sim: &mut Sim,
     topo: &Topology,
-    w: &Workload,
-    regions: &[Region],
+    jobs: &[JobsOf],
     seed: u64,
     trace: bool,
 ) {
+    let lead = jobs.first().expect("a phase has a job section").w;
     let vols = sim.roots.len() as u32;
-    let streams = raidlab_core::workload::volume_streams(w, regions, seed, vols);
-    let mut host = Host::new(
-        HOST,
-        sim.roots.clone(),
-        block_ns(topo, w),
-        w.think_stall(),
-        w.effective_iodepth(),
-        streams,
-    );
+    let mut streams = Vec::new();
+    let mut confs = Vec::new();
+    let mut first = 0;
+    for j in jobs {
+        let seed = j.w.seed.unwrap_or(seed);
+        streams.extend(raidlab_core::workload::volume_streams_from(
+            j.w, j.regions, seed, vols, first,
+        ));
+        confs.extend(std::iter::repeat_n(
+            job_conf(topo, j.w),
+            j.w.numjobs as usize,
+        ));
+        first += j.w.numjobs;
+    }
+    let mut host = Host::new(HOST, sim.roots.clone(), confs, streams);
     host.set_on_submitter(on_submitter(sim));
-    if let Some(clock) = raidlab_core::workload::ThinkClock::of(w) {
-        host.set_think_clock(clock);
-        host.set_think_spin(w.thinktime_spin);
+    let mut first = 0;
+    for j in jobs {
+        let range = first..first + j.w.numjobs as usize;
+        if let Some(clock) = raidlab_core::workload::ThinkClock::of(j.w) {
+            range
+                .clone()
+                .for_each(|job| host.set_think_clock(job, clock));
+        }
+        host.set_rate(range.clone(), &j.w.rate, j.w.seed.unwrap_or(seed));
+        first = range.end;
+    }
+    if jobs.len() > 1 {
+        let section_of = jobs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, j)| std::iter::repeat_n(i as u16, j.w.numjobs as usize))
+            .collect();
+        host.set_sections(section_of);
     }
     // The jobs start now: at 0, or where an earlier phase left the clock.
     let origin = sim.ctx.now;
     host.set_origin(origin);
-    let ramp = origin + w.ramp_time.unwrap_or(0);
-    host.window_start = ramp;
-    host.set_durability(w.sync, w.fsync);
-    host.set_end_fsync(w.end_fsync && w.runtime.is_none());
-    host.set_rate(&w.rate, seed);
-    host.set_batch(&w.batch);
-    host.set_replay_timed(w.replay.as_ref().is_some_and(|r| r.timed()));
-    host.timeline = w.timeline();
+    host.window_start = origin + lead.ramp_time.unwrap_or(0);
+    host.set_replay_timed(lead.replay.as_ref().is_some_and(|r| r.timed()));
+    host.timeline = lead.timeline();
     if trace {
-        host.trace = Some(vec![Vec::new(); w.numjobs as usize]);
+        host.trace = Some(vec![Vec::new(); first]);
     }
     // With a given ramp the jobs stop at the window's end; without, the
     // run stops when the window is found steady.
-    host.window_end = w
+    host.window_end = lead
         .runtime
-        .zip(w.ramp_time)
+        .zip(lead.ramp_time)
         .map(|(r, ramp)| origin + ramp + r);
-    if w.runtime.is_none() {
-        let pass: u64 = regions.iter().map(|r| w.pass_bytes(r.span)).sum();
+    if lead.runtime.is_none() {
+        let pass: u64 = jobs
+            .iter()
+            .flat_map(|j| j.regions.iter().map(|r| j.w.pass_bytes(r.span)))
+            .sum();
         host.fifth = (pass * vols as u64 / 5).max(1);
     }
     sim.comps[HOST.index()] = Comp::Host(Box::new(host));
+}
+
+/// One job section to install on the host: its workload and its jobs'
+/// regions ([`Workload::regions`]).
+pub(crate) struct JobsOf<'a> {
+    pub w: &'a Workload,
+    pub regions: &'a [Region],
+}
+
+/// What `w`'s options ask of the host for each of its jobs on `topo`.
+fn job_conf(topo: &Topology, w: &Workload) -> JobConf {
+    let mut c = JobConf::new(w.effective_iodepth(), block_ns(topo, w));
+    c.think = w.think_stall();
+    if raidlab_core::workload::ThinkClock::of(w).is_some() {
+        c.think_spin = w.thinktime_spin;
+    }
+    c.sync = w.sync;
+    c.fsync = w.fsync;
+    c.end_fsync = w.end_fsync && w.runtime.is_none();
+    c.with_batch(&w.batch)
 }
 
 /// Per volume of `sim`, whether its first component does its own work on

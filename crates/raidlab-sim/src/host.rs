@@ -35,17 +35,13 @@ pub struct Host {
     /// call (`md_submit_bio`), so the block layer's work and md's are one
     /// stretch of the thread, which issues nothing else meanwhile.
     on_submitter: Vec<[bool; 2]>,
-    block_ns: Ns,
-    think: Ns,
-    /// The first part of the think time the job's thread spins through
-    /// (fio's `thinktime_spin`), its core busy.
-    think_spin: Ns,
+    /// Per job, what its options ask of the host.
+    conf: Vec<JobConf>,
     /// Per job, when it stalls for its think time (with `think`), and
     /// whether it is stalled: waiting for its I/Os in flight, then
     /// thinking.
     think_clocks: Vec<Option<ThinkClock>>,
     thinking: Vec<bool>,
-    iodepth: u32,
     /// One stream per job and volume, job-major: each file of a fio job
     /// keeps its own offsets.
     streams: Vec<JobStream>,
@@ -83,26 +79,21 @@ pub struct Host {
     pub fifth: u64,
     /// See `fifth`.
     pub marks: Vec<(Ns, u64)>,
-    /// `sync=1`: every write is followed by a flush before it completes.
-    sync: bool,
-    /// `fsync=N` (0: none), and per job the writes since its last flush
-    /// and whether it is holding back for one.
-    fsync: u32,
+    /// Per job, the writes since its last `fsync=N` flush and whether it
+    /// is holding back for one.
     since_flush: Vec<u32>,
     holding: Vec<bool>,
-    /// `end_fsync` in a one-pass run: each job flushes its volumes once
-    /// its last I/O is back, and whether it has (per job).
-    end_fsync: bool,
+    /// Per job, whether it has flushed its volumes at its end
+    /// ([`JobConf::end_fsync`]).
     end_flushed: Vec<bool>,
     /// Per job, its rate clock (fio's `rate`/`rate_iops`), when it has one,
     /// and whether it is waiting for its next I/O to fall due (that I/O is
     /// drawn and scheduled; the job issues nothing else meanwhile).
     pacers: Vec<Option<Pacer>>,
     sleeping: Vec<bool>,
-    /// fio's `io_submit_mode=offload`: a job sleeps with I/Os in flight.
-    /// Otherwise (`inline`), per job, the I/O it sleeps for and the time it
-    /// was ahead, held until its I/Os in flight have all completed.
-    offload: bool,
+    /// Per job not in `io_submit_mode=offload`, the I/O it sleeps for and
+    /// the time it was ahead, held until its I/Os in flight have all
+    /// completed.
     quiescing: Vec<Option<(ReqId, Ns)>>,
     /// When the jobs started: their rate clocks count from here.
     started: Ns,
@@ -119,9 +110,6 @@ pub struct Host {
     /// Requests handed in from outside instead of drawn from streams (a
     /// served simulated array, [`crate::live`]).
     external: Option<Box<External>>,
-    /// fio's queue batching, when not its default (with the default every
-    /// I/O goes out alone and each completion refills one slot).
-    batch: Option<BatchRule>,
     /// Per job, the completions it still waits for before it refills (0:
     /// it refills as each comes).
     gate: Vec<u32>,
@@ -129,6 +117,70 @@ pub struct Host {
     /// it has issued but not yet handed over.
     staging: Option<usize>,
     staged: Vec<ReqId>,
+    /// Job sections run side by side (a job file's sections without
+    /// `stonewall`): per job its section, and each section's own
+    /// measurements over the same window. Empty with one section.
+    section_of: Vec<u16>,
+    /// See `section_of`.
+    pub sections: Vec<Metrics>,
+}
+
+/// What one job's options ask of the host beside its I/O stream: the
+/// queue it keeps, the block layer's cost of its I/Os, its think time,
+/// durability and batching. Jobs of one workload share one; job sections
+/// run side by side each bring their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobConf {
+    /// I/Os kept outstanding (fio's `iodepth`, as the engine allows).
+    pub iodepth: u32,
+    /// Block-layer CPU time per I/O on the job's thread.
+    pub block_ns: Ns,
+    /// Think time (0: none): how long the job stalls when its clock says.
+    pub think: Ns,
+    /// The first part of the think time the job's thread spins through
+    /// (fio's `thinktime_spin`), its core busy; no longer than `think`.
+    pub think_spin: Ns,
+    /// `sync=1`: every write is followed by a flush before it completes.
+    pub sync: bool,
+    /// `fsync=N` (0: none): a flush after every N writes.
+    pub fsync: u32,
+    /// `end_fsync` in a one-pass run: the job flushes its volumes once its
+    /// last I/O is back.
+    pub end_fsync: bool,
+    /// fio's `io_submit_mode=offload`: a paced job sleeps with I/Os in
+    /// flight.
+    pub offload: bool,
+    /// fio's queue batching, when not its default (with the default every
+    /// I/O goes out alone and each completion refills one slot).
+    batch: Option<BatchRule>,
+}
+
+impl JobConf {
+    /// A job keeping `iodepth` I/Os outstanding at `block_ns` each, with
+    /// no think time, durability or batching.
+    pub fn new(iodepth: u32, block_ns: Ns) -> JobConf {
+        JobConf {
+            iodepth,
+            block_ns,
+            think: 0,
+            think_spin: 0,
+            sync: false,
+            fsync: 0,
+            end_fsync: false,
+            offload: false,
+            batch: None,
+        }
+    }
+
+    /// Batch the job's submissions and reaping as `b` says (fio's
+    /// `iodepth_batch_submit`, `iodepth_batch_complete_min`, `iodepth_low`).
+    pub fn with_batch(mut self, b: &Batch) -> JobConf {
+        self.batch = (!b.is_default()).then(|| BatchRule {
+            submit: b.submit_size(self.iodepth),
+            reaps: b.reaps_when_full(self.iodepth),
+        });
+        self
+    }
 }
 
 /// Requests handed to the host from outside (a live run): what each
@@ -177,7 +229,7 @@ pub fn plugged(r: &Req) -> bool {
 /// A job's batching resolved against its queue depth: the most I/Os one
 /// submission call hands over, and the completions a full job reaps before
 /// it refills ([`Batch`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct BatchRule {
     submit: u32,
     reaps: u32,
@@ -189,9 +241,7 @@ impl Host {
     pub fn new(
         id: CompId,
         roots: Vec<CompId>,
-        block_ns: Ns,
-        think: Ns,
-        iodepth: u32,
+        conf: Vec<JobConf>,
         streams: Vec<JobStream>,
     ) -> Host {
         let v = roots.len();
@@ -201,6 +251,11 @@ impl Host {
             streams.len()
         );
         let n = streams.len() / v;
+        assert_eq!(conf.len(), n, "one setting a job");
+        assert!(
+            conf.iter().all(|c| c.think_spin <= c.think),
+            "the stall is at least the spin"
+        );
         // Job and volume numbers share the creator's word with the flush flags.
         assert!(n < 1 << VOL_SHIFT, "{n} jobs do not fit in the word");
         assert!(v <= MAX_VOLUMES, "{v} volumes do not fit in the word");
@@ -208,16 +263,13 @@ impl Host {
             id,
             on_submitter: vec![[false; 2]; roots.len()],
             roots,
-            block_ns,
-            think,
-            think_spin: 0,
             // fio's default: a think after every I/O.
-            think_clocks: vec![
-                (think > 0).then(|| ThinkClock::new(Some(1), ThinkCount::Complete));
-                n
-            ],
+            think_clocks: conf
+                .iter()
+                .map(|c| (c.think > 0).then(|| ThinkClock::new(Some(1), ThinkCount::Complete)))
+                .collect(),
+            conf,
             thinking: vec![false; n],
-            iodepth,
             streams,
             next_vol: vec![0; n],
             out: vec![false; n * v],
@@ -236,15 +288,11 @@ impl Host {
             trace: None,
             fifth: 0,
             marks: Vec::new(),
-            sync: false,
-            fsync: 0,
             since_flush: vec![0; n],
             holding: vec![false; n],
-            end_fsync: false,
             end_flushed: vec![false; n],
             pacers: vec![None; n],
             sleeping: vec![false; n],
-            offload: false,
             quiescing: vec![None; n],
             started: 0,
             origin: 0,
@@ -252,32 +300,44 @@ impl Host {
             lag: Default::default(),
             timeline: None,
             external: None,
-            batch: None,
             gate: vec![0; n],
             staging: None,
             staged: Vec::new(),
+            section_of: Vec::new(),
+            sections: Vec::new(),
         }
     }
 
-    /// Batch the jobs' submissions and reaping as `b` says (fio's
-    /// `iodepth_batch_submit`, `iodepth_batch_complete_min`, `iodepth_low`).
-    pub fn set_batch(&mut self, b: &Batch) {
-        if b.is_default() {
-            return;
+    /// The figures measured since the last call, all jobs' and each
+    /// section's, and a fresh start for the next.
+    pub(crate) fn take_figures(&mut self) -> crate::window::Figures {
+        crate::window::Figures {
+            all: std::mem::take(&mut self.metrics),
+            sections: self.sections.iter_mut().map(std::mem::take).collect(),
         }
-        self.batch = Some(BatchRule {
-            submit: b.submit_size(self.iodepth),
-            reaps: b.reaps_when_full(self.iodepth),
-        });
+    }
+
+    /// Measure job sections run side by side each on its own as well:
+    /// job `j` belongs to section `section_of[j]`.
+    pub fn set_sections(&mut self, section_of: Vec<u16>) {
+        assert_eq!(section_of.len(), self.jobs(), "one section a job");
+        let n = section_of
+            .iter()
+            .map(|&s| s as usize + 1)
+            .max()
+            .unwrap_or(0);
+        self.sections = (0..n).map(|_| Metrics::default()).collect();
+        self.section_of = section_of;
     }
 
     /// A host whose one submitting thread sends requests handed in from
     /// outside ([`Host::hand_in`]) to `root`, each paying `block_ns` of
     /// block-layer CPU as a job's I/O does.
     pub fn external(id: CompId, root: CompId, block_ns: Ns, ctx: &mut Ctx) -> Host {
-        let mut h = Host::new(id, vec![root], block_ns, 0, u32::MAX, Vec::new());
+        let mut h = Host::new(id, vec![root], Vec::new(), Vec::new());
         // One thread, the one every request is sent on; it never runs out
         // of work (a live run ends when its caller stops it).
+        h.conf = vec![JobConf::new(u32::MAX, block_ns)];
         h.inflight = vec![0];
         h.waiting_since = vec![0];
         h.waited = vec![0];
@@ -350,7 +410,7 @@ impl Host {
         let slot = id.index();
         if std::mem::take(&mut x.fua[slot]) {
             ctx.reqs[id].op = Op::Flush;
-            let t = ctx.reserve_on_thread(0, HOST_CPU, now, self.block_ns);
+            let t = ctx.reserve_on_thread(0, HOST_CPU, now, self.conf[0].block_ns);
             ctx.schedule(t, self.id, id, Ev::Submit);
             return;
         }
@@ -365,13 +425,13 @@ impl Host {
         ctx.reqs.release(id);
     }
 
-    /// Pace every job by `rate` (fio's `rate`, `rate_iops`, `rate_process`);
-    /// `seed` fixes the Poisson draws.
-    pub fn set_rate(&mut self, rate: &Rate, seed: u64) {
-        for (j, p) in self.pacers.iter_mut().enumerate() {
-            *p = Pacer::new(rate, seed, j as u32);
+    /// Pace jobs `jobs` by `rate` (fio's `rate`, `rate_iops`,
+    /// `rate_process`); `seed` and each job's number fix the Poisson draws.
+    pub fn set_rate(&mut self, jobs: std::ops::Range<usize>, rate: &Rate, seed: u64) {
+        for j in jobs {
+            self.pacers[j] = Pacer::new(rate, seed, j as u32);
+            self.conf[j].offload = rate.offload;
         }
-        self.offload = rate.offload;
     }
 
     /// Issue a replayed trace's I/Os at their recorded times.
@@ -393,18 +453,6 @@ impl Host {
             }
         }
         (t, err)
-    }
-
-    /// Make writes durable as fio's `sync=1` and `fsync=N` do.
-    pub fn set_durability(&mut self, sync: bool, fsync: u32) {
-        self.sync = sync;
-        self.fsync = fsync;
-    }
-
-    /// Flush every volume at each job's end (fio's `end_fsync`, in a
-    /// one-pass run: the run then lasts until the flushes are back).
-    pub fn set_end_fsync(&mut self, on: bool) {
-        self.end_fsync = on;
     }
 
     /// Host I/Os issued and not yet completed.
@@ -451,38 +499,36 @@ impl Host {
         }
     }
 
-    /// Stall every job for its think time as `clock` says (fio's
+    /// Stall job `job` for its think time as `clock` says (fio's
     /// `thinktime_blocks`); by default a job with think time thinks after
     /// every I/O.
-    pub fn set_think_clock(&mut self, clock: ThinkClock) {
-        self.think_clocks.fill(Some(clock));
-    }
-
-    /// Spin through the first `spin` of every think time (fio's
-    /// `thinktime_spin`), the job's core busy; no longer than the stall.
-    pub fn set_think_spin(&mut self, spin: Ns) {
-        debug_assert!(spin <= self.think, "the stall is at least the spin");
-        self.think_spin = spin;
+    pub fn set_think_clock(&mut self, job: usize, clock: ThinkClock) {
+        self.think_clocks[job] = Some(clock);
     }
 
     /// Issue job `job`'s I/Os until its `iodepth` are outstanding, or it
     /// waits (for a flush, its rate clock, its think time) or has no more.
     fn fill(&mut self, ctx: &mut Ctx, job: usize) {
-        let batch = self.batch;
+        let JobConf {
+            batch,
+            iodepth,
+            think,
+            ..
+        } = self.conf[job];
         if batch.is_some() {
             self.staging = Some(job);
         }
-        while self.inflight[job] < self.iodepth && self.issue(ctx, job) {
+        while self.inflight[job] < iodepth && self.issue(ctx, job) {
             // fio checks its think time after an I/O that left room in the
             // queue; a full queue first waits for a completion (`done`).
-            if self.think > 0 && self.inflight[job] < self.iodepth {
+            if think > 0 && self.inflight[job] < iodepth {
                 self.check_think(job, ctx.now);
             }
         }
         if let Some(b) = batch {
             self.staging = None;
             self.hand_over_staged(ctx, job, b.submit);
-            if self.inflight[job] == self.iodepth {
+            if self.inflight[job] == iodepth {
                 self.gate[job] = b.reaps;
             }
         }
@@ -589,7 +635,7 @@ impl Host {
     fn issue(&mut self, ctx: &mut Ctx, job: usize) -> bool {
         if self.window_end.is_some_and(|e| ctx.now >= e)
             || self.sleeping[job]
-            || (self.think > 0 && self.thinking[job])
+            || (self.conf[job].think > 0 && self.thinking[job])
         {
             return false;
         }
@@ -601,7 +647,7 @@ impl Host {
             return false;
         }
         let Some((io, vol)) = self.next_io(job, ctx.now) else {
-            if self.end_fsync && !self.end_flushed[job] {
+            if self.conf[job].end_fsync && !self.end_flushed[job] {
                 if self.inflight[job] > 0 {
                     // fio syncs once the job's last I/Os are back.
                     return false;
@@ -632,7 +678,7 @@ impl Host {
             // fio first waits for its I/Os in flight, then sleeps the time
             // it was ahead when it decided.
             self.sleeping[job] = true;
-            if self.offload || self.replay_timed || self.inflight[job] == 0 {
+            if self.conf[job].offload || self.replay_timed || self.inflight[job] == 0 {
                 self.wake_at(ctx, id, due);
             } else {
                 self.quiescing[job] = Some((id, due - ctx.now));
@@ -697,7 +743,7 @@ impl Host {
     /// Send job `job`'s request `id` into the block layer now.
     fn send(&mut self, ctx: &mut Ctx, job: usize, id: ReqId) {
         self.outstanding_one_more(job, ctx.now);
-        if self.think > 0 {
+        if self.conf[job].think > 0 {
             if let Some(c) = &mut self.think_clocks[job] {
                 c.issued();
             }
@@ -718,7 +764,7 @@ impl Host {
     /// too (it is booked there straight after, before anything the thread
     /// does next), else when the block layer's work ends.
     fn submit_on_thread(&mut self, ctx: &mut Ctx, job: usize, id: ReqId) {
-        let t = ctx.reserve_on_thread(job, HOST_CPU, ctx.now, self.block_ns);
+        let t = ctx.reserve_on_thread(job, HOST_CPU, ctx.now, self.conf[job].block_ns);
         let r = &ctx.reqs[id];
         let vol = vol_of(r);
         if self.on_submitter[vol][usize::from(r.op == Op::Write)] {
@@ -798,16 +844,17 @@ impl Host {
         }
         let r = ctx.reqs[id];
         let now = ctx.now;
-        if self.sync && r.op == Op::Write {
+        let job = job_of(&r);
+        let conf = self.conf[job];
+        if conf.sync && r.op == Op::Write {
             // O_DSYNC: the write returns once a flush behind it has.
             let q = &mut ctx.reqs[id];
             q.op = Op::Flush;
             q.creator_word |= SYNC_FLUSH;
-            let t = ctx.reserve(HOST_CPU, now, self.block_ns);
+            let t = ctx.reserve(HOST_CPU, now, conf.block_ns);
             ctx.schedule(t, self.id, id, Ev::Submit);
             return;
         }
-        let job = job_of(&r);
         if r.creator_word & FSYNC_FLUSH != 0 {
             // The job's fsync is back: it refills its queue. Its end
             // flush ends its run (fio counts it in the job's runtime).
@@ -827,9 +874,9 @@ impl Host {
         } else {
             (r.op == Op::Read, r.len)
         };
-        if !read && self.fsync > 0 {
+        if !read && conf.fsync > 0 {
             self.since_flush[job] += 1;
-            if self.since_flush[job] >= self.fsync {
+            if self.since_flush[job] >= conf.fsync {
                 self.since_flush[job] = 0;
                 self.holding[job] = true;
                 self.flush_vol[job] = vol_of(&r) as u32;
@@ -837,6 +884,9 @@ impl Host {
         }
         if now >= self.window_start && self.window_end.is_none_or(|e| now <= e) {
             self.metrics.record(read, len, now - r.t0);
+            if let Some(&s) = self.section_of.get(job) {
+                self.sections[s as usize].record(read, len, now - r.t0);
+            }
             if let Some(t) = &mut self.timeline {
                 t.record(now - self.origin, len, now - r.t0);
             }
@@ -848,11 +898,11 @@ impl Host {
         self.completed += 1;
         self.outstanding_one_less(job, now);
         self.settle(ctx, job);
-        if self.think > 0 {
+        if conf.think > 0 {
             return self.done_thinking(ctx, id, job);
         }
         ctx.reqs.release(id);
-        if self.batch.is_some() {
+        if conf.batch.is_some() {
             self.reaped(ctx, job);
         } else {
             self.issue(ctx, job);
@@ -876,10 +926,13 @@ impl Host {
         } else if self.inflight[job] == 0 {
             // Quiesced: the job thinks. The request stays allocated through
             // the think time, and the event names it (and so its job).
-            if self.think_spin > 0 {
-                ctx.reserve_on_thread(job, HOST_CPU, ctx.now, self.think_spin);
+            let JobConf {
+                think, think_spin, ..
+            } = self.conf[job];
+            if think_spin > 0 {
+                ctx.reserve_on_thread(job, HOST_CPU, ctx.now, think_spin);
             }
-            ctx.schedule(ctx.now + self.think, self.id, id, Ev::Think);
+            ctx.schedule(ctx.now + think, self.id, id, Ev::Think);
         } else {
             ctx.reqs.release(id);
         }

@@ -31,7 +31,7 @@ use array::{ArrayComp, Costs, Pacing, Rebuild};
 use controller::{CtrlConfig, CtrlPools, CtrlVol, FastPath};
 use engine::{us, Call, CompId, Ctx, Next, PoolId, ReqId, HOST_CPU};
 use hdd::Hdd;
-use host::Host;
+use host::{Host, JobConf};
 use raidlab_core::metrics::Metrics;
 use raidlab_core::preset::HostParams;
 use raidlab_core::result::{
@@ -43,7 +43,7 @@ use raidlab_core::topology::{
     Array, Controller, Device, DeviceModel, Mode, Node, ReadAhead, SsdState, Topology,
 };
 use raidlab_core::units::Ns;
-use raidlab_core::workload::{Region, Workload};
+use raidlab_core::workload::{JobPhase, Region, Workload};
 use raidlab_layout::{Geometry, LayoutError, Level};
 use ssd::Ssd;
 use thiserror::Error;
@@ -238,9 +238,16 @@ fn simulate_inner(
     let seed = w.seed.unwrap_or(seed);
     let mut heap = 0;
     let mut sim = build(topo, w, seed, &mut heap)?;
-    let phase = Phase::check(&sim, topo, w, heap)?;
+    let jobs = [("", w)];
+    let phase = Phase::check(&sim, topo, &jobs, heap)?;
     warm_controllers(&mut sim, w, phase.cover, seed, phase.heap, how.full_caches)?;
-    let mut result = phase.run(&mut sim, topo, w, seed, how.trace, progress, true);
+    let run = PhaseRun {
+        seed,
+        trace: how.trace,
+        progress,
+        first: true,
+    };
+    let mut result = phase.run(&mut sim, topo, &jobs, run);
     result.sim.wall_s = wall.elapsed().as_secs_f64();
     let trace = match &mut sim.comps[HOST.index()] {
         Comp::Host(h) => h.trace.take().unwrap_or_default(),
@@ -253,22 +260,25 @@ fn simulate_inner(
 /// job sections separated by `stonewall`: each phase starts when the one
 /// before it has ended (its jobs stopped, their I/Os back), on the drives
 /// and caches as it left them. The first phase decides how the drives
-/// start (`state=`); each phase is measured and reported on its own.
-/// `progress` is told how far the phases have come, 0 to 1.
+/// start (`state=`); each phase is measured and reported on its own. A
+/// phase's sections run side by side ([`JobPhase::beside`]), each also
+/// reported on its own (`sections`). `progress` is told how far the phases
+/// have come, 0 to 1.
 pub fn simulate_phases(
     topo: &Topology,
-    phases: &[Workload],
+    phases: &[JobPhase],
     seed: u64,
     progress: &dyn Fn(f64),
 ) -> Result<Vec<RunResult>, SimError> {
-    let first = phases.first().ok_or(SimError::NoPhases)?;
+    let first = &phases.first().ok_or(SimError::NoPhases)?.workload;
     let seed = first.seed.unwrap_or(seed);
     let mut heap = 0;
     let mut sim = build(topo, first, seed, &mut heap)?;
-    // Every phase must fit before the first runs.
-    let checked = phases
+    let jobs: Vec<Vec<(&str, &Workload)>> = phases.iter().map(|p| p.sections().collect()).collect();
+    // Every phase must fit before the first runs, its sections together.
+    let checked = jobs
         .iter()
-        .map(|w| Phase::check(&sim, topo, w, heap))
+        .map(|j| Phase::check(&sim, topo, j, heap))
         .collect::<Result<Vec<_>, _>>()?;
     warm_controllers(
         &mut sim,
@@ -280,12 +290,17 @@ pub fn simulate_phases(
     )?;
     let n = phases.len() as f64;
     let mut results = Vec::with_capacity(phases.len());
-    for (i, (w, phase)) in phases.iter().zip(checked).enumerate() {
+    for (i, (j, phase)) in jobs.iter().zip(checked).enumerate() {
         let wall = std::time::Instant::now();
         let events = sim.ctx.events;
-        let seed = w.seed.unwrap_or(seed);
         let tell = |f: f64| progress((i as f64 + f) / n);
-        let mut r = phase.run(&mut sim, topo, w, seed, false, Some(&tell), i == 0);
+        let run = PhaseRun {
+            seed: j[0].1.seed.unwrap_or(seed),
+            trace: false,
+            progress: Some(&tell),
+            first: i == 0,
+        };
+        let mut r = phase.run(&mut sim, topo, j, run);
         r.sim.events -= events;
         r.sim.wall_s = wall.elapsed().as_secs_f64();
         results.push(r);
@@ -300,69 +315,106 @@ pub fn simulate_phases(
     Ok(results)
 }
 
-/// One phase's workload checked against the built array: its jobs'
-/// regions, the bytes they cover, and the heap with its streams.
+/// One phase's job sections checked against the built array: each
+/// section's jobs' regions, the bytes they all cover, and the heap with
+/// their streams.
 struct Phase {
-    regions: Vec<Region>,
+    regions: Vec<Vec<Region>>,
     cover: Region,
     heap: u64,
 }
 
+/// How a checked phase runs: its seed, whether each job's I/Os are
+/// recorded, who hears of its progress, and whether it is the run's first
+/// (rebuilds start with it).
+struct PhaseRun<'a> {
+    seed: u64,
+    trace: bool,
+    progress: Option<&'a dyn Fn(f64)>,
+    first: bool,
+}
+
 impl Phase {
-    /// Check `w` against `sim` (whose models hold `heap` bytes): its
-    /// regions fit, its streams and I/Os in flight stay within bounds.
-    fn check(sim: &Sim, topo: &Topology, w: &Workload, heap: u64) -> Result<Phase, SimError> {
-        if w.hipri {
-            polled(topo)?;
+    /// Check a phase's sections `jobs` (name, workload; the first leads)
+    /// against `sim` (whose models hold `heap` bytes): their regions fit,
+    /// their streams and I/Os in flight stay within bounds.
+    fn check(
+        sim: &Sim,
+        topo: &Topology,
+        jobs: &[(&str, &Workload)],
+        mut heap: u64,
+    ) -> Result<Phase, SimError> {
+        let mut regions = Vec::with_capacity(jobs.len());
+        // The I/Os in flight of the sections before, side by side with
+        // this one's.
+        let mut flight = 0;
+        for (_, w) in jobs {
+            if w.hipri {
+                polled(topo)?;
+            }
+            let r = w.regions(sim.cap)?;
+            heap += stream_heap(w, sim.roots.len());
+            within_bound(heap, "job streams")?;
+            flight += check_in_flight(topo, w, sim.roots.len(), heap + flight)?;
+            let span = r.iter().map(|r| r.span).max().unwrap_or(0);
+            check_paced_pass(w, span * sim.roots.len() as u64)?;
+            regions.push(r);
         }
-        let regions = w.regions(sim.cap)?;
-        let span = regions.iter().map(|r| r.span).max().unwrap_or(0);
-        // One stream per job and volume: bounded with the models' memory.
-        let split_bytes = 16 * (w.bssplit.len() + w.bssplit_write.len()) as u64;
-        // A replaying stream holds its own reader of the trace.
-        let feed_bytes = if w.replay.is_some() {
-            raidlab_core::trace::READER_BYTES
-        } else {
-            0
-        };
-        let stream_bytes = std::mem::size_of::<raidlab_core::workload::JobStream>() as u64
-            + split_bytes
-            + feed_bytes;
-        let heap = heap + w.numjobs as u64 * sim.roots.len() as u64 * stream_bytes;
-        within_bound(heap, "job streams")?;
-        check_in_flight(topo, w, sim.roots.len(), heap)?;
-        check_paced_pass(w, span * sim.roots.len() as u64)?;
-        let cover = Region::cover(&regions);
+        let all: Vec<Region> = regions.iter().flatten().copied().collect();
         Ok(Phase {
+            cover: Region::cover(&all),
             regions,
-            cover,
             heap,
         })
     }
 
     /// Install the phase's jobs on the host and run them from the clock's
     /// present reading; rebuilds start with the first phase.
-    #[allow(clippy::too_many_arguments)]
     fn run(
         self,
         sim: &mut Sim,
         topo: &Topology,
-        w: &Workload,
-        seed: u64,
-        trace: bool,
-        progress: Option<&dyn Fn(f64)>,
-        first: bool,
+        jobs: &[(&str, &Workload)],
+        how: PhaseRun,
     ) -> RunResult {
-        install_host(sim, topo, w, &self.regions, seed, trace);
-        if first {
+        let of: Vec<JobsOf> = jobs
+            .iter()
+            .zip(&self.regions)
+            .map(|((_, w), regions)| JobsOf { w, regions })
+            .collect();
+        install_host(sim, topo, &of, how.seed, how.trace);
+        if how.first {
             start_rebuilds(sim);
         }
-        let measured = run_events(sim, w, &self.regions, seed, progress);
+        let w = jobs[0].1;
+        let all: Vec<Region> = self.regions.iter().flatten().copied().collect();
+        let mut measured = run_events(sim, w, &all, how.seed, how.progress);
         if cfg!(debug_assertions) {
             check_invariants(sim);
         }
-        report(sim, topo, w, seed, measured)
+        let sections = (jobs.len() > 1).then(|| std::mem::take(&mut measured.metrics.sections));
+        let len = measured.len;
+        let mut result = report(sim, topo, w, how.seed, measured);
+        if let Some(figures) = sections {
+            result.sections = section_results(jobs, &figures, how.seed, len);
+        }
+        result
     }
+}
+
+/// Heap bytes of `w`'s streams over `volumes` volumes: one a job and
+/// volume, with its block-size split and, replaying, its trace reader.
+fn stream_heap(w: &Workload, volumes: usize) -> u64 {
+    let split_bytes = 16 * (w.bssplit.len() + w.bssplit_write.len()) as u64;
+    // A replaying stream holds its own reader of the trace.
+    let feed_bytes = if w.replay.is_some() {
+        raidlab_core::trace::READER_BYTES
+    } else {
+        0
+    };
+    let stream_bytes =
+        std::mem::size_of::<raidlab_core::workload::JobStream>() as u64 + split_bytes + feed_bytes;
+    w.numjobs as u64 * volumes as u64 * stream_bytes
 }
 
 /// End a phase as fio ends a job: the host issues nothing more and the

@@ -2,6 +2,7 @@
 //! rounds, and the counters snapshotted at the window's ends.
 
 use super::*;
+use crate::window::Figures;
 
 /// Busy time of every reported resource: (report index, resource, busy ns, servers).
 pub(crate) fn busy(
@@ -133,7 +134,7 @@ pub(crate) fn io_counters(comps: &[Comp], reports: &[Report]) -> Vec<Option<IoCo
 /// What was measured: the host's figures over the window, the counters at
 /// its start, its start and length, and whether it was steady.
 pub(crate) struct Measured {
-    pub(crate) metrics: Metrics,
+    pub(crate) metrics: Figures,
     pub(crate) start: Snapshot,
     /// When the jobs started (0, or a later phase's start).
     pub(crate) origin: Ns,
@@ -266,7 +267,7 @@ fn pass_measured(
 ) -> Measured {
     let end = host.last_completion.max(ramp);
     Measured {
-        metrics: std::mem::take(&mut host.metrics),
+        metrics: host.take_figures(),
         start,
         origin,
         t0: ramp,
@@ -483,7 +484,7 @@ pub(crate) fn close_rounds(
         let Comp::Host(h) = &mut comps[HOST.index()] else {
             unreachable!("the host is at HOST")
         };
-        let m = std::mem::take(&mut h.metrics);
+        let m = h.take_figures();
         if rs.close(m, snap(comps, ctx), cache_levels(comps), cache_taken(comps)) {
             return true;
         }

@@ -64,7 +64,7 @@ pub(crate) fn report(
         topology: topo.expr.trim().to_string(),
         workload: w.to_json(seed),
         seed,
-        summary: m.metrics.summary(secs),
+        summary: m.metrics.all.summary(secs),
         host: HostStats {
             cpu_util_pct: round3(cpu_reported.min(1.0) * 100.0),
         },
@@ -91,8 +91,32 @@ pub(crate) fn report(
             .timeline
             .as_ref()
             .map_or_else(Vec::new, |t| t.intervals(m.t0 - m.origin, m.len)),
-        latency: Some(m.metrics.detail(m.len)),
+        latency: Some(m.metrics.all.detail(m.len)),
+        sections: Vec::new(),
     }
+}
+
+/// Each job section's own figures over the window of a run whose sections
+/// ran side by side: `sections` gives their names and workloads, in the
+/// host's section order.
+pub(crate) fn section_results(
+    sections: &[(&str, &Workload)],
+    figures: &[Metrics],
+    seed: u64,
+    len: Ns,
+) -> Vec<raidlab_core::result::SectionResult> {
+    debug_assert_eq!(sections.len(), figures.len(), "one figure a section");
+    let secs = len as f64 / 1e9;
+    sections
+        .iter()
+        .zip(figures)
+        .map(|((name, w), m)| raidlab_core::result::SectionResult {
+            name: name.to_string(),
+            workload: w.to_json(seed),
+            summary: m.summary(secs),
+            latency: Some(m.detail(len)),
+        })
+        .collect()
 }
 
 /// The host's row: it names whichever of its limits is nearer, all its

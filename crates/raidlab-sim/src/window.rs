@@ -16,6 +16,25 @@ use raidlab_core::units::Ns;
 use raidlab_core::workload::Workload;
 use std::collections::VecDeque;
 
+/// The host's figures over a stretch of time: all its jobs', and each job
+/// section's when sections run side by side (empty otherwise).
+#[derive(Default)]
+pub(crate) struct Figures {
+    pub all: Metrics,
+    pub sections: Vec<Metrics>,
+}
+
+impl Figures {
+    /// Add `o`'s figures (of the same sections) to these.
+    fn merge(&mut self, o: &Figures) {
+        self.all.merge(&o.all);
+        debug_assert_eq!(self.sections.len(), o.sections.len());
+        for (a, b) in self.sections.iter_mut().zip(&o.sections) {
+            a.merge(b);
+        }
+    }
+}
+
 /// Where a time-based run's rounds stand.
 pub(crate) struct Rounds<S> {
     /// Length of a round.
@@ -31,9 +50,10 @@ pub(crate) struct Rounds<S> {
     origin: Ns,
     /// Every closed round's rate.
     rates: Vec<Round>,
-    /// The last [`WINDOW_ROUNDS`] closed rounds: their host figures and the
-    /// counters at their start.
-    ring: VecDeque<(Metrics, S, Ns)>,
+    /// The last [`WINDOW_ROUNDS`] closed rounds: their host figures (all
+    /// jobs, then each job section run side by side) and the counters at
+    /// their start.
+    ring: VecDeque<(Figures, S, Ns)>,
     /// Counters at the start of the round being measured.
     cur: Option<(S, Ns)>,
     /// Write-back caches' dirty levels at every round boundary, and each
@@ -150,12 +170,12 @@ impl<S> Rounds<S> {
     /// Close the round ending at `self.next` with the host's figures `m`
     /// over it and the counters `snap`, cache levels and bytes the caches
     /// have taken in at its end. Returns whether the run is over.
-    pub fn close(&mut self, m: Metrics, snap: S, levels: Vec<f64>, taken: Vec<f64>) -> bool {
+    pub fn close(&mut self, m: Figures, snap: S, levels: Vec<f64>, taken: Vec<f64>) -> bool {
         self.levels.push(levels);
         self.taken.push(taken);
         let (start, t0) = self.cur.take().expect("a round is open");
-        let bytes = m.read.bytes + m.write.bytes;
-        let ios = m.read.count + m.write.count;
+        let bytes = m.all.read.bytes + m.all.write.bytes;
+        let ios = m.all.read.count + m.all.write.count;
         self.rates.push(Round {
             rate: bytes as f64 / (self.len as f64 / 1e9),
             ios,
@@ -171,7 +191,7 @@ impl<S> Rounds<S> {
 
     /// The window: the host's figures merged over the last rounds, the
     /// counters at its start, its start and length, and the verdict.
-    pub fn window(mut self) -> Option<(Metrics, S, Ns, Ns, Steady)> {
+    pub fn window(mut self) -> Option<(Figures, S, Ns, Ns, Steady)> {
         let (mut m, start, t0) = self.ring.pop_front()?;
         let n = 1 + self.ring.len() as u64;
         for (r, _, _) in &self.ring {

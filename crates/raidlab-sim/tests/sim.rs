@@ -813,12 +813,8 @@ fn host_arrays_take_requests_in_the_submitting_call() {
 /// A job file's phases, simulated in turn on one topology.
 fn phases(topo: &str, job: &str) -> Vec<RunResult> {
     let t = resolve(topo, &PresetDb::builtin()).unwrap();
-    let w: Vec<Workload> = raidlab_core::workload::parse_job_phases(job)
-        .unwrap()
-        .into_iter()
-        .map(|p| p.workload)
-        .collect();
-    raidlab_sim::simulate_phases(&t, &w, 1, &|_| {}).unwrap()
+    let p = raidlab_core::workload::parse_job_phases(job).unwrap();
+    raidlab_sim::simulate_phases(&t, &p, 1, &|_| {}).unwrap()
 }
 
 /// fio runs stonewalled job sections one after another on the same
@@ -861,6 +857,66 @@ fn a_later_phase_finds_the_drives_as_the_earlier_left_them() {
     for (a, b) in p.iter().zip(&again) {
         assert_eq!(json_without_wall(a), json_without_wall(b));
     }
+}
+
+/// fio runs job sections without `stonewall` side by side: a reader and
+/// a writer on one drive share it, each measured on its own over the same
+/// window, and together they are the run's figures.
+#[test]
+fn sections_side_by_side_share_the_array_and_are_measured_each() {
+    let job = "[global]\nioengine=libaio\nbs=4k\nsize=1g\nruntime=0.4\n[reader]\nrw=randread\niodepth=8\n[writer]\nrw=randwrite\niodepth=4\nnumjobs=2\n";
+    let p = phases("raid0(2*x25e)", job);
+    assert_eq!(p.len(), 1, "one phase of two sections");
+    let r = &p[0];
+    let names: Vec<&str> = r.sections.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["reader", "writer"]);
+    let (reader, writer) = (&r.sections[0].summary, &r.sections[1].summary);
+    assert!(reader.read.iops > 0.0 && reader.write.iops == 0.0);
+    assert!(writer.write.iops > 0.0 && writer.read.iops == 0.0);
+    // The sections' figures add up to the run's.
+    let rel = |a: f64, b: f64| (a / b - 1.0).abs();
+    assert!(rel(reader.iops + writer.iops, r.summary.iops) < 1e-9);
+    assert!(rel(reader.read.iops, r.summary.read.iops) < 1e-9);
+    // The writers' random writes start the drives in random-write steady
+    // state, as they would alone, and slow the reader against a reader
+    // alone at the same depth.
+    let canon = &r.resolved.as_ref().unwrap().topology;
+    assert!(canon.contains("state=steady"), "{canon}");
+    let alone = run(
+        "raid0(2*x25e)",
+        "rw=randread bs=4k iodepth=8 size=1g runtime=0.4 state=steady",
+    );
+    assert!(
+        reader.read.lat_avg_ms > 1.5 * alone.summary.read.lat_avg_ms,
+        "{} against {} alone",
+        reader.read.lat_avg_ms,
+        alone.summary.read.lat_avg_ms
+    );
+    // Deterministic.
+    assert_eq!(
+        json_without_wall(r),
+        json_without_wall(&phases("raid0(2*x25e)", job)[0])
+    );
+}
+
+/// A section side by side keeps its own queue depth, think time and rate:
+/// a reader paced at 1,000 reads a second beside an unpaced one gets its
+/// rate, the other what the drive gives.
+#[test]
+fn each_section_keeps_its_own_pace() {
+    let job = "[global]\nioengine=libaio\nbs=4k\nsize=1g\nruntime=0.5\nrw=randread\n[paced]\nrate_iops=1000\niodepth=4\n[free]\niodepth=16\n";
+    let p = phases("x25e", job);
+    let (paced, free) = (&p[0].sections[0].summary, &p[0].sections[1].summary);
+    assert!(
+        (paced.read.iops / 1000.0 - 1.0).abs() < 0.05,
+        "{}",
+        paced.read.iops
+    );
+    assert!(
+        free.read.iops > 10.0 * paced.read.iops,
+        "{}",
+        free.read.iops
+    );
 }
 
 /// One phase through `simulate_phases` is the plain simulation.

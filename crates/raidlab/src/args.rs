@@ -136,6 +136,7 @@ impl JobArgs {
                 notes: Vec::new(),
                 verify: false,
                 read_back: false,
+                beside: Vec::new(),
             }]),
         }
     }

@@ -1371,8 +1371,8 @@ fn impossible_hardware_is_refused() {
 
 /// A job file of stonewalled sections (fio's examples/ssd-test.fio shape)
 /// runs its phases in turn, in `sim` and in `run`, each reported under its
-/// name; sections fio would run side by side, and commands that take one
-/// workload, are refused in one line.
+/// name; sections fio would run side by side run so in `sim`, each
+/// reported on its own, and are refused by `run` in one line.
 #[test]
 fn job_files_run_their_stonewalled_sections_in_turn() {
     let job = tmp(
@@ -1416,12 +1416,33 @@ fn job_files_run_their_stonewalled_sections_in_turn() {
         Some(true)
     );
     std::fs::remove_dir_all(dir).unwrap();
-    // fio would run these side by side.
-    let side = tmp("side.fio", "[a]\nrw=read\n[b]\nrw=write\n");
-    assert_input_error(
-        &["sim", "-t", "x25e", "--job", &side],
-        "line 3: fio runs [b] beside [a]",
+    // fio runs these side by side; so does `sim`, and `run` says it
+    // does not.
+    let side = tmp(
+        "side.fio",
+        "[global]\nsize=8m\nruntime=0.2\ntime_based\n[a]\nrw=read\n[b]\nrw=write\n",
     );
+    let o = raidlab(&["sim", "-t", "x25e", "--job", &side]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("side by side") && table.contains("\n[a]\n") && table.contains("\n[b]\n"),
+        "{table}"
+    );
+    let v = json_of(&["sim", "-t", "x25e", "--job", &side, "--format", "json"]);
+    assert_eq!(v["sections"][1]["name"], "b");
+    assert!(
+        v["sections"][1]["summary"]["write"]["iops"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let (dir, m) = member_paths("side", 1);
+    assert_input_error(
+        &["run", "-t", &m[0], "--job", &side],
+        "[b] runs beside [a] (no stonewall between them)",
+    );
+    std::fs::remove_dir_all(dir).unwrap();
     // export-fio writes a section a phase, which reads back as the same
     // phases.
     let o = raidlab(&["export-fio", "--job", &job]);

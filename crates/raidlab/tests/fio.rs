@@ -570,6 +570,23 @@ fn fio_json_reads_like_fio_output() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Each job of an fio JSON document: its name, group, and reads and writes.
+fn fio_jobs(v: &Value) -> Vec<(String, u64, u64, u64)> {
+    v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["jobname"].as_str().unwrap().to_string(),
+                j["groupid"].as_u64().unwrap(),
+                j["read"]["total_ios"].as_u64().unwrap(),
+                j["write"]["total_ios"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// A job file of stonewalled sections: `export-fio` writes one section a
 /// phase, fio runs them in turn (one group each), and `raidlab run` reading
 /// the same file does the same I/O phase by phase.
@@ -582,18 +599,9 @@ fn fio_and_raidlab_run_the_same_phases() {
         "[global]\nsize=8m\n[fill]\nrw=write\nbs=64k\n[check]\nstonewall\nrw=randread\nbs=4k\n",
         &path,
     );
-    let f = fio_json(&job);
-    let fio: Vec<(u64, u64, u64)> = f["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| {
-            (
-                j["groupid"].as_u64().unwrap(),
-                j["read"]["total_ios"].as_u64().unwrap(),
-                j["write"]["total_ios"].as_u64().unwrap(),
-            )
-        })
+    let fio: Vec<(u64, u64, u64)> = fio_jobs(&fio_json(&job))
+        .into_iter()
+        .map(|(_, group, reads, writes)| (group, reads, writes))
         .collect();
     let v = run_buffered(&path, &job);
     let ours: Vec<(u64, u64, u64)> = v["phases"]
@@ -611,6 +619,37 @@ fn fio_and_raidlab_run_the_same_phases() {
         .collect();
     assert_eq!(ours, fio);
     assert_eq!(ours, [(0, 0, 128), (1, 2048, 0)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Job sections without `stonewall` run side by side: `export-fio` writes
+/// each after the first with `new_group`, fio reports each section in a
+/// group of its own, and `raidlab sim` of the same file reports the same
+/// jobs, groups and I/O counts.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_run_the_same_sections_side_by_side() {
+    let (dir, path) = scratch("raidlab-fio-side", 0);
+    let job = export_job(
+        &dir,
+        "[global]\nsize=4m\n[reader]\nrw=randread\nbs=4k\n[writer]\nrw=write\nbs=64k\nnumjobs=2\noffset=4m\n",
+        &path,
+    );
+    let text = std::fs::read_to_string(&job).unwrap();
+    assert!(text.contains("[writer]\nnew_group\n"), "{text}");
+    let fio = fio_jobs(&fio_json(&job));
+    let job = job.display().to_string();
+    let ours = fio_jobs(&json_of(&[
+        "sim", "-t", "x25e", "--job", &job, "--format", "fio-json",
+    ]));
+    assert_eq!(ours, fio);
+    assert_eq!(
+        ours,
+        [
+            ("reader".to_string(), 0, 1024, 0),
+            ("writer".to_string(), 1, 0, 128)
+        ]
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

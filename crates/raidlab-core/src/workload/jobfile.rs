@@ -3,7 +3,7 @@
 //! the same array, as fio runs them; sections fio would run side by side
 //! are refused.
 
-use super::{all_keys, fio_long_name, int, kb_base, werr, Rw, Workload};
+use super::{all_keys, fio_long_name, int, kb_base, werr, Rw, Workload, MAX_NUMJOBS};
 use crate::error::{Error, Result};
 use crate::units::parse_duration;
 
@@ -23,6 +23,28 @@ pub struct JobPhase {
     pub verify: bool,
     /// This phase is fio's verify phase of the job before it.
     pub read_back: bool,
+    /// The job sections fio runs beside this one (those after it without
+    /// `stonewall`), in the file's order. They share its `runtime`,
+    /// `ramp_time` and drive state, which this one leads.
+    pub beside: Vec<JobSection>,
+}
+
+/// A job section run beside a phase's first: its name and workload.
+#[derive(Debug, Clone)]
+pub struct JobSection {
+    /// The section's name (`[reader]`).
+    pub name: String,
+    /// The workload it runs.
+    pub workload: Workload,
+}
+
+impl JobPhase {
+    /// Every job section of the phase, its first (`name`, `workload`)
+    /// then those beside it.
+    pub fn sections(&self) -> impl Iterator<Item = (&str, &Workload)> {
+        std::iter::once((self.name.as_str(), &self.workload))
+            .chain(self.beside.iter().map(|s| (s.name.as_str(), &s.workload)))
+    }
 }
 
 /// Read a fio job file: `[global]` plus one job section.
@@ -32,10 +54,17 @@ pub fn parse_job_file(text: &str) -> Result<Workload> {
 
 /// Read a fio job file as [`parse_job_file`] does, with what fio would
 /// tell its user about it: a queue depth capped by a synchronous engine.
-/// A file of several job sections run in turn is refused here: see
-/// [`parse_job_phases`].
+/// A file of several job sections, run in turn or side by side, is
+/// refused here: see [`parse_job_phases`].
 pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
     let mut phases = parse_job_phases(text)?;
+    if let Some(p) = phases.iter().find(|p| !p.beside.is_empty()) {
+        let names: Vec<String> = p.sections().map(|(n, _)| format!("[{n}]")).collect();
+        return werr(format!(
+            "the job file runs job sections side by side ({}); `raidlab sim` runs them, this command takes one",
+            names.join(", ")
+        ));
+    }
     if phases.len() > 1 {
         let names: Vec<String> = phases.iter().map(|p| format!("[{}]", p.name)).collect();
         return werr(format!(
@@ -154,10 +183,10 @@ pub fn substitute(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result
 /// Read a fio job file into its phases: each job section, with the
 /// `[global]` sections above it (fio applies a `[global]` to the jobs
 /// after it), is one workload. fio runs job sections side by side unless
-/// a section says `stonewall` (wait for the ones before it); raidlab runs
-/// one job definition at a time, so every section after the first must
-/// say it (itself, or in a `[global]` above it), and the phases run in
-/// turn on the same array.
+/// a section says `stonewall` (wait for the ones before it): a section
+/// with it starts a phase, run after the one before on the same array; one
+/// without joins the phase before, beside its sections
+/// ([`JobPhase::beside`]).
 pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
     let secs = sections(text)?;
     let jobs: Vec<&Section> = secs.iter().filter(|s| !s.is_global()).collect();
@@ -179,15 +208,15 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
             continue;
         }
         let lines: Vec<(usize, &str)> = globals.iter().chain(&s.lines).copied().collect();
-        if let Some(before) = prev {
-            if !lines.iter().any(|(_, l)| sets_stonewall(l)) {
-                return werr(format!(
-                    "job file line {}: fio runs [{}] beside [{before}] (no stonewall between them); raidlab runs one job definition at a time: add stonewall to [{}] to run it after, or use numjobs= for copies of one job",
-                    s.lno, s.name, s.name
-                ));
-            }
-        }
         let (workload, notes, verify) = read_job(&lines)?;
+        if prev.is_some() && !lines.iter().any(|(_, l)| sets_stonewall(l)) {
+            let phase = phases.last_mut().expect("a section before this one");
+            join_beside(phase, s.lno, s.name, workload, verify)?;
+            phase
+                .notes
+                .extend(notes.into_iter().map(|n| format!("[{}] {n}", s.name)));
+            continue;
+        }
         if let Some(first) = phases.first().map(|p: &JobPhase| p.workload.state) {
             if workload.state != first {
                 return werr(format!(
@@ -206,11 +235,84 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
             notes,
             verify,
             read_back: false,
+            beside: Vec::new(),
         });
         phases.extend(back);
         prev = Some(s.name);
     }
+    if let Some(p) = phases.first_mut() {
+        start_for_all(p);
+    }
     Ok(phases)
+}
+
+/// The drives start as the first phase's sections together need: in
+/// random-write steady state when any of them writes at random offsets
+/// and none says `state=` (docs/workloads.md, "How SSDs start"), which
+/// the phase's first section then carries for all.
+fn start_for_all(p: &mut JobPhase) {
+    if p.workload.state.is_some() {
+        return;
+    }
+    let steady = crate::topology::SsdState::Steady;
+    if p.sections().any(|(_, w)| w.default_ssd_state() == steady)
+        && p.workload.default_ssd_state() != steady
+    {
+        p.workload.state = Some(steady);
+    }
+}
+
+/// Add section `name` (at line `lno`), which fio runs beside `phase`'s,
+/// to the phase: it must keep to what the phase's first section sets for
+/// all of them (how long they run, the drives' start), and a phase of
+/// several sections neither verifies nor replays.
+fn join_beside(
+    phase: &mut JobPhase,
+    lno: usize,
+    name: &str,
+    w: Workload,
+    verify: bool,
+) -> Result<()> {
+    let first = &phase.workload;
+    let clash = |what: &str| {
+        werr(format!(
+            "job file line {lno}: [{name}] runs beside [{}] (no stonewall between them) with {what}; sections side by side share the first's runtime, ramp_time, state= and log_avg_msec (or add stonewall to run [{name}] after)",
+            phase.name
+        ))
+    };
+    if w.runtime != first.runtime {
+        return clash("a runtime of its own");
+    }
+    if w.ramp_time != first.ramp_time {
+        return clash("a ramp_time of its own");
+    }
+    if w.state != first.state {
+        return clash("a state= of its own");
+    }
+    if w.log_avg_msec != first.log_avg_msec {
+        return clash("a log_avg_msec of its own");
+    }
+    if phase.read_back {
+        return clash("the verify read-back before it");
+    }
+    if verify || phase.verify || w.replay.is_some() || first.replay.is_some() {
+        return werr(format!(
+            "job file line {lno}: [{name}] runs beside [{}] (no stonewall between them); sections side by side neither verify nor replay a trace: add stonewall to run it after",
+            phase.name
+        ));
+    }
+    let jobs: u32 = phase.sections().map(|(_, w)| w.numjobs).sum::<u32>() + w.numjobs;
+    if jobs > MAX_NUMJOBS {
+        return werr(format!(
+            "job file line {lno}: the sections beside [{}] run {jobs} jobs together, more than {MAX_NUMJOBS}",
+            phase.name
+        ));
+    }
+    phase.beside.push(JobSection {
+        name: name.to_string(),
+        workload: w,
+    });
+    Ok(())
 }
 
 /// fio options accepted in job files but without effect on the model
@@ -420,6 +522,7 @@ fn read_back(lno: usize, name: &str, w: &Workload) -> Result<JobPhase> {
         )],
         verify: true,
         read_back: true,
+        beside: Vec::new(),
     })
 }
 
@@ -648,22 +751,69 @@ mod tests {
     }
 
     #[test]
-    fn sections_fio_runs_side_by_side_are_refused() {
-        for (text, line) in [
-            ("[a]\nrw=read\n[b]\nrw=write\n", 3),
-            ("[a]\nrw=read\n[b]\nrw=write\nstonewall=0\n", 3),
-            ("[a]\nrw=read\nstonewall\n[b]\nrw=write\nnew_group\n", 4),
+    fn sections_without_stonewall_run_beside_the_phase_before() {
+        for text in [
+            "[a]\nrw=read\n[b]\nrw=write\n",
+            "[a]\nrw=read\n[b]\nrw=write\nstonewall=0\n",
+            "[a]\nrw=read\nstonewall\n[b]\nrw=write\nnew_group\n",
+        ] {
+            let p = parse_job_phases(text).unwrap();
+            assert_eq!(p.len(), 1, "{text}");
+            let names: Vec<&str> = p[0].sections().map(|(n, _)| n).collect();
+            assert_eq!(names, ["a", "b"]);
+            assert!(p[0].beside[0].workload.writes());
+        }
+        // A stonewall starts the next phase, and the sections after it
+        // without one run beside it.
+        let p = parse_job_phases("[a]\n[b]\nstonewall\n[c]\n[d]\nwait_for_previous=1\n").unwrap();
+        let phases: Vec<Vec<&str>> = p
+            .iter()
+            .map(|p| p.sections().map(|(n, _)| n).collect())
+            .collect();
+        assert_eq!(phases, [vec!["a"], vec!["b", "c"], vec!["d"]]);
+        // Commands that take one workload refuse them.
+        let e = parse_job_file("[a]\n[b]\n").unwrap_err().to_string();
+        assert!(e.contains("side by side ([a], [b])"), "{e}");
+    }
+
+    /// Sections side by side share what the first sets for all of them:
+    /// how long they run and how the drives start; they neither verify nor
+    /// replay; together they run at most MAX_NUMJOBS jobs.
+    #[test]
+    fn sections_side_by_side_keep_to_the_first() {
+        for (text, what) in [
+            ("[a]\nruntime=1\n[b]\nruntime=2\n", "a runtime of its own"),
+            ("[a]\n[b]\nruntime=2\n", "a runtime of its own"),
+            (
+                "[a]\nruntime=1\n[b]\nruntime=1\nramp_time=1\n",
+                "a ramp_time of its own",
+            ),
+            ("[a]\n[b]\nstate=fob\n", "a state= of its own"),
+            ("[a]\nlog_avg_msec=10\n[b]\n", "a log_avg_msec of its own"),
+            ("[a]\n[b]\nrw=write\nverify=crc32c\n", "neither verify"),
+            ("[a]\nrw=write\nverify=crc32c\n[b]\n", "read-back"),
+            (
+                "[a]\nnumjobs=4000\n[b]\nnumjobs=100\n",
+                "4100 jobs together",
+            ),
         ] {
             let e = parse_job_phases(text).unwrap_err().to_string();
-            assert!(
-                e.contains(&format!("line {line}:"))
-                    && e.contains("[b] beside [a]")
-                    && e.contains("stonewall"),
-                "{e}"
-            );
+            assert!(e.contains("line ") && e.contains(what), "{text}: {e}");
         }
-        let p = parse_job_phases("[a]\nrw=read\n[b]\nwait_for_previous=1\n").unwrap();
-        assert_eq!(p.len(), 2);
+    }
+
+    /// The drives start as the first phase's sections together need: a
+    /// random writer beside a reader starts them in steady state.
+    #[test]
+    fn a_random_writer_beside_a_reader_starts_the_drives_steady() {
+        let steady = Some(crate::topology::SsdState::Steady);
+        let p = parse_job_phases("[r]\nrw=randread\n[w]\nrw=randwrite\n").unwrap();
+        assert_eq!(p[0].workload.state, steady);
+        let p = parse_job_phases("[r]\nrw=randread\n[w]\nrw=write\n").unwrap();
+        assert_eq!(p[0].workload.state, None);
+        let p = parse_job_phases("[r]\nrw=randread\nstate=fob\n[w]\nrw=randwrite\nstate=fob\n")
+            .unwrap();
+        assert_eq!(p[0].workload.state, Some(crate::topology::SsdState::Fob));
     }
 
     /// fio's verify: a job that writes each block once is followed by its

@@ -18,9 +18,26 @@ pub fn job_streams(w: &Workload, regions: &[Region], seed: u64) -> Vec<JobStream
 /// each file's offsets apart. The first volume's streams are
 /// [`job_streams`]'s.
 pub fn volume_streams(w: &Workload, regions: &[Region], seed: u64, volumes: u32) -> Vec<JobStream> {
+    volume_streams_from(w, regions, seed, volumes, 0)
+}
+
+/// [`volume_streams`] for jobs numbered from `first_job` (a job section run
+/// beside others takes the numbers after theirs, so that no two jobs draw
+/// the same stream).
+pub fn volume_streams_from(
+    w: &Workload,
+    regions: &[Region],
+    seed: u64,
+    volumes: u32,
+    first_job: u32,
+) -> Vec<JobStream> {
     assert_eq!(regions.len(), w.numjobs as usize, "one region a job");
+    assert!(
+        first_job + w.numjobs <= MAX_NUMJOBS,
+        "job numbers stay below MAX_NUMJOBS"
+    );
     let mut out = Vec::with_capacity(w.numjobs as usize * volumes as usize);
-    for (j, r) in (0..w.numjobs).zip(regions) {
+    for (j, r) in (first_job..first_job + w.numjobs).zip(regions) {
         for v in 0..volumes {
             // Job numbers are below MAX_NUMJOBS, so every (job, volume)
             // has a stream number of its own.

@@ -36,7 +36,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             .into_iter()
             .filter(|p| !p.read_back)
             .collect();
-        if phases.len() > 1 || phases.iter().any(|p| p.verify) {
+        if phases.len() > 1 || phases.iter().any(|p| p.verify || !p.beside.is_empty()) {
             return emit(&None, &phased(&args, &phases));
         }
     }
@@ -55,28 +55,46 @@ fn job_text(args: &Args, w: &Workload) -> String {
     )
 }
 
-/// The fio job file of a job file's phases: a section each, holding all of
-/// its options (a `[global]` would carry one phase's options into the
-/// next), every one after the first behind a `stonewall`, as they run; a
+/// The fio job file of a job file's phases: a section each job section,
+/// holding all of its options (a `[global]` would carry one section's
+/// options into the next); the first of each phase after the first behind
+/// a `stonewall`, as they run, and those beside it with `new_group`, so
+/// that fio reports each section on its own as raidlab does (its
+/// `group_reporting` would otherwise merge a phase's sections); a
 /// verifying phase says `verify`, and fio reads its writes back itself.
 fn phased(args: &Args, phases: &[JobPhase]) -> String {
-    let mut s = String::from("; written by raidlab export-fio: one section a phase, run in turn\n");
+    let mut s = String::from(
+        "; written by raidlab export-fio: one section a job section; a stonewall starts each phase after the first\n",
+    );
     for (i, p) in phases.iter().enumerate() {
-        s += &format!("\n[{}]\n", p.name);
-        if i > 0 {
-            s += "stonewall\n";
-        }
-        if p.verify {
-            // raidlab's header stands for every fio method; fio checks
-            // its own kind.
-            s += "verify=crc32c\n";
-        }
-        for line in job_text(args, &p.workload).lines() {
-            let header = line.starts_with("; written by") || line.starts_with('[');
-            if !header && !line.is_empty() {
-                s += line;
-                s.push('\n');
+        for (k, (name, w)) in p.sections().enumerate() {
+            s += &format!("\n[{name}]\n");
+            if i > 0 && k == 0 {
+                s += "stonewall\n";
             }
+            if k > 0 {
+                s += "new_group\n";
+            }
+            if p.verify {
+                // raidlab's header stands for every fio method; fio checks
+                // its own kind.
+                s += "verify=crc32c\n";
+            }
+            s += &section_body(args, w);
+        }
+    }
+    s
+}
+
+/// One job section's options, a line each, without the header and the
+/// section line [`job_text`] puts around them.
+fn section_body(args: &Args, w: &Workload) -> String {
+    let mut s = String::new();
+    for line in job_text(args, w).lines() {
+        let header = line.starts_with("; written by") || line.starts_with('[');
+        if !header && !line.is_empty() {
+            s += line;
+            s.push('\n');
         }
     }
     s

@@ -34,6 +34,12 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     let expr = args.job.expr()?;
     let mut phases = args.job.phases()?;
+    if let Some(p) = phases.iter().find(|p| !p.beside.is_empty()) {
+        return Err(Failure::input(format!(
+            "[{}] runs beside [{}] (no stonewall between them): `raidlab run` runs one job definition at a time (`raidlab sim` runs them side by side); add stonewall to run it after, or use numjobs= for copies of one job",
+            p.beside[0].name, p.name
+        )));
+    }
     for p in &phases {
         real_only(&p.workload).map_err(|f| match phases.len() {
             1 => f,

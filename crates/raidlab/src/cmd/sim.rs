@@ -25,7 +25,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let db = args.presets.load()?;
     let topo = topology::resolve(&args.job.expr()?, &db)?;
     let mut phases = args.job.phases()?;
-    if phases.len() > 1 {
+    if phases.len() > 1 || !phases[0].beside.is_empty() {
         return run_phases(&args, &topo, &phases);
     }
     let w = phases.remove(0).workload;
@@ -46,19 +46,25 @@ pub fn run(args: Args) -> Result<(), Failure> {
 }
 
 /// Simulate a job file's phases in turn on one array, each reported on
-/// its own (its section's name over it).
+/// its own (its section's name over it), and each section of a phase run
+/// side by side with the others also on its own; one phase of several
+/// sections is reported as one run.
 fn run_phases(args: &Args, topo: &Topology, phases: &[JobPhase]) -> Result<(), Failure> {
     for p in phases {
-        raidlab_sim::check_pace(topo, &p.workload)
-            .map_err(|e| Failure::from(e).context(format!("[{}]", p.name)))?;
+        for (name, w) in p.sections() {
+            raidlab_sim::check_pace(topo, w)
+                .map_err(|e| Failure::from(e).context(format!("[{name}]")))?;
+        }
         note_long_pass(topo, &p.workload);
         note_long_runtime(topo, &p.workload, args.job.seed);
     }
-    let workloads: Vec<Workload> = phases.iter().map(|p| p.workload.clone()).collect();
-    let results = {
+    let mut results = {
         let bar = RunProgress::new("sim");
-        raidlab_sim::simulate_phases(topo, &workloads, args.job.seed, &|f| bar.set(f))?
+        raidlab_sim::simulate_phases(topo, phases, args.job.seed, &|f| bar.set(f))?
     };
+    if phases.len() == 1 {
+        return args.job.emit_result(&results.remove(0), 0, "");
+    }
     let runs: Vec<(String, raidlab_core::result::RunResult)> =
         phases.iter().map(|p| p.name.clone()).zip(results).collect();
     args.job.emit_phases(&runs, 0)
