@@ -430,6 +430,25 @@ pub struct SectionResult {
     pub latency: Option<LatencyDetail>,
 }
 
+impl SectionResult {
+    /// Section `name`, running `w` (seeded by `seed`), measured as `m`
+    /// over a window of `window_ns`.
+    pub fn measured(
+        name: &str,
+        w: &crate::workload::Workload,
+        m: &crate::metrics::Metrics,
+        seed: u64,
+        window_ns: u64,
+    ) -> SectionResult {
+        SectionResult {
+            name: name.to_string(),
+            workload: w.to_json(seed),
+            summary: m.summary(window_ns as f64 / 1e9),
+            latency: Some(m.detail(window_ns)),
+        }
+    }
+}
+
 /// The latency distribution of one direction in the measurement window.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DirLatency {

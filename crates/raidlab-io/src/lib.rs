@@ -58,7 +58,9 @@ pub use options::RunOptions;
 use outcome::*;
 
 use backend::EngineKind;
-use raidlab_core::result::{round3, HostStats, RealStats, RunResult, SimStats, VERSION};
+use raidlab_core::result::{
+    round3, HostStats, RealStats, RunResult, SectionResult, SimStats, VERSION,
+};
 use raidlab_core::workload::{Io, Workload};
 use safety::Access;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -76,19 +78,37 @@ pub struct RunOutput {
 }
 
 /// Run `w` on the real topology `expr`.
+pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<RunOutput, Error> {
+    run_sections(expr, &[("", w)], seed, opts)
+}
+
+/// Run job sections side by side on the real topology `expr`, as fio runs
+/// a job file's sections without `stonewall`: each section's jobs keep its
+/// own options, the first's runtime, ramp and trace replay apply to all,
+/// and with several sections each is also measured on its own (the
+/// result's `sections`).
 ///
 /// Longer than 70 lines: the run's lifecycle in order (open and assemble,
 /// mark active, run the workers with checkpoints, mark clean, save the
 /// verify state) and the result document it fills, field by field.
-pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<RunOutput, Error> {
+pub fn run_sections(
+    expr: &str,
+    sections: &[(&str, &Workload)],
+    seed: u64,
+    opts: &RunOptions,
+) -> Result<RunOutput, Error> {
     let wall = Instant::now();
+    let Some(&(_, w)) = sections.first() else {
+        return Err(Error::new(ErrorKind::Size, "no job section to run"));
+    };
     let seed = w.seed.unwrap_or(seed);
     let mut topo: RealTopology = topo::parse_real(expr)?;
     // Hot spares take missing members' places at once, as md's do.
     topo.take_spares();
-    let writes = w.writes() || !topo.took_over.is_empty();
+    let writes = sections.iter().any(|(_, w)| w.writes()) || !topo.took_over.is_empty();
     let access = Access::from_writes(writes);
-    let (arrays, kinds, mut gens) = open_run(&topo, w, access, opts)?;
+    let needed = sections.iter().filter_map(|(_, w)| w.bytes_needed()).max();
+    let (arrays, kinds, mut gens) = open_run(&topo, needed, access, opts)?;
     let nonce = start_generations(&mut gens, writes);
     let Arrays {
         mut members,
@@ -101,38 +121,47 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     let intent = writes
         .then(|| intent_for(&asm, &vol, life.events))
         .flatten();
-    let regions = check_regions(w, vol.capacity)?;
+    let regions = sections
+        .iter()
+        .map(|(_, w)| check_regions(w, vol.capacity))
+        .collect::<Result<Vec<_>, _>>()?;
     let engine = choose_engine(opts.engine)?;
-    let shared = shared_for(
-        w,
-        &vol,
-        &members,
-        gens,
+    let common = Common::default();
+    let run = RunShare {
+        vol: &vol,
+        members: &members,
+        gens: &gens,
+        common: &common,
         nonce,
-        opts.verify,
-        intent.as_ref(),
+        verify: opts.verify,
+        intent: intent.as_ref(),
         seed,
-    );
-    let (t_start, ramp_end) = (shared.start, shared.ramp_end);
+        max_bs: sections.iter().map(|(_, w)| w.max_bs()).max().unwrap_or(0) as usize,
+        start: Instant::now(),
+    };
+    let shares: Vec<worker::Shared<'_>> = sections.iter().map(|(_, s)| run.shared(w, s)).collect();
+    let (t_start, ramp_end, end) = (shares[0].start, shares[0].ramp_end, shares[0].end);
     let state = state_file(writes, opts).map(|p| (p, asm.root_uuid));
-    let outs = with_checkpoints(&shared.gens, state, || {
-        run_workers(
-            &shared,
-            paced_streams(w, &regions, seed),
-            engine,
-            w.effective_iodepth() as usize,
-            opts.trace,
-        )
-    });
+    let mut jobs = Vec::new();
+    let mut first = 0;
+    for ((sh, (_, s)), r) in shares.iter().zip(sections).zip(&regions) {
+        let streams = paced_streams(s, r, s.seed.unwrap_or(seed), first);
+        jobs.extend(streams.into_iter().map(|(st, p)| (sh, st, p)));
+        first += s.numjobs;
+    }
+    let outs = with_checkpoints(&gens, state, || run_workers(jobs, engine, opts.trace));
     let wall_end = Instant::now();
-    let merged = merge(outs, w.numjobs as usize, engine == EngineKind::IoUring)?;
+    let section_of = section_of(sections);
+    let per_section = (sections.len() > 1).then(|| section_metrics(&outs, &section_of));
+    let merged = merge(outs, first as usize, engine == EngineKind::IoUring)?;
     if writes && asm.has_metadata() {
         mark_clean(&mut topo, &members, &asm, &sizes, &mut life)?;
     }
-    save_state(&shared.gens, state)?;
-    let secs = window_secs(shared.end, merged.last, wall_end, ramp_end);
+    save_state(&gens, state)?;
+    let secs = window_secs(end, merged.last, wall_end, ramp_end);
     let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
     let (mstats, components) = member_reports(&topo, &members, &kinds, &asm.offsets, run_ns);
+    let window_ns = (secs * 1e9) as u64;
     let result = RunResult {
         resolved: None,
         raidlab: VERSION.into(),
@@ -150,8 +179,14 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
             ..run_times(secs, wall, merged.totals)
         },
         intervals: merged.intervals(secs),
-        latency: Some(merged.metrics.detail((secs * 1e9) as u64)),
-        sections: Vec::new(),
+        latency: Some(merged.metrics.detail(window_ns)),
+        sections: per_section.map_or_else(Vec::new, |m| {
+            sections
+                .iter()
+                .zip(&m)
+                .map(|((name, w), m)| SectionResult::measured(name, w, m, seed, window_ns))
+                .collect()
+        }),
         real: Some(RealStats {
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
@@ -166,48 +201,80 @@ pub fn run(expr: &str, w: &Workload, seed: u64, opts: &RunOptions) -> Result<Run
     })
 }
 
-/// What the run's workers share: the volume, its members, the verify
-/// state and the job's clocks, from now.
-#[allow(clippy::too_many_arguments)] // the run's parts, each its own value
-fn shared_for<'a>(
-    w: &Workload,
+/// What every worker of a run shares whatever its section: the locks, the
+/// write sequence and the stop flag.
+#[derive(Default)]
+struct Common {
+    locks: exec::Locks,
+    seq: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// The run's parts every section's [`worker::Shared`] is made of.
+struct RunShare<'a> {
     vol: &'a exec::Vol,
     members: &'a backend::Members,
-    gens: verify::Generations,
+    gens: &'a verify::Generations,
+    common: &'a Common,
     nonce: u64,
     verify: bool,
     intent: Option<&'a intent::Intent>,
     seed: u64,
-) -> worker::Shared<'a> {
-    let start = Instant::now();
-    let ramp_end = start + std::time::Duration::from_nanos(w.ramp_time.unwrap_or(0));
-    worker::Shared {
-        vol,
-        members,
-        locks: exec::Locks::default(),
-        nonce,
-        gens,
-        verify,
-        lock_needed: vol.has_parity || verify,
-        seq: AtomicU64::new(0),
-        start,
-        ramp_end,
-        offload: w.rate.offload || replay_timed(w),
-        replay_timed: replay_timed(w),
-        timeline: w.timeline(),
-        think_ns: w.think_stall(),
-        think_spin_ns: w.thinktime_spin,
-        think: raidlab_core::workload::ThinkClock::of(w),
-        end: w
-            .runtime
-            .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
-        stop: AtomicBool::new(false),
-        max_bs: w.max_bs() as usize,
-        seed,
-        sync: w.sync,
-        fsync: w.fsync,
-        end_fsync: w.end_fsync && w.runtime.is_none(),
-        intent,
-        batch: w.batch,
+    max_bs: usize,
+    /// When the jobs start: every section's clocks count from here.
+    start: Instant,
+}
+
+impl<'a> RunShare<'a> {
+    /// What section `s`'s workers share, the run led by section `lead`
+    /// (its runtime, ramp, timeline and replay).
+    fn shared(&self, lead: &Workload, s: &Workload) -> worker::Shared<'a> {
+        let start = self.start;
+        let ramp_end = start + std::time::Duration::from_nanos(lead.ramp_time.unwrap_or(0));
+        worker::Shared {
+            vol: self.vol,
+            members: self.members,
+            locks: &self.common.locks,
+            nonce: self.nonce,
+            gens: self.gens,
+            verify: self.verify,
+            lock_needed: self.vol.has_parity || self.verify,
+            seq: &self.common.seq,
+            start,
+            ramp_end,
+            replay_timed: replay_timed(lead),
+            timeline: lead.timeline(),
+            end: lead
+                .runtime
+                .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
+            stop: &self.common.stop,
+            max_bs: self.max_bs,
+            seed: self.seed,
+            intent: self.intent,
+            job: worker::JobOpts::of(s, replay_timed(lead)),
+        }
     }
+}
+
+/// Per job of `sections` (in order), its section's place.
+fn section_of(sections: &[(&str, &Workload)]) -> Vec<usize> {
+    sections
+        .iter()
+        .enumerate()
+        .flat_map(|(k, (_, w))| std::iter::repeat_n(k, w.numjobs as usize))
+        .collect()
+}
+
+/// Each section's figures, from its jobs' workers' (`section_of`: per job
+/// its section).
+fn section_metrics(
+    outs: &[(usize, worker::WorkerOut)],
+    section_of: &[usize],
+) -> Vec<raidlab_core::metrics::Metrics> {
+    let n = section_of.iter().max().map_or(0, |&k| k + 1);
+    let mut m: Vec<raidlab_core::metrics::Metrics> = (0..n).map(|_| Default::default()).collect();
+    for (j, o) in outs {
+        m[section_of[*j]].merge(&o.metrics);
+    }
+    m
 }

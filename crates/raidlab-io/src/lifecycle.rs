@@ -9,7 +9,6 @@ use crate::safety::{self, Access, Guard};
 use crate::topo::{RealNode, RealTopology};
 use crate::{exec, intent, md, meta, rebuild, resync, verify};
 use raidlab_core::result::ArrayMeta;
-use raidlab_core::workload::Workload;
 use raidlab_layout::{ArrayLayout, Level};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
@@ -146,13 +145,13 @@ pub(crate) struct Life {
 /// verify state; a refused run leaves no member files it created.
 pub(crate) fn open_run(
     topo: &RealTopology,
-    w: &Workload,
+    needed: Option<u64>,
     access: Access,
     opts: &RunOptions,
 ) -> Result<(Arrays, Vec<Option<safety::Kind>>, verify::Generations), Error> {
     // Creating arrays writes their metadata, even in a read run.
     let prepare = Access::from_writes(access.writes() || opts.create);
-    let (kinds, made) = prepare_members(topo, w, prepare, opts.guard())?;
+    let (kinds, made) = prepare_members(topo, needed, prepare, opts.guard())?;
     let opened = check_aliases(topo)
         .and_then(|()| assemble_arrays(topo, access, opts))
         .and_then(|a| Ok((load_verify_state(opts, &a.asm)?, a)));
@@ -276,7 +275,7 @@ pub(crate) fn array_meta(
 /// kind and the members it created.
 pub(crate) fn prepare_members(
     topo: &RealTopology,
-    w: &Workload,
+    bytes_needed: Option<u64>,
     access: Access,
     guard: Guard,
 ) -> Result<(Vec<Option<safety::Kind>>, Vec<usize>), Error> {
@@ -286,7 +285,7 @@ pub(crate) fn prepare_members(
         kinds.push(safety::check(&m.path, access, guard)?);
     }
     let mut needed = Vec::new();
-    if let Some(span) = w.bytes_needed() {
+    if let Some(span) = bytes_needed {
         needed_leaf_size(&topo.root, span, &mut needed);
     }
     for (i, m) in topo.members.iter().enumerate() {

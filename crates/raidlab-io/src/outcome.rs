@@ -14,7 +14,7 @@ use raidlab_core::result::{
     round3, Component, IoCounts, IoTotals, MemberStats, RealStats, SimStats, VerifyStats,
     BOTTLENECK_UTIL,
 };
-use raidlab_core::workload::{job_streams, Io, Region, Workload};
+use raidlab_core::workload::{volume_streams_from, Io, Region, Workload};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -158,31 +158,39 @@ pub(crate) fn paced_streams(
     w: &Workload,
     regions: &[Region],
     seed: u64,
+    first_job: u32,
 ) -> Vec<(raidlab_core::workload::JobStream, Option<Pacer>)> {
-    job_streams(w, regions, seed)
+    volume_streams_from(w, regions, seed, 1, first_job)
         .into_iter()
-        .enumerate()
-        .map(|(j, st)| (st, Pacer::new(&w.rate, seed, j as u32)))
+        .zip(first_job..)
+        .map(|(st, j)| (st, Pacer::new(&w.rate, seed, j)))
         .collect()
 }
 
-/// Run the jobs: on io_uring one thread per job keeps `depth` I/Os in
-/// flight; on psync `depth` threads per job share its stream. Returns each
-/// worker's output with its job.
+/// One job to run: what its section's workers share, its stream and its
+/// rate clock.
+pub(crate) type WorkerJob<'s, 'a> = (
+    &'s worker::Shared<'a>,
+    raidlab_core::workload::JobStream,
+    Option<Pacer>,
+);
+
+/// Run the jobs: on io_uring one thread per job keeps its section's depth
+/// of I/Os in flight; on psync that many threads per job share its stream.
+/// Returns each worker's output with its job's place in `jobs`.
 pub(crate) fn run_workers(
-    shared: &worker::Shared<'_>,
-    streams: Vec<(raidlab_core::workload::JobStream, Option<Pacer>)>,
+    jobs: Vec<WorkerJob<'_, '_>>,
     engine: EngineKind,
-    depth: usize,
     trace: bool,
 ) -> Vec<(usize, worker::WorkerOut)> {
     match engine {
         EngineKind::IoUring => std::thread::scope(|s| {
-            let hs: Vec<_> = streams
+            let hs: Vec<_> = jobs
                 .into_iter()
                 .enumerate()
-                .map(|(j, (st, pacer))| {
+                .map(|(j, (shared, st, pacer))| {
                     let src = worker::Source::Own(Box::new(st), trace.then(Vec::new), pacer);
+                    let depth = shared.job.depth;
                     (
                         j,
                         s.spawn(move || worker::run_worker(shared, engine, depth, src)),
@@ -194,14 +202,16 @@ pub(crate) fn run_workers(
                 .collect()
         }),
         EngineKind::Psync => {
-            let shared_streams: Vec<Mutex<_>> = streams
+            let shares: Vec<&worker::Shared<'_>> = jobs.iter().map(|j| j.0).collect();
+            let shared_streams: Vec<Mutex<_>> = jobs
                 .into_iter()
-                .map(|(st, pacer)| Mutex::new((st, trace.then(Vec::new), pacer)))
+                .map(|(_, st, pacer)| Mutex::new((st, trace.then(Vec::new), pacer)))
                 .collect();
             let mut outs = std::thread::scope(|s| {
                 let mut hs = Vec::new();
                 for (j, m) in shared_streams.iter().enumerate() {
-                    for _ in 0..depth {
+                    let shared = shares[j];
+                    for _ in 0..shared.job.depth {
                         hs.push((
                             j,
                             s.spawn(move || {

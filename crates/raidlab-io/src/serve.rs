@@ -97,7 +97,7 @@ pub fn with_volume<R>(
         ..Workload::default()
     };
     let (arrays, _, _) =
-        crate::lifecycle::open_run(&topo, &w, crate::safety::Access::Write, &opts)?;
+        crate::lifecycle::open_run(&topo, w.bytes_needed(), crate::safety::Access::Write, &opts)?;
     let crate::lifecycle::Arrays {
         mut members,
         sizes,

@@ -17,16 +17,18 @@ use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-/// What all workers of a run share.
+/// What the workers of a job section share: the run's volume, locks,
+/// verify state and clocks (the same for every section of the run), and
+/// the section's own options.
 pub struct Shared<'a> {
     /// The volume.
     pub vol: &'a Vol,
     /// Open members.
     pub members: &'a Members,
     /// Stripe and verify locks.
-    pub locks: Locks,
+    pub locks: &'a Locks,
     /// Generations written (verify).
-    pub gens: Generations,
+    pub gens: &'a Generations,
     /// `--verify`.
     pub verify: bool,
     /// Host I/Os must take locks (parity arrays, or verify).
@@ -34,11 +36,34 @@ pub struct Shared<'a> {
     /// High bits of every generation written by this run.
     pub nonce: u64,
     /// Write sequence (low bits of generations).
-    pub seq: AtomicU64,
+    pub seq: &'a AtomicU64,
     /// Start of the run: the jobs' rate clocks count from here.
     pub start: Instant,
     /// End of the ramp: I/Os completing later are measured.
     pub ramp_end: Instant,
+    /// A timed trace replay: each I/O's lag behind its time is counted.
+    pub replay_timed: bool,
+    /// An empty timeline each worker fills, when the workload asks for one.
+    pub timeline: Option<raidlab_core::metrics::Timeline>,
+    /// End of the run (`runtime`), if timed.
+    pub end: Option<Instant>,
+    /// Set on the first error: every worker stops issuing.
+    pub stop: &'a AtomicBool,
+    /// Largest block size of any section.
+    pub max_bs: usize,
+    /// Seed of the buffer contents.
+    pub seed: u64,
+    /// The root array's write-intent bitmap, when it has one.
+    pub intent: Option<&'a crate::intent::Intent>,
+    /// The section's own options.
+    pub job: JobOpts,
+}
+
+/// What a job section's options ask of its workers.
+#[derive(Debug, Clone, Copy)]
+pub struct JobOpts {
+    /// I/Os each job keeps in flight (its `iodepth`, as the engine allows).
+    pub depth: usize,
     /// fio's `io_submit_mode=offload`: a rate-limited job waits for its
     /// next I/O's time with I/Os in flight; otherwise (`inline`) it first
     /// lets them all complete, then sleeps the time it was ahead.
@@ -46,10 +71,6 @@ pub struct Shared<'a> {
     /// while it waits for the next one's time (fio's `iolog_delay` reaps
     /// completions meanwhile).
     pub offload: bool,
-    /// A timed trace replay: each I/O's lag behind its time is counted.
-    pub replay_timed: bool,
-    /// An empty timeline each worker fills, when the workload asks for one.
-    pub timeline: Option<raidlab_core::metrics::Timeline>,
     /// fio's `thinktime`, ns: how long a worker stalls once its I/Os in
     /// flight have completed (or its `thinktime_spin`, if longer), and the
     /// clock that says when it does (`thinktime_blocks`,
@@ -60,14 +81,6 @@ pub struct Shared<'a> {
     pub think_spin_ns: u64,
     /// See `think_ns`.
     pub think: Option<raidlab_core::workload::ThinkClock>,
-    /// End of the run (`runtime`), if timed.
-    pub end: Option<Instant>,
-    /// Set on the first error: every worker stops issuing.
-    pub stop: AtomicBool,
-    /// Largest block size.
-    pub max_bs: usize,
-    /// Seed of the buffer contents.
-    pub seed: u64,
     /// `sync=1`: a write returns once a flush of the volume behind it has.
     pub sync: bool,
     /// `fsync=N`: after every N writes the worker lets its I/Os drain,
@@ -76,12 +89,28 @@ pub struct Shared<'a> {
     /// `end_fsync` in a one-pass run: a worker that wrote flushes the
     /// volume once its last I/O is back, and its run ends with the flush.
     pub end_fsync: bool,
-    /// The root array's write-intent bitmap, when it has one.
-    pub intent: Option<&'a crate::intent::Intent>,
     /// fio's queue batching (`iodepth_batch_submit`,
     /// `iodepth_batch_complete_min`, `iodepth_low`), resolved per worker
     /// against its queue depth.
     pub batch: raidlab_core::batch::Batch,
+}
+
+impl JobOpts {
+    /// What `w` asks of its workers (`replay_timed`: the run replays a
+    /// trace on time, which offloads as fio's `iolog_delay` does).
+    pub fn of(w: &raidlab_core::workload::Workload, replay_timed: bool) -> JobOpts {
+        JobOpts {
+            depth: w.effective_iodepth() as usize,
+            offload: w.rate.offload || replay_timed,
+            think_ns: w.think_stall(),
+            think_spin_ns: w.thinktime_spin,
+            think: raidlab_core::workload::ThinkClock::of(w),
+            sync: w.sync,
+            fsync: w.fsync,
+            end_fsync: w.end_fsync && w.runtime.is_none(),
+            batch: w.batch,
+        }
+    }
 }
 
 /// A job's stream, its trace (when asked for) and its rate clock.
@@ -255,7 +284,7 @@ async fn host_write(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, buf: &mut [u8]) 
         }
         res = Ok(());
     }
-    if res.is_ok() && sh.sync {
+    if res.is_ok() && sh.job.sync {
         res = ex.flush(0).await;
     }
     if res.is_ok() && sh.verify {
@@ -269,7 +298,7 @@ async fn host_io(ex: &Exec<'_, '_>, sh: &Shared<'_>, io: Io, mut buf: ABuf) -> D
     let keys = lock_keys(sh, io);
     if !keys.is_empty() {
         LockFut {
-            locks: &sh.locks,
+            locks: sh.locks,
             keys: &keys,
             sched: &ex.be.sched,
         }
@@ -424,11 +453,11 @@ pub fn run_worker(
         mirror_turn: std::cell::Cell::new(0),
         spares: Default::default(),
     };
-    let mut slots = Slots::new(depth, sh.batch.submit_size(depth as u32));
-    let mut pace = JobPace::new(sh.fsync, sh.think, sh.start);
+    let mut slots = Slots::new(depth, sh.job.batch.submit_size(depth as u32));
+    let mut pace = JobPace::new(sh.job.fsync, sh.job.think, sh.start);
     // Completions a full queue waits for before it refills (fio's
     // `wait_for_completions`); 1 by default, as each completion refills.
-    let reaps = sh.batch.reaps_when_full(depth as u32);
+    let reaps = sh.job.batch.reaps_when_full(depth as u32);
     let mut exhausted = false;
     let mut end_flushed = false;
     let mut cx = Context::from_waker(Waker::noop());
@@ -467,7 +496,7 @@ pub fn run_worker(
             };
             if due > now {
                 // Ahead of the job's rate clock: fio's rate_ddir sleep.
-                if !sh.offload {
+                if !sh.job.offload {
                     while slots.active > 0 && !out_failed(&out) {
                         reap(&be, &mut slots, &mut cx, &mut pace, &mut out, sh, &mut pool);
                     }
@@ -509,7 +538,7 @@ pub fn run_worker(
             pace.check_after_reap();
         }
         if slots.active == 0 && exhausted {
-            if sh.end_fsync && !end_flushed && out.totals[1].0 > 0 && !out_failed(&out) {
+            if sh.job.end_fsync && !end_flushed && out.totals[1].0 > 0 && !out_failed(&out) {
                 // fio's end_fsync: the job's last I/Os are back; its run
                 // lasts until the volume's flush is.
                 end_flushed = true;
@@ -599,15 +628,15 @@ fn out_failed(out: &WorkerOut) -> bool {
 /// the run.
 fn think(sh: &Shared<'_>) {
     debug_assert!(
-        sh.think_spin_ns <= sh.think_ns,
+        sh.job.think_spin_ns <= sh.job.think_ns,
         "the stall is at least the spin"
     );
-    let spin_end = Instant::now() + std::time::Duration::from_nanos(sh.think_spin_ns);
+    let spin_end = Instant::now() + std::time::Duration::from_nanos(sh.job.think_spin_ns);
     let spin_end = sh.end.map_or(spin_end, |e| spin_end.min(e));
     while Instant::now() < spin_end {
         std::hint::spin_loop();
     }
-    sleep_bounded(sh, sh.think_ns.saturating_sub(sh.think_spin_ns));
+    sleep_bounded(sh, sh.job.think_ns.saturating_sub(sh.job.think_spin_ns));
 }
 
 fn sleep_bounded(sh: &Shared<'_>, ns: u64) {

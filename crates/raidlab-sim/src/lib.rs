@@ -270,11 +270,17 @@ pub fn simulate_phases(
     seed: u64,
     progress: &dyn Fn(f64),
 ) -> Result<Vec<RunResult>, SimError> {
-    let first = &phases.first().ok_or(SimError::NoPhases)?.workload;
+    // The drives start as the first phase's sections together need.
+    let lead = phases.first().ok_or(SimError::NoPhases)?.lead_for_all();
+    let mut jobs: Vec<Vec<(&str, &Workload)>> =
+        phases.iter().map(|p| p.sections().collect()).collect();
+    if let Some(w) = &lead {
+        jobs[0][0].1 = w;
+    }
+    let first = jobs[0][0].1;
     let seed = first.seed.unwrap_or(seed);
     let mut heap = 0;
     let mut sim = build(topo, first, seed, &mut heap)?;
-    let jobs: Vec<Vec<(&str, &Workload)>> = phases.iter().map(|p| p.sections().collect()).collect();
     // Every phase must fit before the first runs, its sections together.
     let checked = jobs
         .iter()

@@ -106,16 +106,10 @@ pub(crate) fn section_results(
     len: Ns,
 ) -> Vec<raidlab_core::result::SectionResult> {
     debug_assert_eq!(sections.len(), figures.len(), "one figure a section");
-    let secs = len as f64 / 1e9;
     sections
         .iter()
         .zip(figures)
-        .map(|((name, w), m)| raidlab_core::result::SectionResult {
-            name: name.to_string(),
-            workload: w.to_json(seed),
-            summary: m.summary(secs),
-            latency: Some(m.detail(len)),
-        })
+        .map(|((name, w), m)| raidlab_core::result::SectionResult::measured(name, w, m, seed, len))
         .collect()
 }
 

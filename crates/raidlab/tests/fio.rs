@@ -624,8 +624,8 @@ fn fio_and_raidlab_run_the_same_phases() {
 
 /// Job sections without `stonewall` run side by side: `export-fio` writes
 /// each after the first with `new_group`, fio reports each section in a
-/// group of its own, and `raidlab sim` of the same file reports the same
-/// jobs, groups and I/O counts.
+/// group of its own, and `raidlab sim` and `raidlab run` of the same file
+/// report the same jobs, groups and I/O counts.
 #[test]
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_run_the_same_sections_side_by_side() {
@@ -650,6 +650,17 @@ fn fio_and_raidlab_run_the_same_sections_side_by_side() {
             ("writer".to_string(), 1, 0, 128)
         ]
     );
+    let real = fio_jobs(&json_of(&[
+        "run",
+        "-t",
+        &path,
+        "--job",
+        &job,
+        "--buffered",
+        "--format",
+        "fio-json",
+    ]));
+    assert_eq!(real, fio);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

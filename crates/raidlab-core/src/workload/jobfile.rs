@@ -45,6 +45,24 @@ impl JobPhase {
         std::iter::once((self.name.as_str(), &self.workload))
             .chain(self.beside.iter().map(|s| (s.name.as_str(), &s.workload)))
     }
+
+    /// The first section's workload with the drives starting as the
+    /// sections together need, where that differs from its own default:
+    /// in random-write steady state when any of them writes at random
+    /// offsets and none says `state=` (docs/workloads.md, "How SSDs
+    /// start"). `None` when its own start serves all.
+    pub fn lead_for_all(&self) -> Option<Workload> {
+        let steady = crate::topology::SsdState::Steady;
+        let needs = self.workload.state.is_none()
+            && self.workload.default_ssd_state() != steady
+            && self
+                .sections()
+                .any(|(_, w)| w.default_ssd_state() == steady);
+        needs.then(|| Workload {
+            state: Some(steady),
+            ..self.workload.clone()
+        })
+    }
 }
 
 /// Read a fio job file: `[global]` plus one job section.
@@ -240,26 +258,7 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
         phases.extend(back);
         prev = Some(s.name);
     }
-    if let Some(p) = phases.first_mut() {
-        start_for_all(p);
-    }
     Ok(phases)
-}
-
-/// The drives start as the first phase's sections together need: in
-/// random-write steady state when any of them writes at random offsets
-/// and none says `state=` (docs/workloads.md, "How SSDs start"), which
-/// the phase's first section then carries for all.
-fn start_for_all(p: &mut JobPhase) {
-    if p.workload.state.is_some() {
-        return;
-    }
-    let steady = crate::topology::SsdState::Steady;
-    if p.sections().any(|(_, w)| w.default_ssd_state() == steady)
-        && p.workload.default_ssd_state() != steady
-    {
-        p.workload.state = Some(steady);
-    }
 }
 
 /// Add section `name` (at line `lno`), which fio runs beside `phase`'s,
@@ -808,12 +807,19 @@ mod tests {
     fn a_random_writer_beside_a_reader_starts_the_drives_steady() {
         let steady = Some(crate::topology::SsdState::Steady);
         let p = parse_job_phases("[r]\nrw=randread\n[w]\nrw=randwrite\n").unwrap();
-        assert_eq!(p[0].workload.state, steady);
-        let p = parse_job_phases("[r]\nrw=randread\n[w]\nrw=write\n").unwrap();
+        assert_eq!(p[0].lead_for_all().and_then(|w| w.state), steady);
+        // The file itself is as written (`run` uses the drives as they are).
         assert_eq!(p[0].workload.state, None);
+        let p = parse_job_phases("[r]\nrw=randread\n[w]\nrw=write\n").unwrap();
+        assert!(p[0].lead_for_all().is_none());
         let p = parse_job_phases("[r]\nrw=randread\nstate=fob\n[w]\nrw=randwrite\nstate=fob\n")
             .unwrap();
-        assert_eq!(p[0].workload.state, Some(crate::topology::SsdState::Fob));
+        assert!(p[0].lead_for_all().is_none());
+        let p = parse_job_phases("[w]\nrw=randwrite\n[r]\nrw=randread\n").unwrap();
+        assert!(
+            p[0].lead_for_all().is_none(),
+            "the first's own start serves"
+        );
     }
 
     /// fio's verify: a job that writes each block once is followed by its

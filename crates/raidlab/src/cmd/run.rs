@@ -33,32 +33,30 @@ pub struct Args {
 /// Run `run`.
 pub fn run(args: Args) -> Result<(), Failure> {
     let expr = args.job.expr()?;
-    let mut phases = args.job.phases()?;
-    if let Some(p) = phases.iter().find(|p| !p.beside.is_empty()) {
-        return Err(Failure::input(format!(
-            "[{}] runs beside [{}] (no stonewall between them): `raidlab run` runs one job definition at a time (`raidlab sim` runs them side by side); add stonewall to run it after, or use numjobs= for copies of one job",
-            p.beside[0].name, p.name
-        )));
-    }
+    let phases = args.job.phases()?;
+    let named = phases.len() > 1 || !phases[0].beside.is_empty();
     for p in &phases {
-        real_only(&p.workload).map_err(|f| match phases.len() {
-            1 => f,
-            _ => f.context(format!("[{}]", p.name)),
-        })?;
+        for (name, w) in p.sections() {
+            real_only(w, &p.workload).map_err(|f| match named {
+                false => f,
+                true => f.context(format!("[{name}]")),
+            })?;
+        }
     }
     if phases.len() > 1 {
         return run_phases(&args, &expr, &phases);
     }
-    let phase = phases.remove(0);
-    let w = phase.workload;
-    let mut opts = args.real.options(args.engine, &w);
+    let phase = &phases[0];
+    let w = &phase.workload;
+    let mut opts = args.real.options(args.engine, w);
     opts.verify |= phase.verify;
     opts.trace |= args.write_iolog.is_some();
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let sections: Vec<(&str, &Workload)> = phase.sections().collect();
     let out = with_progress(w.runtime.map(|r| r + w.ramp_time.unwrap_or(0)), || {
-        raidlab_io::run(&expr, &w, args.job.seed, &opts)
+        raidlab_io::run_sections(&expr, &sections, args.job.seed, &opts)
     })?;
     if let Some(path) = &args.write_iolog {
         write_iolog(path, &expr, &out)?;
@@ -70,8 +68,16 @@ pub fn run(args: Args) -> Result<(), Failure> {
     }
 }
 
-/// What a real run cannot do: precondition simulated drives, or poll.
-fn real_only(w: &Workload) -> Result<(), Failure> {
+/// What a real run cannot do: precondition simulated drives, or poll; nor
+/// open its members both with and without the page cache (`lead`: the
+/// first section of `w`'s phase, whose `direct` the members are opened
+/// with).
+fn real_only(w: &Workload, lead: &Workload) -> Result<(), Failure> {
+    if w.buffered != lead.buffered {
+        return Err(Failure::input(
+            "a section side by side asks for direct= apart from the first's; `raidlab run` opens the members one way for all of them",
+        ));
+    }
     if w.state.is_some() {
         return Err(Failure::input(
             "state= preconditions simulated SSDs; a real run uses the devices as they are",
@@ -107,8 +113,9 @@ fn run_phases(args: &Args, expr: &str, phases: &[JobPhase]) -> Result<(), Failur
         // --create makes the array once: the later phases run on it, and
         // must find what the earlier ones wrote.
         opts.create &= i == 0;
+        let sections: Vec<(&str, &Workload)> = p.sections().collect();
         let out = with_progress(w.runtime.map(|r| r + w.ramp_time.unwrap_or(0)), || {
-            raidlab_io::run(expr, w, args.job.seed, &opts)
+            raidlab_io::run_sections(expr, &sections, args.job.seed, &opts)
         })
         .map_err(|e| Failure::from(e).context(format!("[{}]", p.name)))?;
         failed = verify_failure(&out.result).map(|f| f.context(format!("[{}]", p.name)));
