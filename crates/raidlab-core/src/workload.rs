@@ -12,12 +12,14 @@ use serde::Serialize;
 
 mod jobfile;
 mod kb_base;
+mod keywords;
 mod sequencer;
 mod stream;
 mod zoned;
 pub use jobfile::{
     parse_job_file, parse_job_file_noted, parse_job_phases, substitute, JobPhase, JobSection,
 };
+pub use keywords::{expand_keywords, Keywords};
 /// Bounds on job files.
 pub mod jobfile_limits {
     pub use super::jobfile::{MAX_LINE, MAX_PHASES};

@@ -6,7 +6,8 @@ use raidlab_core::preset::PresetDb;
 use raidlab_core::topology::{parse, resolve};
 use raidlab_core::workload::jobfile_limits::MAX_LINE;
 use raidlab_core::workload::{
-    job_streams, parse_job_file, parse_job_phases, substitute, Region, Workload,
+    expand_keywords, job_streams, parse_job_file, parse_job_phases, substitute, Keywords, Region,
+    Workload,
 };
 
 fn token() -> impl Strategy<Value = String> {
@@ -193,6 +194,24 @@ proptest! {
     #[test]
     fn job_file_parser_never_panics(s in "(\\[[a-z]{0,6}\\]\n|[a-z_]{1,10}(=[0-9a-z:/]{0,6})?\n|; \\PC{0,5}\n|\\PC{0,8}\n){0,10}") {
         let _ = parse_job_file(&s);
+    }
+
+    /// fio's keywords and arithmetic never panic, on any text: the text
+    /// expanded line for line, or one line saying what is wrong.
+    #[test]
+    fn job_file_arithmetic_never_panics(
+        text in "([a-z]{1,4}=(\\(|\\)|[0-9]{1,6}|[-+*/%^.]|\\$ncpus|\\$mb_memory|\\$pagesize|\\PC){0,24}\n){0,6}",
+    ) {
+        let k = Keywords {
+            ncpus: Some(192),
+            mb_memory: None,
+            pagesize: Some(4096),
+            whose: "the simulated host".into(),
+        };
+        match expand_keywords(&text, &k) {
+            Ok(t) => prop_assert_eq!(t.lines().count(), text.lines().count()),
+            Err(e) => prop_assert!(!e.to_string().contains('\n'), "{}", e),
+        }
     }
 
     /// `${VAR}` substitution never panics, on any text and any values:

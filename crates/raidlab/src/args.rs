@@ -125,11 +125,12 @@ impl JobArgs {
         workload_of(&self.workload, &self.job)
     }
 
-    /// The phases to run in turn: a job file's stonewalled sections, or
-    /// the one workload of `--workload` (named `job`).
-    pub fn phases(&self) -> Result<Vec<JobPhase>, Failure> {
+    /// The phases to run in turn: a job file's stonewalled sections (its
+    /// reserved keywords valued by `k`), or the one workload of
+    /// `--workload` (named `job`).
+    pub fn phases(&self, k: &raidlab_core::workload::Keywords) -> Result<Vec<JobPhase>, Failure> {
         match &self.job {
-            Some(path) => phases_of(path),
+            Some(path) => phases_of(path, k),
             None => Ok(vec![JobPhase {
                 name: "job".into(),
                 workload: self.workload()?,

@@ -4,7 +4,8 @@
 use crate::failure::Failure;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::workload::{
-    parse_job_file_noted, parse_job_phases, substitute, JobPhase, Workload,
+    expand_keywords, parse_job_file_noted, parse_job_phases, substitute, JobPhase, Keywords,
+    Workload,
 };
 use std::io::{Read, Write};
 
@@ -73,7 +74,7 @@ pub fn load_presets(files: &[String]) -> Result<PresetDb, Failure> {
 pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Workload, Failure> {
     Ok(match (workload, job) {
         (_, Some(path)) => {
-            let (w, notes) = parse_job_file_noted(&job_text(path)?)?;
+            let (w, notes) = parse_job_file_noted(&job_text(path, &this_machine())?)?;
             for n in notes {
                 eprintln!("note: {path}: {n}");
             }
@@ -89,17 +90,37 @@ pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Wo
 }
 
 /// The text of the job file at `path`, its `${VAR}` replaced by the
-/// environment's values as fio replaces them.
-fn job_text(path: &str) -> Result<String, Failure> {
+/// environment's values and its reserved keywords (`$ncpus`...) by `k`'s,
+/// its arithmetic computed, as fio does.
+fn job_text(path: &str, k: &Keywords) -> Result<String, Failure> {
     let env = |k: &str| std::env::var(k).ok();
-    Ok(substitute(&read_file(path, "job file")?, &env)?)
+    let text = substitute(&read_file(path, "job file")?, &env)?;
+    Ok(expand_keywords(&text, k)?)
+}
+
+/// fio's reserved keywords on this machine, as fio reads them: the CPUs
+/// this process may run on, the memory /proc/meminfo gives (MiB), and the
+/// kernel's page size from /proc/self/smaps.
+pub fn this_machine() -> Keywords {
+    let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let field = |path: &str, name: &str| -> Option<u64> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        line[name.len()..].split_whitespace().next()?.parse().ok()
+    };
+    Keywords {
+        ncpus: Some(ncpus),
+        mb_memory: field("/proc/meminfo", "MemTotal:").map(|kb| kb / 1024),
+        pagesize: field("/proc/self/smaps", "KernelPageSize:").map(|kb| kb * 1024),
+        whose: "this machine".into(),
+    }
 }
 
 /// The phases of the job file at `path` (its stonewalled sections), its
-/// notes said on stderr, each under its section's name when there are
-/// several.
-pub fn phases_of(path: &str) -> Result<Vec<JobPhase>, Failure> {
-    let phases = parse_job_phases(&job_text(path)?)?;
+/// keywords valued by `k`, its notes said on stderr, each under its
+/// section's name when there are several.
+pub fn phases_of(path: &str, k: &Keywords) -> Result<Vec<JobPhase>, Failure> {
+    let phases = parse_job_phases(&job_text(path, k)?)?;
     let named = phases.len() > 1;
     for p in &phases {
         for n in &p.notes {

@@ -1467,6 +1467,47 @@ fn job_files_run_their_stonewalled_sections_in_turn() {
     assert_eq!(v["phases"][1]["phase"], "check");
 }
 
+/// fio's reserved keywords take the values of the machine the job runs
+/// on: in `sim` the simulated host's cores (`$ncpus`), which models no
+/// memory size (`$mb_memory` refused in one line); in `run` this
+/// machine's. Arithmetic computes as fio's does.
+#[test]
+fn job_file_keywords_take_the_running_machines_values() {
+    let job = tmp(
+        "keywords.fio",
+        "[j]\nioengine=io_uring\nrw=randread\nbs=$pagesize\nnumjobs=$ncpus/8\niodepth=(2*4)\nsize=8m\nruntime=(100000)\ntime_based\n",
+    );
+    let v = json_of(&[
+        "sim",
+        "-t",
+        "host[profile=host2023](pm9a3)",
+        "--job",
+        &job,
+        "--format",
+        "json",
+    ]);
+    // host2023: 2 x 96 cores.
+    assert_eq!(v["workload"]["numjobs"], 24);
+    assert_eq!(v["workload"]["bs"], 4096);
+    assert_eq!(v["workload"]["iodepth"], 8);
+    assert_eq!(v["workload"]["runtime"], 0.1);
+    let mem = tmp("memory.fio", "[j]\nsize=2*$mb_memory\n");
+    assert_input_error(
+        &["sim", "-t", "x25e", "--job", &mem],
+        "line 2: $mb_memory has no value for the simulated host",
+    );
+    // For real: this machine's CPUs.
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let one = tmp(
+        "ncpus.fio",
+        "[j]\nrw=write\nbs=4k\nsize=1m\nnumjobs=$ncpus\n",
+    );
+    let (dir, m) = member_paths("keywords", 1);
+    let v = json_of(&["run", "-t", &m[0], "--job", &one, "--format", "json"]);
+    assert_eq!(v["workload"]["numjobs"], cpus);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// fio's `verify` in a job file: `run` writes checked blocks and reads
 /// them back in a verify phase of their own, clean; a byte changed on the
 /// file afterwards is caught by a reading job that verifies (exit 1).

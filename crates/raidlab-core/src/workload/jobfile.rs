@@ -1,7 +1,7 @@
 //! fio job files: `[global]` and job sections, read into workloads. Job
 //! sections separated by `stonewall` are phases run one after another on
-//! the same array, as fio runs them; sections fio would run side by side
-//! are refused.
+//! the same array, as fio runs them; sections without `stonewall` run
+//! side by side within a phase.
 
 use super::{all_keys, fio_long_name, int, kb_base, werr, Rw, Workload, MAX_NUMJOBS};
 use crate::error::{Error, Result};
@@ -79,7 +79,7 @@ pub fn parse_job_file_noted(text: &str) -> Result<(Workload, Vec<String>)> {
     if let Some(p) = phases.iter().find(|p| !p.beside.is_empty()) {
         let names: Vec<String> = p.sections().map(|(n, _)| format!("[{n}]")).collect();
         return werr(format!(
-            "the job file runs job sections side by side ({}); `raidlab sim` runs them, this command takes one",
+            "the job file runs job sections side by side ({}); `raidlab sim` and `raidlab run` run them, this command takes one",
             names.join(", ")
         ));
     }

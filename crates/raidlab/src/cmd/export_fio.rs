@@ -32,13 +32,16 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     if let Some(path) = &args.job {
         // fio runs a verify phase itself, after the job that asks for it.
-        let phases: Vec<JobPhase> = phases_of(path)?
+        let phases: Vec<JobPhase> = phases_of(path, &crate::common::this_machine())?
             .into_iter()
             .filter(|p| !p.read_back)
             .collect();
         if phases.len() > 1 || phases.iter().any(|p| p.verify || !p.beside.is_empty()) {
             return emit(&None, &phased(&args, &phases));
         }
+        // One job: read once (its notes said once).
+        let w = &phases[0].workload;
+        return emit(&None, &job_text(&args, w));
     }
     let w = workload_of(&args.workload, &args.job)?;
     emit(&None, &job_text(&args, &w))

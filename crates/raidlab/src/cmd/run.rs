@@ -33,7 +33,7 @@ pub struct Args {
 /// Run `run`.
 pub fn run(args: Args) -> Result<(), Failure> {
     let expr = args.job.expr()?;
-    let phases = args.job.phases()?;
+    let phases = args.job.phases(&crate::common::this_machine())?;
     let named = phases.len() > 1 || !phases[0].beside.is_empty();
     for p in &phases {
         for (name, w) in p.sections() {

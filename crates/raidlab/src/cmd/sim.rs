@@ -24,7 +24,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     let db = args.presets.load()?;
     let topo = topology::resolve(&args.job.expr()?, &db)?;
-    let mut phases = args.job.phases()?;
+    let mut phases = args.job.phases(&simulated_host(&topo))?;
     if phases.len() > 1 || !phases[0].beside.is_empty() {
         return run_phases(&args, &topo, &phases);
     }
@@ -43,6 +43,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
     }
     args.job.emit_result(&result, 0, &extra)
+}
+
+/// fio's reserved keywords on the simulated host: its cores (`$ncpus`)
+/// and a 4 KiB page (x86-64 Linux's, the hosts' presets being x86
+/// servers); it models no memory size, so `$mb_memory` is refused.
+fn simulated_host(topo: &Topology) -> raidlab_core::workload::Keywords {
+    raidlab_core::workload::Keywords {
+        ncpus: Some(u64::from(topo.host.cores)),
+        mb_memory: None,
+        pagesize: Some(4096),
+        whose: "the simulated host, which models no memory size (give the size in bytes)".into(),
+    }
 }
 
 /// Simulate a job file's phases in turn on one array, each reported on
