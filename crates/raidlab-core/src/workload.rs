@@ -17,7 +17,7 @@ mod sequencer;
 mod stream;
 mod zoned;
 pub use jobfile::{
-    parse_job_file, parse_job_file_noted, parse_job_phases, substitute, JobPhase, JobSection,
+    parse_job_file, parse_job_file_noted, parse_job_phases, substitute, Check, JobPhase, JobSection,
 };
 pub use keywords::{expand_keywords, Keywords};
 /// Bounds on job files.

@@ -146,7 +146,11 @@ pub fn run_sections(
     let mut first = 0;
     for ((sh, (_, s)), r) in shares.iter().zip(sections).zip(&regions) {
         let streams = paced_streams(s, r, s.seed.unwrap_or(seed), first);
-        jobs.extend(streams.into_iter().map(|(st, p)| (sh, st, p)));
+        jobs.extend(streams.into_iter().map(|(stream, pacer)| WorkerJob {
+            shared: sh,
+            stream,
+            pacer,
+        }));
         first += s.numjobs;
     }
     let outs = with_checkpoints(&gens, state, || run_workers(jobs, engine, opts.trace));

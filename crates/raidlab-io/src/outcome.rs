@@ -167,13 +167,15 @@ pub(crate) fn paced_streams(
         .collect()
 }
 
-/// One job to run: what its section's workers share, its stream and its
-/// rate clock.
-pub(crate) type WorkerJob<'s, 'a> = (
-    &'s worker::Shared<'a>,
-    raidlab_core::workload::JobStream,
-    Option<Pacer>,
-);
+/// One job to run.
+pub(crate) struct WorkerJob<'s, 'a> {
+    /// What the workers of the job's section share.
+    pub(crate) shared: &'s worker::Shared<'a>,
+    /// The job's offsets and sizes.
+    pub(crate) stream: raidlab_core::workload::JobStream,
+    /// The job's rate clock (fio's `rate`/`rate_iops`), if it has one.
+    pub(crate) pacer: Option<Pacer>,
+}
 
 /// Run the jobs: on io_uring one thread per job keeps its section's depth
 /// of I/Os in flight; on psync that many threads per job share its stream.
@@ -188,8 +190,13 @@ pub(crate) fn run_workers(
             let hs: Vec<_> = jobs
                 .into_iter()
                 .enumerate()
-                .map(|(j, (shared, st, pacer))| {
-                    let src = worker::Source::Own(Box::new(st), trace.then(Vec::new), pacer);
+                .map(|(j, job)| {
+                    let WorkerJob {
+                        shared,
+                        stream,
+                        pacer,
+                    } = job;
+                    let src = worker::Source::Own(Box::new(stream), trace.then(Vec::new), pacer);
                     let depth = shared.job.depth;
                     (
                         j,
@@ -202,10 +209,10 @@ pub(crate) fn run_workers(
                 .collect()
         }),
         EngineKind::Psync => {
-            let shares: Vec<&worker::Shared<'_>> = jobs.iter().map(|j| j.0).collect();
+            let shares: Vec<&worker::Shared<'_>> = jobs.iter().map(|j| j.shared).collect();
             let shared_streams: Vec<Mutex<_>> = jobs
                 .into_iter()
-                .map(|(_, st, pacer)| Mutex::new((st, trace.then(Vec::new), pacer)))
+                .map(|j| Mutex::new((j.stream, trace.then(Vec::new), j.pacer)))
                 .collect();
             let mut outs = std::thread::scope(|s| {
                 let mut hs = Vec::new();

@@ -438,7 +438,7 @@ pub fn run_worker(
     // The worker's waits (think time, rate clock, a timed replay) end on
     // time (`sleep_bounded`); nothing else it does waits on a timer.
     crate::serve::fine_timer_slack();
-    let mut pool = buffers(sh, depth);
+    let pool = buffers(sh, depth);
     let be = match backend(sh, engine, depth, &pool) {
         Ok(b) => b,
         Err(e) => {
@@ -453,124 +453,249 @@ pub fn run_worker(
         mirror_turn: std::cell::Cell::new(0),
         spares: Default::default(),
     };
-    let mut slots = Slots::new(depth, sh.job.batch.submit_size(depth as u32));
-    let mut pace = JobPace::new(sh.job.fsync, sh.job.think, sh.start);
-    // Completions a full queue waits for before it refills (fio's
-    // `wait_for_completions`); 1 by default, as each completion refills.
-    let reaps = sh.job.batch.reaps_when_full(depth as u32);
-    let mut exhausted = false;
-    let mut end_flushed = false;
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if pace.holding && slots.active == 0 && !exhausted {
-            let buf = pool.pop().expect("a free buffer");
-            let flush = host_task(&ex, sh, FLUSH_IO, buf, true);
-            slots.spawn(&be, flush, Instant::now(), FLUSH_IO, true);
-        }
-        let before = slots.active;
-        while !exhausted && !pace.holding && pace.gate == 0 && slots.active < depth {
-            // One clock reading serves the run's end, the job's rate clock
-            // and the I/O's issue time.
-            let mut at = Instant::now();
-            if stop_before_next(sh, at) {
-                exhausted = true;
-                break;
-            }
-            if pace.think_due() {
-                // fio's think time: the job's I/Os in flight first.
-                while slots.active > 0 && !out_failed(&out) {
-                    reap(&be, &mut slots, &mut cx, &mut pace, &mut out, sh, &mut pool);
-                }
-                think(sh);
-                at = Instant::now();
-                pace.thought(ns_between(sh.start, at));
-                if stop_before_next(sh, at) || out_failed(&out) {
-                    exhausted = true;
-                    break;
-                }
-            }
-            let now = ns_between(sh.start, at);
-            let Some((io, due)) = src.next(now) else {
-                exhausted = true;
-                break;
-            };
-            if due > now {
-                // Ahead of the job's rate clock: fio's rate_ddir sleep.
-                if !sh.job.offload {
-                    while slots.active > 0 && !out_failed(&out) {
-                        reap(&be, &mut slots, &mut cx, &mut pace, &mut out, sh, &mut pool);
-                    }
-                    sleep_bounded(sh, due - now);
-                } else {
-                    while since(sh.start) < due && !out_failed(&out) {
-                        if slots.active == 0 {
-                            sleep_bounded(sh, due.saturating_sub(since(sh.start)));
-                            break;
-                        }
-                        reap(&be, &mut slots, &mut cx, &mut pace, &mut out, sh, &mut pool);
-                    }
-                }
-                // It waited for its time: the I/O goes out now.
-                at = Instant::now();
-                if out_failed(&out) || sh.end.is_some_and(|e| at >= e) {
-                    exhausted = true;
-                    break;
-                }
-            }
-            if sh.replay_timed {
-                out.lag.record(ns_between(sh.start, at).saturating_sub(due));
-            }
-            let buf = pool.pop().expect("a free buffer");
-            slots.spawn(&be, host_task(&ex, sh, io, buf, false), at, io, false);
-            pace.issued();
-        }
-        if reaps > 1 && slots.active == depth && slots.active > before {
-            // Just filled: the queue now waits for its batch of completions.
-            pace.gate = reaps;
-        }
-        let mut freed = false;
-        while let Some((t, done)) = slots.poll_ready(&be, &mut cx) {
-            pace.completed(&t);
-            finish(&mut out, sh, t, done, Instant::now(), &mut pool);
-            freed = true;
-            // fio checks after the reap that frees its full queue; what is
-            // reaped with it, it would reap while the job waits.
-            pace.check_after_reap();
-        }
-        if slots.active == 0 && exhausted {
-            if sh.job.end_fsync && !end_flushed && out.totals[1].0 > 0 && !out_failed(&out) {
-                // fio's end_fsync: the job's last I/Os are back; its run
-                // lasts until the volume's flush is.
-                end_flushed = true;
-                let buf = pool.pop().expect("a free buffer");
-                let flush = host_task(&ex, sh, FLUSH_IO, buf, true);
-                slots.spawn(&be, flush, Instant::now(), FLUSH_IO, true);
-                continue;
-            }
-            if end_flushed {
-                out.last_done = Some(Instant::now());
-            }
-            break;
-        }
-        if slots.active == 0 || (freed && !exhausted && slots.active < depth && pace.gate == 0) {
-            // Refill the freed slots before waiting: waiting first would
-            // leave them empty until the next completion, and the job
-            // short of its queue depth.
-            continue;
-        }
-        if let Err(e) = wait_for_progress(&be, slots.active) {
-            out.error.get_or_insert(e);
-            sh.stop.store(true, Ordering::Relaxed);
-            // Operations still in flight are waited for by their Drop.
-            break;
-        }
-    }
-    drop(slots);
+    let task = |io: Io, buf: ABuf, flush: bool| host_task(&ex, sh, io, buf, flush);
+    let mut lane = Lane {
+        be: &be,
+        sh,
+        slots: Slots::new(depth, sh.job.batch.submit_size(depth as u32)),
+        cx: Context::from_waker(Waker::noop()),
+        pace: JobPace::new(sh.job.fsync, sh.job.think, sh.start),
+        out,
+        pool,
+        depth,
+    };
+    lane.run(&mut src, &task);
+    drop(lane.slots);
+    let mut out = lane.out;
     if let Source::Own(s, t, _) = src {
         out.trace = t;
         out.replay = replay_of(&s);
     }
     out
+}
+
+/// A worker's job in flight: its back end, task table, pace, buffers and
+/// what it has measured so far.
+struct Lane<'w, 'm, F> {
+    be: &'w Backend<'m>,
+    sh: &'w Shared<'m>,
+    slots: Slots<F>,
+    cx: Context<'static>,
+    pace: JobPace,
+    out: WorkerOut,
+    pool: Vec<ABuf>,
+    /// I/Os the worker keeps in flight.
+    depth: usize,
+}
+
+impl<F: Future<Output = Done>> Lane<'_, '_, F> {
+    /// Issue the job's I/Os from `src` (each a task made by `task`), keep
+    /// its queue full and reap its completions until its I/Os are done
+    /// (or the run stops, or an I/O fails).
+    fn run(&mut self, src: &mut Source<'_>, task: &impl Fn(Io, ABuf, bool) -> F) {
+        // Completions a full queue waits for before it refills (fio's
+        // `wait_for_completions`); 1 by default, as each completion refills.
+        let reaps = self.sh.job.batch.reaps_when_full(self.depth as u32);
+        let mut exhausted = false;
+        let mut end_flushed = false;
+        loop {
+            if self.pace.holding && self.slots.active == 0 && !exhausted {
+                self.issue_flush(task);
+            }
+            let before = self.slots.active;
+            if !exhausted {
+                exhausted = !self.fill(src, task);
+            }
+            if reaps > 1 && self.slots.active == self.depth && self.slots.active > before {
+                // Just filled: the queue now waits for its batch of completions.
+                self.pace.gate = reaps;
+            }
+            let freed = self.take_completions();
+            if self.slots.active == 0 && exhausted {
+                if self.sh.job.end_fsync
+                    && !end_flushed
+                    && self.out.totals[1].0 > 0
+                    && !self.failed()
+                {
+                    // fio's end_fsync: the job's last I/Os are back; its run
+                    // lasts until the volume's flush is.
+                    end_flushed = true;
+                    self.issue_flush(task);
+                    continue;
+                }
+                if end_flushed {
+                    self.out.last_done = Some(Instant::now());
+                }
+                return;
+            }
+            let room = self.slots.active < self.depth && self.pace.gate == 0;
+            if self.slots.active == 0 || (freed && !exhausted && room) {
+                // Refill the freed slots before waiting: waiting first would
+                // leave them empty until the next completion, and the job
+                // short of its queue depth.
+                continue;
+            }
+            if !self.wait() {
+                // Operations still in flight are waited for by their Drop.
+                return;
+            }
+        }
+    }
+
+    /// Issue I/Os from `src` until the queue is full or the job must wait
+    /// (a flush, its batch of completions); `false` when it issues no more
+    /// (its I/Os are done, its time is up, the run stopped or failed).
+    fn fill(&mut self, src: &mut Source<'_>, task: &impl Fn(Io, ABuf, bool) -> F) -> bool {
+        while !self.pace.holding && self.pace.gate == 0 && self.slots.active < self.depth {
+            // One clock reading serves the run's end, the job's rate clock
+            // and the I/O's issue time.
+            let mut at = Instant::now();
+            if stop_before_next(self.sh, at) {
+                return false;
+            }
+            if self.pace.think_due() {
+                match self.think() {
+                    Some(t) => at = t,
+                    None => return false,
+                }
+            }
+            let now = ns_between(self.sh.start, at);
+            let Some((io, due)) = src.next(now) else {
+                return false;
+            };
+            if due > now {
+                match self.wait_for_rate(due, now) {
+                    Some(t) => at = t,
+                    None => return false,
+                }
+            }
+            if self.sh.replay_timed {
+                self.out
+                    .lag
+                    .record(ns_between(self.sh.start, at).saturating_sub(due));
+            }
+            let buf = self.pool.pop().expect("a free buffer");
+            self.slots
+                .spawn(self.be, task(io, buf, false), at, io, false);
+            self.pace.issued();
+        }
+        true
+    }
+
+    /// fio's think time: the job's I/Os in flight first, then the stall.
+    /// When it ends (`None`: the run is over or an I/O failed).
+    fn think(&mut self) -> Option<Instant> {
+        self.reap_all();
+        think(self.sh);
+        let at = Instant::now();
+        self.pace.thought(ns_between(self.sh.start, at));
+        (!stop_before_next(self.sh, at) && !self.failed()).then_some(at)
+    }
+
+    /// Ahead of the job's rate clock, at `now`, with its next I/O due at
+    /// `due` (ns from the run's start): fio's rate_ddir sleep, after the
+    /// I/Os in flight (or reaping them as they come, with
+    /// `io_submit_mode=offload`). When the I/O may go (`None`: the run is
+    /// over or an I/O failed).
+    fn wait_for_rate(&mut self, due: u64, now: u64) -> Option<Instant> {
+        if !self.sh.job.offload {
+            self.reap_all();
+            sleep_bounded(self.sh, due - now);
+        } else {
+            while since(self.sh.start) < due && !self.failed() {
+                if self.slots.active == 0 {
+                    sleep_bounded(self.sh, due.saturating_sub(since(self.sh.start)));
+                    break;
+                }
+                self.reap();
+            }
+        }
+        let at = Instant::now();
+        (!self.failed() && self.sh.end.is_none_or(|e| at < e)).then_some(at)
+    }
+
+    /// Issue a flush of the whole volume (`fsync=N`, `end_fsync`).
+    fn issue_flush(&mut self, task: &impl Fn(Io, ABuf, bool) -> F) {
+        let buf = self.pool.pop().expect("a free buffer");
+        self.slots.spawn(
+            self.be,
+            task(FLUSH_IO, buf, true),
+            Instant::now(),
+            FLUSH_IO,
+            true,
+        );
+    }
+
+    /// Complete the tasks that have finished; whether any had.
+    fn take_completions(&mut self) -> bool {
+        let mut freed = false;
+        while let Some((t, done)) = self.slots.poll_ready(self.be, &mut self.cx) {
+            self.pace.completed(&t);
+            finish(
+                &mut self.out,
+                self.sh,
+                t,
+                done,
+                Instant::now(),
+                &mut self.pool,
+            );
+            freed = true;
+            // fio checks after the reap that frees its full queue; what is
+            // reaped with it, it would reap while the job waits.
+            self.pace.check_after_reap();
+        }
+        freed
+    }
+
+    /// Complete what the back end has finished, waiting for at least one
+    /// completion when I/Os are in flight.
+    fn reap(&mut self) {
+        self.drain();
+        if self.slots.active > 0 && self.wait() {
+            self.drain();
+        }
+    }
+
+    /// Reap until no I/O is in flight (or one fails).
+    fn reap_all(&mut self) {
+        while self.slots.active > 0 && !self.failed() {
+            self.reap();
+        }
+    }
+
+    /// Complete the tasks that have finished, with no think-time check.
+    fn drain(&mut self) {
+        while let Some((t, done)) = self.slots.poll_ready(self.be, &mut self.cx) {
+            self.pace.completed(&t);
+            finish(
+                &mut self.out,
+                self.sh,
+                t,
+                done,
+                Instant::now(),
+                &mut self.pool,
+            );
+        }
+    }
+
+    /// Wait for the back end to make progress; `false` (and the run
+    /// stopped) if it failed.
+    fn wait(&mut self) -> bool {
+        match wait_for_progress(self.be, self.slots.active) {
+            Ok(()) => true,
+            Err(e) => {
+                self.out.error.get_or_insert(e);
+                self.sh.stop.store(true, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// Whether the worker has met an I/O error (it then issues nothing
+    /// more).
+    fn failed(&self) -> bool {
+        self.out.error.is_some()
+    }
 }
 
 /// The I/O an `fsync=N` flush task stands for: none (it is not counted).
@@ -596,33 +721,19 @@ fn since(t: Instant) -> u64 {
     ns_between(t, Instant::now())
 }
 
-/// Nanoseconds from `t` to `u` (0 if `u` is earlier).
 /// A reading of the time since `start`, ns, taken only when called (a
 /// think clock asks for it only with `thinktime_iotime`).
 fn clock_since(start: Instant) -> impl FnOnce() -> u64 {
     move || ns_between(start, Instant::now())
 }
 
+/// Nanoseconds from `t` to `u` (0 if `u` is earlier).
 fn ns_between(t: Instant, u: Instant) -> u64 {
     u.saturating_duration_since(t)
         .as_nanos()
         .min(u64::MAX as u128) as u64
 }
 
-/// Whether the worker has met an I/O error (it then issues nothing more).
-fn out_failed(out: &WorkerOut) -> bool {
-    out.error.is_some()
-}
-
-/// Wait `ns`, but not past the run's end, and end on time, as fio's
-/// `usec_sleep` does (time.c): it sleeps all but the last stretch, the
-/// timer's granularity it measured at start (about 50 µs: Linux's default
-/// timer slack), and spins through the rest. A plain sleep ends that much
-/// late every time: a job thinking 1 ms after each 4 KiB read ran 8 %
-/// fewer I/Os a second than fio's (803 against 876, measured on a virtual
-/// disk). Here the thread's timer slack is made fine before the first
-/// wait ([`crate::serve::fine_timer_slack`]) and the last [`SPIN_TAIL`] is
-/// spun.
 /// A job's think time: spin through its `thinktime_spin` (fio's
 /// `usec_spin`), then sleep the rest of the stall, ending no later than
 /// the run.
@@ -639,6 +750,15 @@ fn think(sh: &Shared<'_>) {
     sleep_bounded(sh, sh.job.think_ns.saturating_sub(sh.job.think_spin_ns));
 }
 
+/// Wait `ns`, but not past the run's end, and end on time, as fio's
+/// `usec_sleep` does (time.c): it sleeps all but the last stretch, the
+/// timer's granularity it measured at start (about 50 µs: Linux's default
+/// timer slack), and spins through the rest. A plain sleep ends that much
+/// late every time: a job thinking 1 ms after each 4 KiB read ran 8 %
+/// fewer I/Os a second than fio's (803 against 876, measured on a virtual
+/// disk). Here the thread's timer slack is made fine before the first
+/// wait ([`crate::serve::fine_timer_slack`]) and the last [`SPIN_TAIL`] is
+/// spun.
 fn sleep_bounded(sh: &Shared<'_>, ns: u64) {
     let now = Instant::now();
     let mut until = now + std::time::Duration::from_nanos(ns);
@@ -658,34 +778,6 @@ fn sleep_bounded(sh: &Shared<'_>, ns: u64) {
 /// 20 µs, above a timed wait's wake-up latency once the thread's timer
 /// slack is fine (a few µs, up to ~15 µs on a busy machine).
 const SPIN_TAIL: std::time::Duration = std::time::Duration::from_micros(20);
-
-/// Complete what the back end has finished, waiting for at least one
-/// completion when I/Os are in flight.
-fn reap<F: Future<Output = Done>>(
-    be: &Backend<'_>,
-    slots: &mut Slots<F>,
-    cx: &mut Context<'_>,
-    pace: &mut JobPace,
-    out: &mut WorkerOut,
-    sh: &Shared<'_>,
-    pool: &mut Vec<ABuf>,
-) {
-    let mut drain = |slots: &mut Slots<F>, out: &mut WorkerOut, pool: &mut Vec<ABuf>| {
-        while let Some((t, done)) = slots.poll_ready(be, cx) {
-            pace.completed(&t);
-            finish(out, sh, t, done, Instant::now(), pool);
-        }
-    };
-    drain(slots, out, pool);
-    if slots.active > 0 {
-        if let Err(e) = wait_for_progress(be, slots.active) {
-            out.error.get_or_insert(e);
-            sh.stop.store(true, Ordering::Relaxed);
-            return;
-        }
-        drain(slots, out, pool);
-    }
-}
 
 /// A worker's task table: `depth` slots, the free ones, and how many run.
 /// A slot keeps its future's allocation once the future has finished: the

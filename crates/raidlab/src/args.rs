@@ -135,8 +135,7 @@ impl JobArgs {
                 name: "job".into(),
                 workload: self.workload()?,
                 notes: Vec::new(),
-                verify: false,
-                read_back: false,
+                check: raidlab_core::workload::Check::Off,
                 beside: Vec::new(),
             }]),
         }

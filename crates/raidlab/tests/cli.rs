@@ -1467,6 +1467,31 @@ fn job_files_run_their_stonewalled_sections_in_turn() {
     assert_eq!(v["phases"][1]["phase"], "check");
 }
 
+/// Sections side by side share one opening of the members, so `run`
+/// refuses sections that disagree on `direct=` in one line (exit 2),
+/// before it touches the target; `sim` runs them.
+#[test]
+fn run_refuses_sections_side_by_side_that_differ_in_direct() {
+    let job = tmp(
+        "mixed-direct.fio",
+        "[global]\nsize=8m\nruntime=0.2\ntime_based\n[a]\nrw=read\ndirect=1\n[b]\nrw=write\ndirect=0\n",
+    );
+    let (dir, m) = member_paths("mixed-direct", 1);
+    let before: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&m[0], &before).unwrap();
+    assert_input_error(
+        &["run", "-t", &m[0], "--job", &job],
+        "asks for direct= apart from the first's",
+    );
+    assert!(
+        std::fs::read(&m[0]).unwrap() == before,
+        "the member is untouched"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+    let o = raidlab(&["sim", "-t", "x25e", "--job", &job]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// fio's reserved keywords take the values of the machine the job runs
 /// on: in `sim` the simulated host's cores (`$ncpus`), which models no
 /// memory size (`$mb_memory` refused in one line); in `run` this

@@ -17,16 +17,42 @@ pub struct JobPhase {
     pub workload: Workload,
     /// What fio would tell its user about it (see [`parse_job_file_noted`]).
     pub notes: Vec<String>,
-    /// fio's `verify`: the data written carries checked headers and reads
-    /// check them (`raidlab run --verify`); a job that writes is followed
-    /// by its read-back phase (see [`read_back`]).
-    pub verify: bool,
-    /// This phase is fio's verify phase of the job before it.
-    pub read_back: bool,
+    /// Whether, and how, the phase checks its data (fio's `verify`).
+    pub check: Check,
     /// The job sections fio runs beside this one (those after it without
     /// `stonewall`), in the file's order. They share its `runtime`,
     /// `ramp_time` and drive state, which this one leads.
     pub beside: Vec<JobSection>,
+}
+
+/// How a phase checks its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// No checks (fio without `verify`).
+    Off,
+    /// fio's `verify`: the data written carries checked headers and reads
+    /// check them (`raidlab run --verify`); a job that writes is followed
+    /// by its read-back phase (see [`read_back`]).
+    Verify,
+    /// fio's verify phase of the job before it: its writes read back and
+    /// checked.
+    ReadBack,
+}
+
+impl Check {
+    /// fio's `verify` as set for a job section.
+    pub fn of(verify: bool) -> Check {
+        if verify {
+            Check::Verify
+        } else {
+            Check::Off
+        }
+    }
+
+    /// Whether the phase checks what it reads (`raidlab run --verify`).
+    pub fn verifies(self) -> bool {
+        self != Check::Off
+    }
 }
 
 /// A job section run beside a phase's first: its name and workload.
@@ -251,8 +277,7 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
             name: s.name.to_string(),
             workload,
             notes,
-            verify,
-            read_back: false,
+            check: Check::of(verify),
             beside: Vec::new(),
         });
         phases.extend(back);
@@ -291,10 +316,10 @@ fn join_beside(
     if w.log_avg_msec != first.log_avg_msec {
         return clash("a log_avg_msec of its own");
     }
-    if phase.read_back {
+    if phase.check == Check::ReadBack {
         return clash("the verify read-back before it");
     }
-    if verify || phase.verify || w.replay.is_some() || first.replay.is_some() {
+    if verify || phase.check.verifies() || w.replay.is_some() || first.replay.is_some() {
         return werr(format!(
             "job file line {lno}: [{name}] runs beside [{}] (no stonewall between them); sections side by side neither verify nor replay a trace: add stonewall to run it after",
             phase.name
@@ -519,8 +544,7 @@ fn read_back(lno: usize, name: &str, w: &Workload) -> Result<JobPhase> {
         notes: vec![format!(
             "fio's verify phase of [{name}]: its writes read back and checked, in offset order, reported on their own"
         )],
-        verify: true,
-        read_back: true,
+        check: Check::ReadBack,
         beside: Vec::new(),
     })
 }
@@ -833,10 +857,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.len(), 2);
-        assert!(p[0].verify && !p[0].read_back);
+        assert_eq!(p[0].check, Check::Verify);
         assert_eq!(
-            (p[1].name.as_str(), p[1].verify, p[1].read_back),
-            ("w verify", true, true)
+            (p[1].name.as_str(), p[1].check),
+            ("w verify", Check::ReadBack)
         );
         let back = &p[1].workload;
         assert_eq!(
@@ -845,10 +869,10 @@ mod tests {
         );
         // A read job verifies what it reads, with no phase added.
         let r = parse_job_phases("[r]\nrw=randread\nverify=md5\n").unwrap();
-        assert_eq!((r.len(), r[0].verify), (1, true));
+        assert_eq!((r.len(), r[0].check), (1, Check::Verify));
         for off in ["verify=crc32c\ndo_verify=0", "verify=0", "verify=null", ""] {
             let p = parse_job_phases(&format!("[w]\nrw=write\n{off}\n")).unwrap();
-            assert_eq!((p.len(), p[0].verify), (1, false), "{off}");
+            assert_eq!((p.len(), p[0].check), (1, Check::Off), "{off}");
         }
         for (bad, says) in [
             (

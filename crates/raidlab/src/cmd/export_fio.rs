@@ -3,7 +3,7 @@
 use crate::args::EngineArg;
 use crate::common::{emit, phases_of, workload_of};
 use crate::failure::Failure;
-use raidlab_core::workload::{JobPhase, Workload};
+use raidlab_core::workload::{Check, JobPhase, Workload};
 
 /// Print an fio job file equivalent to a workload.
 #[derive(clap::Args)]
@@ -34,9 +34,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
         // fio runs a verify phase itself, after the job that asks for it.
         let phases: Vec<JobPhase> = phases_of(path, &crate::common::this_machine())?
             .into_iter()
-            .filter(|p| !p.read_back)
+            .filter(|p| p.check != Check::ReadBack)
             .collect();
-        if phases.len() > 1 || phases.iter().any(|p| p.verify || !p.beside.is_empty()) {
+        if phases.len() > 1
+            || phases
+                .iter()
+                .any(|p| p.check.verifies() || !p.beside.is_empty())
+        {
             return emit(&None, &phased(&args, &phases));
         }
         // One job: read once (its notes said once).
@@ -78,7 +82,7 @@ fn phased(args: &Args, phases: &[JobPhase]) -> String {
             if k > 0 {
                 s += "new_group\n";
             }
-            if p.verify {
+            if p.check.verifies() {
                 // raidlab's header stands for every fio method; fio checks
                 // its own kind.
                 s += "verify=crc32c\n";

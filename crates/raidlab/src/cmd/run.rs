@@ -49,7 +49,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let phase = &phases[0];
     let w = &phase.workload;
     let mut opts = args.real.options(args.engine, w);
-    opts.verify |= phase.verify;
+    opts.verify |= phase.check.verifies();
     opts.trace |= args.write_iolog.is_some();
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -109,7 +109,7 @@ fn run_phases(args: &Args, expr: &str, phases: &[JobPhase]) -> Result<(), Failur
     for (i, p) in phases.iter().enumerate() {
         let w = &p.workload;
         let mut opts = args.real.options(args.engine, w);
-        opts.verify |= p.verify;
+        opts.verify |= p.check.verifies();
         // --create makes the array once: the later phases run on it, and
         // must find what the earlier ones wrote.
         opts.create &= i == 0;
