@@ -877,9 +877,29 @@ impl Workload {
         Ok(())
     }
 
-    /// One key other than `preset=` and the replay keys. One match arm a
-    /// key: the function is as long as the vocabulary.
+    /// One key other than `preset=` and the replay keys, handed to the
+    /// group it belongs to; a key no group knows is refused.
     fn set_key(&mut self, k: &str, v: &str, explicit_random: &mut Option<u32>) -> Result<()> {
+        let known = self.set_pattern_key(k, v, explicit_random)?
+            || self.set_block_key(k, v)?
+            || self.set_span_key(k, v)?
+            || self.set_time_key(k, v)?
+            || self.set_engine_key(k, v)?;
+        if known {
+            Ok(())
+        } else {
+            werr(unknown_key(k))
+        }
+    }
+
+    /// The access pattern: direction, mix, order and spread of offsets.
+    /// `Ok(false)`: not a key of this group.
+    fn set_pattern_key(
+        &mut self,
+        k: &str,
+        v: &str,
+        explicit_random: &mut Option<u32>,
+    ) -> Result<bool> {
         match k {
             "rw" => {
                 let (word, modifier) = match v.split_once(':') {
@@ -905,6 +925,20 @@ impl Workload {
             }
             "rw_sequencer" => self.sequencer.set_kind(v).map_err(Error::Workload)?,
             "seq_position" => self.sequencer.set_position(v).map_err(Error::Workload)?,
+            "rwmixread" => self.rwmixread = int(k, v, 0, 100)? as u32,
+            "percentage_random" => *explicit_random = Some(int(k, v, 0, 100)? as u32),
+            "random_distribution" => self.random_distribution = parse_dist(v)?,
+            "norandommap" => self.norandommap = int(k, v, 0, 1)? == 1,
+            "seed" | "randseed" => self.seed = Some(int(k, v, 0, u64::MAX)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Block sizes and their alignment.
+    /// `Ok(false)`: not a key of this group.
+    fn set_block_key(&mut self, k: &str, v: &str) -> Result<bool> {
+        match k {
             "bs" => match v.split_once(',') {
                 // fio's per-direction sizes: reads, then writes (then
                 // trims, which are not modelled); an empty one is 4k.
@@ -931,10 +965,16 @@ impl Workload {
                 };
             }
             "bsrange" => self.set_bsrange(v)?,
-            "rwmixread" => self.rwmixread = int(k, v, 0, 100)? as u32,
-            "percentage_random" => *explicit_random = Some(int(k, v, 0, 100)? as u32),
-            "iodepth" => self.iodepth = int(k, v, 1, 65536)? as u32,
-            "numjobs" => self.numjobs = int(k, v, 1, MAX_NUMJOBS as u64)? as u32,
+            "blockalign" | "ba" => self.blockalign = Some(block("blockalign", v)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Where the jobs address and how much they move.
+    /// `Ok(false)`: not a key of this group.
+    fn set_span_key(&mut self, k: &str, v: &str) -> Result<bool> {
+        match k {
             "size" => match Extent::parse(k, v)? {
                 Extent::Bytes(0) | Extent::Percent(0) => {
                     return werr(format!("size={v}: the span must not be empty"))
@@ -955,6 +995,15 @@ impl Workload {
             }
             // Applied in `from_pairs`, where `size` and `io_size` are known.
             "filesize" => {}
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// How long the run lasts and how the jobs pause.
+    /// `Ok(false)`: not a key of this group.
+    fn set_time_key(&mut self, k: &str, v: &str) -> Result<bool> {
+        match k {
             "runtime" => {
                 let t = parse_duration(v).map_err(|m| Error::Workload(format!("runtime: {m}")))?;
                 if t == 0 {
@@ -967,7 +1016,6 @@ impl Workload {
                     parse_duration(v).map_err(|m| Error::Workload(format!("ramp_time: {m}")))?,
                 )
             }
-            "random_distribution" => self.random_distribution = parse_dist(v)?,
             "thinktime" => self.thinktime = think_time(k, v)?,
             "thinktime_spin" => self.thinktime_spin = think_time(k, v)?,
             "thinktime_iotime" => {
@@ -994,7 +1042,18 @@ impl Workload {
                     }
                 }
             }
-            "seed" | "randseed" => self.seed = Some(int(k, v, 0, u64::MAX)?),
+            "log_avg_msec" => self.log_avg_msec = Some(int(k, v, 1, 3_600_000)? as u32),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Jobs, queues, submission, caching, syncing and rates.
+    /// `Ok(false)`: not a key of this group.
+    fn set_engine_key(&mut self, k: &str, v: &str) -> Result<bool> {
+        match k {
+            "iodepth" => self.iodepth = int(k, v, 1, 65536)? as u32,
+            "numjobs" => self.numjobs = int(k, v, 1, MAX_NUMJOBS as u64)? as u32,
             "state" => {
                 self.state = Some(SsdState::from_word(v).ok_or_else(|| {
                     Error::Workload(format!("state={v}: expected fob, fill or steady"))
@@ -1002,8 +1061,6 @@ impl Workload {
             }
             "direct" => self.buffered = int(k, v, 0, 1)? == 0,
             "sync" => self.sync = parse_sync(v)?,
-            "blockalign" | "ba" => self.blockalign = Some(block("blockalign", v)?),
-            "norandommap" => self.norandommap = int(k, v, 0, 1)? == 1,
             "hipri" => self.hipri = int(k, v, 0, 1)? == 1,
             "fsync" | "fdatasync" => self.fsync = int(k, v, 0, 1_000_000)? as u32,
             "end_fsync" | "fsync_on_close" => self.end_fsync |= int(k, v, 0, 1)? == 1,
@@ -1013,10 +1070,9 @@ impl Workload {
             k if Batch::KEYS.contains(&k) => {
                 self.batch.set(k, int(k, v, 0, MAX_BATCH.into())? as u32)
             }
-            "log_avg_msec" => self.log_avg_msec = Some(int(k, v, 1, 3_600_000)? as u32),
-            _ => return werr(unknown_key(k)),
+            _ => return Ok(false),
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Read the trace `read_iolog` names, check every line, and take the
@@ -1386,6 +1442,16 @@ impl Workload {
     /// (sizes in bytes, `runtime`/`ramp_time` in seconds, `thinktime` in µs).
     pub fn to_json(&self, seed: u64) -> serde_json::Value {
         let mut m = serde_json::Map::new();
+        self.pattern_json(&mut m);
+        self.span_json(&mut m);
+        self.time_json(&mut m);
+        m.insert("seed".into(), seed.into());
+        self.engine_json(&mut m);
+        serde_json::Value::Object(m)
+    }
+
+    /// [`Workload::to_json`] of the block sizes and the access pattern.
+    fn pattern_json(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
         m.insert("rw".into(), self.rw_words().into());
         m.insert("bs".into(), self.bs.into());
         if !self.bsrange.is_empty() {
@@ -1401,6 +1467,10 @@ impl Workload {
         if self.sequencer.shared {
             m.insert("seq_position".into(), "shared".into());
         }
+    }
+
+    /// [`Workload::to_json`] of the queues and the span addressed.
+    fn span_json(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
         m.insert("iodepth".into(), self.iodepth.into());
         m.insert("numjobs".into(), self.numjobs.into());
         if let Some(s) = self.size {
@@ -1424,6 +1494,10 @@ impl Workload {
         if self.loops != 1 {
             m.insert("loops".into(), self.loops.into());
         }
+    }
+
+    /// [`Workload::to_json`] of run length, distribution and think time.
+    fn time_json(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
         if let Some(r) = self.runtime {
             m.insert("runtime".into(), (r as f64 / 1e9).into());
         }
@@ -1458,7 +1532,10 @@ impl Workload {
                 );
             }
         }
-        m.insert("seed".into(), seed.into());
+    }
+
+    /// [`Workload::to_json`] of the preset, state, caching, syncing, rates and replay.
+    fn engine_json(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
         if let Some(p) = self.preset {
             let w = match p {
                 WorkloadPreset::Latency => "latency",
@@ -1505,12 +1582,20 @@ impl Workload {
                 m.insert(k, v.into());
             }
         }
-        serde_json::Value::Object(m)
     }
 
     /// The workload as fio job-file lines (`key=value`), for export and labels.
     pub fn to_pairs(&self) -> Vec<(String, String)> {
         let mut v = vec![("rw".to_string(), self.rw_words())];
+        self.pattern_pairs(&mut v);
+        self.span_pairs(&mut v);
+        self.time_pairs(&mut v);
+        self.engine_pairs(&mut v);
+        v
+    }
+
+    /// [`Workload::to_pairs`] of the block sizes and the access pattern.
+    fn pattern_pairs(&self, v: &mut Vec<(String, String)>) {
         if !self.bsrange.is_empty() {
             v.push(("bsrange".into(), self.bsrange_words()));
         } else if self.bssplit.is_empty() {
@@ -1534,6 +1619,10 @@ impl Workload {
         if self.sequencer.shared {
             v.push(("seq_position".into(), "shared".into()));
         }
+    }
+
+    /// [`Workload::to_pairs`] of the queues and the span addressed.
+    fn span_pairs(&self, v: &mut Vec<(String, String)>) {
         v.push(("iodepth".into(), self.iodepth.to_string()));
         v.push(("numjobs".into(), self.numjobs.to_string()));
         if let Some(s) = self.size {
@@ -1557,6 +1646,10 @@ impl Workload {
         if self.loops != 1 {
             v.push(("loops".into(), self.loops.to_string()));
         }
+    }
+
+    /// [`Workload::to_pairs`] of run length, distribution and think time.
+    fn time_pairs(&self, v: &mut Vec<(String, String)>) {
         if let Some(r) = self.runtime {
             v.push(("runtime".into(), format_duration(r)));
         }
@@ -1594,6 +1687,10 @@ impl Workload {
         if self.thinktime_blocks_type == ThinkCount::Issue {
             v.push(("thinktime_blocks_type".into(), "issue".into()));
         }
+    }
+
+    /// [`Workload::to_pairs`] of alignment, caching, syncing, rates and replay.
+    fn engine_pairs(&self, v: &mut Vec<(String, String)>) {
         if let Some(a) = self.blockalign {
             v.push(("blockalign".into(), format_size(a)));
         }
@@ -1620,7 +1717,6 @@ impl Workload {
         if let Some(r) = &self.replay {
             v.extend(r.pairs());
         }
-        v
     }
 
     /// The run's timeline, when `log_avg_msec` asks for one.

@@ -142,17 +142,7 @@ pub fn run_sections(
     let shares: Vec<worker::Shared<'_>> = sections.iter().map(|(_, s)| run.shared(w, s)).collect();
     let (t_start, ramp_end, end) = (shares[0].start, shares[0].ramp_end, shares[0].end);
     let state = state_file(writes, opts).map(|p| (p, asm.root_uuid));
-    let mut jobs = Vec::new();
-    let mut first = 0;
-    for ((sh, (_, s)), r) in shares.iter().zip(sections).zip(&regions) {
-        let streams = paced_streams(s, r, s.seed.unwrap_or(seed), first);
-        jobs.extend(streams.into_iter().map(|(stream, pacer)| WorkerJob {
-            shared: sh,
-            stream,
-            pacer,
-        }));
-        first += s.numjobs;
-    }
+    let (jobs, first) = worker_jobs(&shares, sections, &regions, seed);
     let outs = with_checkpoints(&gens, state, || run_workers(jobs, engine, opts.trace));
     let wall_end = Instant::now();
     let section_of = section_of(sections);
@@ -184,13 +174,8 @@ pub fn run_sections(
         },
         intervals: merged.intervals(secs),
         latency: Some(merged.metrics.detail(window_ns)),
-        sections: per_section.map_or_else(Vec::new, |m| {
-            sections
-                .iter()
-                .zip(&m)
-                .map(|((name, w), m)| SectionResult::measured(name, w, m, seed, window_ns))
-                .collect()
-        }),
+        sections: per_section
+            .map_or_else(Vec::new, |m| section_results(sections, &m, seed, window_ns)),
         real: Some(RealStats {
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
@@ -203,6 +188,42 @@ pub fn run_sections(
         trace: merged.trace,
         trace_ns: merged.trace_ns,
     })
+}
+
+/// One worker job per fio job of every section, numbered on across the
+/// sections as fio numbers them; also the number of jobs in all.
+fn worker_jobs<'s, 'a>(
+    shares: &'s [worker::Shared<'a>],
+    sections: &[(&str, &Workload)],
+    regions: &[Vec<raidlab_core::workload::Region>],
+    seed: u64,
+) -> (Vec<WorkerJob<'s, 'a>>, u32) {
+    let mut jobs = Vec::new();
+    let mut first = 0;
+    for ((sh, (_, s)), r) in shares.iter().zip(sections).zip(regions) {
+        let streams = paced_streams(s, r, s.seed.unwrap_or(seed), first);
+        jobs.extend(streams.into_iter().map(|(stream, pacer)| WorkerJob {
+            shared: sh,
+            stream,
+            pacer,
+        }));
+        first += s.numjobs;
+    }
+    (jobs, first)
+}
+
+/// Each section's own figures, for a run of sections side by side.
+fn section_results(
+    sections: &[(&str, &Workload)],
+    metrics: &[raidlab_core::metrics::Metrics],
+    seed: u64,
+    window_ns: u64,
+) -> Vec<SectionResult> {
+    sections
+        .iter()
+        .zip(metrics)
+        .map(|((name, w), m)| SectionResult::measured(name, w, m, seed, window_ns))
+        .collect()
 }
 
 /// What every worker of a run shares whatever its section: the locks, the
