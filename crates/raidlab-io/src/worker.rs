@@ -630,15 +630,7 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
     fn take_completions(&mut self) -> bool {
         let mut freed = false;
         while let Some((t, done)) = self.slots.poll_ready(self.be, &mut self.cx) {
-            self.pace.completed(&t);
-            finish(
-                &mut self.out,
-                self.sh,
-                t,
-                done,
-                Instant::now(),
-                &mut self.pool,
-            );
+            self.complete(t, done);
             freed = true;
             // fio checks after the reap that frees its full queue; what is
             // reaped with it, it would reap while the job waits.
@@ -666,16 +658,22 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
     /// Complete the tasks that have finished, with no think-time check.
     fn drain(&mut self) {
         while let Some((t, done)) = self.slots.poll_ready(self.be, &mut self.cx) {
-            self.pace.completed(&t);
-            finish(
-                &mut self.out,
-                self.sh,
-                t,
-                done,
-                Instant::now(),
-                &mut self.pool,
-            );
+            self.complete(t, done);
         }
+    }
+
+    /// Account a finished task: the pacer's count, then its I/O's figures,
+    /// checks and buffer.
+    fn complete(&mut self, t: Task, done: Done) {
+        self.pace.completed(&t);
+        finish(
+            &mut self.out,
+            self.sh,
+            t,
+            done,
+            Instant::now(),
+            &mut self.pool,
+        );
     }
 
     /// Wait for the back end to make progress; `false` (and the run
