@@ -10,12 +10,14 @@ use crate::trace::replay::{Feed, Replay, Tally};
 use crate::units::{format_duration, format_size, parse_duration, parse_size, Ns};
 use serde::Serialize;
 
+mod include;
 mod jobfile;
 mod kb_base;
 mod keywords;
 mod sequencer;
 mod stream;
 mod zoned;
+pub use include::{expand_includes, IncludeReader, Origin, MAX_INCLUDES, MAX_INCLUDE_DEPTH};
 pub use jobfile::{
     parse_job_file, parse_job_file_noted, parse_job_phases, substitute, Check, JobPhase, JobSection,
 };

@@ -6,8 +6,8 @@ use raidlab_core::preset::PresetDb;
 use raidlab_core::topology::{parse, resolve};
 use raidlab_core::workload::jobfile_limits::MAX_LINE;
 use raidlab_core::workload::{
-    expand_keywords, job_streams, parse_job_file, parse_job_phases, substitute, Keywords, Region,
-    Workload,
+    expand_includes, expand_keywords, job_streams, parse_job_file, parse_job_phases, substitute,
+    Keywords, Region, Workload,
 };
 
 fn token() -> impl Strategy<Value = String> {
@@ -267,5 +267,33 @@ proptest! {
     fn preset_loader_never_panics(s in "(\\[[a-z0-9-]{0,6}\\]\n|base = \"(x25e|hba|host|nope)\"\n|[a-z_]{1,12} = (-?[0-9]{1,4}|\"[a-z]{0,4}\"|true)\n|\\PC{0,8}\n){0,8}") {
         let mut db = PresetDb::builtin();
         let _ = db.load_str(&s);
+    }
+
+    /// Files that include one another in any pattern (themselves, in
+    /// cycles, twice over, from outside a section) expand or are refused
+    /// with a line naming the file, within the text bound, and what
+    /// expands parses or is refused: never a panic or a hang.
+    #[test]
+    fn includes_expand_or_are_refused(
+        files in prop::collection::vec(
+            prop::collection::vec("(include f[0-3]|include=f[0-3]|include|\\[x\\]|bs=4k|rw=read|\\PC{0,6})", 0..5),
+            4,
+        ),
+        top in prop::collection::vec("(\\[(a|global)\\]|include f[0-3]|rw=randread|\\PC{0,6})", 0..6),
+    ) {
+        let read = |_: &str, name: &str| -> raidlab_core::Result<(String, String)> {
+            let i: usize = name.trim_start_matches('f').parse().map_err(|_| {
+                raidlab_core::Error::Workload(format!("cannot read '{name}'"))
+            })?;
+            Ok((name.to_string(), files.get(i).map(|l| l.join("\n")).unwrap_or_default()))
+        };
+        match expand_includes(&top.join("\n"), "job.fio", &read) {
+            Ok((text, origins)) => {
+                prop_assert_eq!(origins.len(), text.lines().count());
+                prop_assert!(text.len() <= 4 << 20);
+                let _ = parse_job_phases(&text);
+            }
+            Err(e) => prop_assert!(e.to_string().contains(" line ") || e.to_string().contains("cannot read"), "{}", e),
+        }
     }
 }

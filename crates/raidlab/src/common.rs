@@ -4,8 +4,8 @@
 use crate::failure::Failure;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::workload::{
-    expand_keywords, parse_job_file_noted, parse_job_phases, substitute, JobPhase, Keywords,
-    Workload,
+    expand_includes, expand_keywords, parse_job_file_noted, parse_job_phases, substitute, JobPhase,
+    Keywords, Origin, Workload,
 };
 use std::io::{Read, Write};
 
@@ -74,7 +74,8 @@ pub fn load_presets(files: &[String]) -> Result<PresetDb, Failure> {
 pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Workload, Failure> {
     Ok(match (workload, job) {
         (_, Some(path)) => {
-            let (w, notes) = parse_job_file_noted(&job_text(path, &this_machine())?)?;
+            let (text, origins) = job_text(path, &this_machine())?;
+            let (w, notes) = parse_job_file_noted(&text).map_err(|e| located(e, &origins))?;
             for n in notes {
                 eprintln!("note: {path}: {n}");
             }
@@ -89,13 +90,68 @@ pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Wo
     })
 }
 
-/// The text of the job file at `path`, its `${VAR}` replaced by the
-/// environment's values and its reserved keywords (`$ncpus`...) by `k`'s,
-/// its arithmetic computed, as fio does.
-fn job_text(path: &str, k: &Keywords) -> Result<String, Failure> {
+/// The text of the job file at `path`, its `include` directives replaced
+/// by the files they name, its `${VAR}` by the environment's values and
+/// its reserved keywords (`$ncpus`...) by `k`'s, its arithmetic computed,
+/// as fio does; and where each of its lines came from.
+fn job_text(path: &str, k: &Keywords) -> Result<(String, Vec<Origin>), Failure> {
+    let (text, origins) = expand_includes(&read_file(path, "job file")?, path, &read_included)?;
     let env = |k: &str| std::env::var(k).ok();
-    let text = substitute(&read_file(path, "job file")?, &env)?;
-    Ok(expand_keywords(&text, k)?)
+    let text = substitute(&text, &env)
+        .and_then(|t| expand_keywords(&t, k))
+        .map_err(|e| located(e, &origins))?;
+    Ok((text, origins))
+}
+
+/// The path and text of the file `name` that the job file `from`
+/// includes: `name` as given where it exists, else beside `from`, as fio
+/// resolves it.
+fn read_included(from: &str, name: &str) -> raidlab_core::Result<(String, String)> {
+    let beside = std::path::Path::new(from).parent().map(|d| d.join(name));
+    let path = match beside {
+        Some(b) if !std::path::Path::new(name).exists() && !b.as_os_str().is_empty() => {
+            b.to_string_lossy().into_owned()
+        }
+        _ => name.to_string(),
+    };
+    let text = read_file(&path, "included job file")
+        .map_err(|e| raidlab_core::Error::Workload(format!("{from}: include {name}: {e}")))?;
+    Ok((path, text))
+}
+
+/// A job-file error about "job file line N" of the expanded text, told
+/// as the file and line it came from when the job file included others.
+fn located(e: raidlab_core::Error, origins: &[Origin]) -> raidlab_core::Error {
+    let raidlab_core::Error::Workload(msg) = &e else {
+        return e;
+    };
+    let Some(first) = origins.first() else {
+        return e;
+    };
+    if origins.iter().all(|o| o.file == first.file) {
+        return e;
+    }
+    const AT: &str = "job file line ";
+    let Some(i) = msg.find(AT) else {
+        return e;
+    };
+    let digits = msg[i + AT.len()..]
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or(msg.len(), |d| i + AT.len() + d);
+    let origin = msg[i + AT.len()..digits]
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| origins.get(n.wrapping_sub(1)));
+    match origin {
+        Some(o) => raidlab_core::Error::Workload(format!(
+            "{}{} line {}{}",
+            &msg[..i],
+            o.file,
+            o.line,
+            &msg[digits..]
+        )),
+        None => e,
+    }
 }
 
 /// fio's reserved keywords on this machine, as fio reads them: the CPUs
@@ -120,7 +176,8 @@ pub fn this_machine() -> Keywords {
 /// keywords valued by `k`, its notes said on stderr, each under its
 /// section's name when there are several.
 pub fn phases_of(path: &str, k: &Keywords) -> Result<Vec<JobPhase>, Failure> {
-    let phases = parse_job_phases(&job_text(path, k)?)?;
+    let (text, origins) = job_text(path, k)?;
+    let phases = parse_job_phases(&text).map_err(|e| located(e, &origins))?;
     let named = phases.len() > 1;
     for p in &phases {
         for n in &p.notes {

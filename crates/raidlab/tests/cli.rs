@@ -1374,6 +1374,44 @@ fn impossible_hardware_is_refused() {
 /// name; sections fio would run side by side run so in `sim` and `run`,
 /// each reported on its own.
 #[test]
+fn job_files_include_files_beside_them_and_errors_name_the_included_line() {
+    // fio's `include`: the options of the named file, found beside the job
+    // file, stand where the directive does; here in [global], nested once.
+    tmp("inc-depth.fio", "iodepth=4\n");
+    tmp(
+        "inc-common.fio",
+        "bs=8k ; the shared size\ninclude inc-depth.fio\n",
+    );
+    let job = tmp(
+        "inc-job.fio",
+        "[global]\ninclude inc-common.fio\nioengine=libaio\n[a]\nrw=randread\nruntime=1\n",
+    );
+    let v = json_of(&["sim", "-t", "x25e", "--job", &job, "--format", "json"]);
+    assert_eq!(v["workload"]["bs"], 8192, "{}", v["workload"]);
+    assert_eq!(v["workload"]["iodepth"], 4, "{}", v["workload"]);
+    // An option fio does not know, in an included file: its file and line.
+    tmp("inc-bad.fio", "bs=4k\nverify_backlog=16\n");
+    let bad = tmp("inc-badjob.fio", "[a]\nrw=read\ninclude inc-bad.fio\n");
+    assert_input_error(
+        &["sim", "-t", "x25e", "--job", &bad],
+        "inc-bad.fio line 2: unsupported fio option 'verify_backlog'",
+    );
+    let missing = tmp("inc-missing.fio", "[a]\nrw=read\ninclude inc-nowhere.fio\n");
+    assert_input_error(
+        &["sim", "-t", "x25e", "--job", &missing],
+        "include inc-nowhere.fio: cannot read included job file",
+    );
+    let outside = tmp("inc-outside.fio", "include inc-depth.fio\n[a]\nrw=read\n");
+    assert_input_error(
+        &["sim", "-t", "x25e", "--job", &outside],
+        "inc-outside.fio line 1: include outside a section",
+    );
+    let looped = tmp("inc-loop.fio", "[a]\nrw=read\ninclude inc-self.fio\n");
+    tmp("inc-self.fio", "include inc-self.fio\n");
+    assert_input_error(&["sim", "-t", "x25e", "--job", &looped], "16 deep");
+}
+
+#[test]
 fn job_files_run_their_stonewalled_sections_in_turn() {
     let job = tmp(
         "phases.fio",
