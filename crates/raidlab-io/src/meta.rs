@@ -465,46 +465,19 @@ fn check_found<'a>(
                 continue;
             }
         }
-        let (sb, lin) = match f {
-            Found::Ours(sb, lin) => (sb.as_ref(), lin),
-            Found::Blank => {
-                let other = leaves
-                    .iter()
-                    .zip(found)
-                    .find(|(_, f)| matches!(f, Found::Ours(..)))
-                    .map_or(String::new(), |(o, _)| path_of(o.member));
-                return Err(refused(format!(
-                    "{who} holds no array metadata while {other} belongs to an array: a new or misspelt member? Write 'missing' in its place to run degraded, 'raidlab rebuild' to make it a replacement, or pass --create to make a new array over these members (their data is lost)"
-                )));
-            }
-            Found::Foreign(sb) => {
-                return Err(refused(format!(
-                    "{who} is a member of an md array raidlab did not create (UUID {}): --force --create overwrites it",
-                    md::uuid_text(&sb.set_uuid)
-                )))
-            }
-            Found::Damaged(e) => {
-                return Err(refused(format!(
-                    "{who}: {e}; --create makes a new array over it"
-                )))
-            }
+        let other = || {
+            leaves
+                .iter()
+                .zip(found)
+                .find(|(_, f)| matches!(f, Found::Ours(..)))
+                .map_or(String::new(), |(o, _)| path_of(o.member))
         };
+        let (sb, lin) = ours_or_refused(f, &who, other)?;
         check_slot(l, sb, lin, &who)?;
-        if let Some((f0, _, flin)) = ours.first() {
-            if flin.root_uuid != lin.root_uuid {
-                return Err(refused(format!(
-                    "{who} belongs to array {} but {} to array {}: members of different arrays",
-                    md::uuid_text(&lin.root_uuid),
-                    path_of(f0.member),
-                    md::uuid_text(&flin.root_uuid)
-                )));
-            }
-        }
-        if lin.shape != shape {
-            return Err(refused(format!(
-                "{who} belongs to an array of another shape (levels, chunks, layouts or member counts differ from the expression's): pass --create to make a new array (its data is lost)"
-            )));
-        }
+        let first = ours
+            .first()
+            .map(|(f0, _, flin)| (path_of(f0.member), *flin));
+        check_same_array(lin, first, shape, &who)?;
         offsets[l.member] = sb.data_offset * 512;
         ours.push((l, sb, lin));
     }
@@ -514,6 +487,55 @@ fn check_found<'a>(
         spare_roots,
         resume,
     })
+}
+
+/// The superblock and lineage of a member found to be this array's (by
+/// raidlab); any other finding refused with a line saying what to do
+/// (`other`: a member that does belong, for a blank one).
+fn ours_or_refused<'f>(
+    f: &'f Found,
+    who: &str,
+    other: impl Fn() -> String,
+) -> Result<(&'f Superblock, &'f Lineage), Error> {
+    match f {
+        Found::Ours(sb, lin) => Ok((sb.as_ref(), lin)),
+        Found::Blank => Err(refused(format!(
+            "{who} holds no array metadata while {} belongs to an array: a new or misspelt member? Write 'missing' in its place to run degraded, 'raidlab rebuild' to make it a replacement, or pass --create to make a new array over these members (their data is lost)",
+            other()
+        ))),
+        Found::Foreign(sb) => Err(refused(format!(
+            "{who} is a member of an md array raidlab did not create (UUID {}): --force --create overwrites it",
+            md::uuid_text(&sb.set_uuid)
+        ))),
+        Found::Damaged(e) => Err(refused(format!(
+            "{who}: {e}; --create makes a new array over it"
+        ))),
+    }
+}
+
+/// A member's lineage against the first member's (its path and lineage,
+/// if one was checked before) and the expression's shape: the same array.
+fn check_same_array(
+    lin: &Lineage,
+    first: Option<(String, &Lineage)>,
+    shape: u64,
+    who: &str,
+) -> Result<(), Error> {
+    if let Some((path0, flin)) = first {
+        if flin.root_uuid != lin.root_uuid {
+            return Err(refused(format!(
+                "{who} belongs to array {} but {path0} to array {}: members of different arrays",
+                md::uuid_text(&lin.root_uuid),
+                md::uuid_text(&flin.root_uuid)
+            )));
+        }
+    }
+    if lin.shape != shape {
+        return Err(refused(format!(
+            "{who} belongs to an array of another shape (levels, chunks, layouts or member counts differ from the expression's): pass --create to make a new array (its data is lost)"
+        )));
+    }
+    Ok(())
 }
 
 /// Create or assemble the arrays of `topo` over its open members of
