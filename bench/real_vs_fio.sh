@@ -17,6 +17,12 @@
 #                 into the cache first; fio told to leave it there,
 #                 --invalidate=0)
 #   cached-N      the same with `nproc` jobs
+#   shm-1         O_DIRECT reads of a 1 GiB file in /dev/shm, 1 job: memory
+#                 behind the same direct I/O path (Linux 6.6 and later take
+#                 O_DIRECT on tmpfs), so each tool's cost per I/O decides,
+#                 not a disk's; skipped, saying so, where /dev/shm refuses
+#                 O_DIRECT
+#   shm-N         the same with `nproc` jobs
 #   raid5-write   O_DIRECT writes, 4 jobs: raidlab's raid5 over four files
 #                 against fio's raw writes to the same four files, inside
 #                 the members' data areas (after md's data offset, so the
@@ -42,13 +48,14 @@ cd "$(dirname "$0")/.."
 rounds=${1:-5}
 secs=${2:-5}
 shift $(($# < 2 ? $# : 2))
-cases=${*:-direct-1 direct-4 direct-batch raid0-4 cached-1 cached-N raid5-write raid5-mix}
+cases=${*:-direct-1 direct-4 direct-batch raid0-4 cached-1 cached-N shm-1 shm-N raid5-write raid5-mix}
 raidlab=target/release/raidlab
 [ -x "$raidlab" ] || cargo build --release -q
 jobs_n=$(nproc)
 
 dir=$(mktemp -d /var/tmp/raidlab-bench.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+shm=$(mktemp -d /dev/shm/raidlab-bench.XXXXXX 2>/dev/null || true)
+trap 'rm -rf "$dir" ${shm:+"$shm"}' EXIT
 head -c $((1 << 30)) /dev/urandom > "$dir/one.img"
 for i in 0 1 2 3; do head -c $((256 << 20)) /dev/urandom > "$dir/m$i.img"; done
 members="$dir/m0.img,$dir/m1.img,$dir/m2.img,$dir/m3.img"
@@ -123,6 +130,14 @@ for c in $cases; do
       "$dir/m0.img" "$dir/m1.img" "$dir/m2.img" "$dir/m3.img" ;;
     cached-1) run_case "$c" 1 randread 0 1 "$one" "$one" ;;
     cached-N) run_case "cached-$jobs_n" 1 randread 0 "$jobs_n" "$one" "$one" ;;
+    shm-1 | shm-N)
+      n=1; [ "$c" = shm-N ] && n=$jobs_n
+      if [ -n "$shm" ] && { [ -f "$shm/one.img" ] || head -c $((1 << 30)) /dev/zero > "$shm/one.img"; } &&
+        dd if="$shm/one.img" of=/dev/null bs=4k count=1 iflag=direct 2> /dev/null; then
+        run_case "shm-$n" 1 randread 1 "$n" "$shm/one.img" "$shm/one.img"
+      else
+        summary+=("shm-$n: skipped: /dev/shm is missing, full, or refuses O_DIRECT")
+      fi ;;
     raid5-write) FIO_EXTRA="--offset=$data_off --filesize=$data_len" \
       run_case "$c (x4 member I/Os)" 4 randwrite 1 4 "raid5[stripe=64k]($parity)" \
       "$dir/p0.img" "$dir/p1.img" "$dir/p2.img" "$dir/p3.img" ;;
