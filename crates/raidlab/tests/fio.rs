@@ -694,3 +694,56 @@ fn fio_and_raidlab_verify_the_same_blocks() {
     assert_eq!(p[1]["real"]["verify"]["mismatches"], 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// fio's `include`: one job file that pulls its sizes from a file beside
+/// it, run from another directory, does the same I/O in fio and in
+/// `raidlab run` (fio: 8 MiB in 64 KiB writes, then 4 KiB random reads
+/// of the same span, as the shared file and the sections say).
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_take_the_same_included_options() {
+    let (dir, path) = scratch("raidlab-fio-include", 0);
+    std::fs::write(dir.join("sizes.fio"), "size=8m\ninclude depth.fio\n").unwrap();
+    std::fs::write(dir.join("depth.fio"), "iodepth=1 ; psync\n").unwrap();
+    let job = dir.join("job.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nfilename={path}\nioengine=psync\ninclude sizes.fio\n[fill]\nrw=write\nbs=64k\n[check]\nstonewall\nrw=randread\nbs=4k\ninclude=depth.fio\n"
+        ),
+    )
+    .unwrap();
+    // fio resolves the included files beside the job file, wherever it runs.
+    let fio = Command::new("fio")
+        .args(["--output-format=json"])
+        .arg(&job)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(
+        fio.status.success(),
+        "fio: {}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let out = String::from_utf8_lossy(&fio.stdout);
+    let fio: Value = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
+    let fio: Vec<(u64, u64)> = fio_jobs(&fio)
+        .into_iter()
+        .map(|(_, _, reads, writes)| (reads, writes))
+        .collect();
+    let v = run_job(&path, &job, &["--buffered", "--format", "json"]);
+    let ours: Vec<(u64, u64)> = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["real"]["read"]["ios"].as_u64().unwrap(),
+                p["real"]["write"]["ios"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ours, fio);
+    assert_eq!(ours, [(0, 128), (2048, 0)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
