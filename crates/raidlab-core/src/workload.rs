@@ -17,7 +17,9 @@ mod keywords;
 mod sequencer;
 mod stream;
 mod zoned;
-pub use include::{expand_includes, IncludeReader, Origin, MAX_INCLUDES, MAX_INCLUDE_DEPTH};
+pub use include::{
+    expand_includes, locate_error, IncludeReader, Origin, MAX_INCLUDES, MAX_INCLUDE_DEPTH,
+};
 pub use jobfile::{
     parse_job_file, parse_job_file_noted, parse_job_phases, substitute, Check, JobPhase, JobSection,
 };

@@ -4,8 +4,8 @@
 use crate::failure::Failure;
 use raidlab_core::preset::PresetDb;
 use raidlab_core::workload::{
-    expand_includes, expand_keywords, parse_job_file_noted, parse_job_phases, substitute, JobPhase,
-    Keywords, Origin, Workload,
+    expand_includes, expand_keywords, locate_error, parse_job_file_noted, parse_job_phases,
+    substitute, JobPhase, Keywords, Origin, Workload,
 };
 use std::io::{Read, Write};
 
@@ -75,7 +75,7 @@ pub fn workload_of(workload: &Option<String>, job: &Option<String>) -> Result<Wo
     Ok(match (workload, job) {
         (_, Some(path)) => {
             let (text, origins) = job_text(path, &this_machine())?;
-            let (w, notes) = parse_job_file_noted(&text).map_err(|e| located(e, &origins))?;
+            let (w, notes) = parse_job_file_noted(&text).map_err(|e| locate_error(e, &origins))?;
             for n in notes {
                 eprintln!("note: {path}: {n}");
             }
@@ -99,7 +99,7 @@ fn job_text(path: &str, k: &Keywords) -> Result<(String, Vec<Origin>), Failure> 
     let env = |k: &str| std::env::var(k).ok();
     let text = substitute(&text, &env)
         .and_then(|t| expand_keywords(&t, k))
-        .map_err(|e| located(e, &origins))?;
+        .map_err(|e| locate_error(e, &origins))?;
     Ok((text, origins))
 }
 
@@ -117,41 +117,6 @@ fn read_included(from: &str, name: &str) -> raidlab_core::Result<(String, String
     let text = read_file(&path, "included job file")
         .map_err(|e| raidlab_core::Error::Workload(format!("{from}: include {name}: {e}")))?;
     Ok((path, text))
-}
-
-/// A job-file error about "job file line N" of the expanded text, told
-/// as the file and line it came from when the job file included others.
-fn located(e: raidlab_core::Error, origins: &[Origin]) -> raidlab_core::Error {
-    let raidlab_core::Error::Workload(msg) = &e else {
-        return e;
-    };
-    let Some(first) = origins.first() else {
-        return e;
-    };
-    if origins.iter().all(|o| o.file == first.file) {
-        return e;
-    }
-    const AT: &str = "job file line ";
-    let Some(i) = msg.find(AT) else {
-        return e;
-    };
-    let digits = msg[i + AT.len()..]
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or(msg.len(), |d| i + AT.len() + d);
-    let origin = msg[i + AT.len()..digits]
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| origins.get(n.wrapping_sub(1)));
-    match origin {
-        Some(o) => raidlab_core::Error::Workload(format!(
-            "{}{} line {}{}",
-            &msg[..i],
-            o.file,
-            o.line,
-            &msg[digits..]
-        )),
-        None => e,
-    }
 }
 
 /// fio's reserved keywords on this machine, as fio reads them: the CPUs
@@ -177,7 +142,7 @@ pub fn this_machine() -> Keywords {
 /// section's name when there are several.
 pub fn phases_of(path: &str, k: &Keywords) -> Result<Vec<JobPhase>, Failure> {
     let (text, origins) = job_text(path, k)?;
-    let phases = parse_job_phases(&text).map_err(|e| located(e, &origins))?;
+    let phases = parse_job_phases(&text).map_err(|e| locate_error(e, &origins))?;
     let named = phases.len() > 1;
     for p in &phases {
         for n in &p.notes {

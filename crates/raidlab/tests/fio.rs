@@ -34,9 +34,15 @@ fn export(job: &std::path::Path, wl: &str, filename: &str, engine: &[&str]) -> s
 
 /// fio's JSON output for the job file at `job`, which it must run cleanly.
 fn fio_json(job: &std::path::Path) -> Value {
+    fio_json_in(job, std::path::Path::new("."))
+}
+
+/// [`fio_json`], with fio run in the directory `cwd`.
+fn fio_json_in(job: &std::path::Path, cwd: &std::path::Path) -> Value {
     let fio = Command::new("fio")
         .args(["--output-format=json"])
         .arg(job)
+        .current_dir(cwd)
         .output()
         .unwrap();
     assert!(
@@ -570,6 +576,21 @@ fn fio_json_reads_like_fio_output() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Each phase of a `raidlab run` result: its reads and writes.
+fn phase_ios(v: &Value) -> Vec<(u64, u64)> {
+    v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["real"]["read"]["ios"].as_u64().unwrap(),
+                p["real"]["write"]["ios"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Each job of an fio JSON document: its name, group, and reads and writes.
 fn fio_jobs(v: &Value) -> Vec<(String, u64, u64, u64)> {
     v["jobs"]
@@ -603,19 +624,10 @@ fn fio_and_raidlab_run_the_same_phases() {
         .into_iter()
         .map(|(_, group, reads, writes)| (group, reads, writes))
         .collect();
-    let v = run_buffered(&path, &job);
-    let ours: Vec<(u64, u64, u64)> = v["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let ours: Vec<(u64, u64, u64)> = phase_ios(&run_buffered(&path, &job))
+        .into_iter()
         .enumerate()
-        .map(|(i, p)| {
-            (
-                i as u64,
-                p["real"]["read"]["ios"].as_u64().unwrap(),
-                p["real"]["write"]["ios"].as_u64().unwrap(),
-            )
-        })
+        .map(|(i, (reads, writes))| (i as u64, reads, writes))
         .collect();
     assert_eq!(ours, fio);
     assert_eq!(ours, [(0, 0, 128), (1, 2048, 0)]);
@@ -714,35 +726,11 @@ fn fio_and_raidlab_take_the_same_included_options() {
     )
     .unwrap();
     // fio resolves the included files beside the job file, wherever it runs.
-    let fio = Command::new("fio")
-        .args(["--output-format=json"])
-        .arg(&job)
-        .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap();
-    assert!(
-        fio.status.success(),
-        "fio: {}",
-        String::from_utf8_lossy(&fio.stderr)
-    );
-    let out = String::from_utf8_lossy(&fio.stdout);
-    let fio: Value = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
-    let fio: Vec<(u64, u64)> = fio_jobs(&fio)
+    let fio: Vec<(u64, u64)> = fio_jobs(&fio_json_in(&job, &std::env::temp_dir()))
         .into_iter()
         .map(|(_, _, reads, writes)| (reads, writes))
         .collect();
-    let v = run_job(&path, &job, &["--buffered", "--format", "json"]);
-    let ours: Vec<(u64, u64)> = v["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["real"]["read"]["ios"].as_u64().unwrap(),
-                p["real"]["write"]["ios"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let ours = phase_ios(&run_job(&path, &job, &["--buffered", "--format", "json"]));
     assert_eq!(ours, fio);
     assert_eq!(ours, [(0, 128), (2048, 0)]);
     std::fs::remove_dir_all(&dir).unwrap();

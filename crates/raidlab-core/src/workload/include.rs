@@ -8,7 +8,7 @@
 
 use super::jobfile::MAX_TEXT;
 use super::werr;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Deepest chain of files including one another. fio sets none (a file
 /// that includes itself recurses until fio's stack runs out); real job
@@ -145,6 +145,37 @@ impl Expansion<'_> {
     }
 }
 
+/// A job-file error about "job file line N" of an expanded text, told as
+/// the file and line that line came from when the job file included
+/// others (`origins` from [`expand_includes`]); any other error as it is.
+pub fn locate_error(e: Error, origins: &[Origin]) -> Error {
+    const AT: &str = "job file line ";
+    let Error::Workload(msg) = &e else {
+        return e;
+    };
+    let included = origins.iter().any(|o| o.file != origins[0].file);
+    let Some(start) = msg.find(AT).map(|i| i + AT.len()).filter(|_| included) else {
+        return e;
+    };
+    let end = msg[start..]
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or(msg.len(), |d| start + d);
+    let origin = msg[start..end]
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| origins.get(n.checked_sub(1)?));
+    match origin {
+        Some(o) => Error::Workload(format!(
+            "{}{} line {}{}",
+            &msg[..start - AT.len()],
+            o.file,
+            o.line,
+            &msg[end..]
+        )),
+        None => e,
+    }
+}
+
 /// The file an `include` directive names (empty when it names none), or
 /// `None` when the line is not a directive.
 fn directive(line: &str) -> Option<&str> {
@@ -201,6 +232,27 @@ mod tests {
         assert_eq!(origins[2], o("common.fio", 1));
         assert_eq!(origins[4], o("job.fio", 4));
         assert_eq!(origins[9], o("deep.fio", 2));
+    }
+
+    #[test]
+    fn errors_about_expanded_lines_name_the_file_and_line_they_came_from() {
+        let read = files(&[("inc.fio", "bs=4k\nbogus=1\n")]);
+        let (_, origins) =
+            expand_includes("[a]\ninclude inc.fio\nrw=read\n", "job.fio", &read).unwrap();
+        let at = |n: usize| {
+            locate_error(
+                Error::Workload(format!("job file line {n}: unsupported")),
+                &origins,
+            )
+            .to_string()
+        };
+        assert!(at(3).contains("inc.fio line 2: unsupported"), "{}", at(3));
+        assert!(at(4).contains("job.fio line 3: unsupported"), "{}", at(4));
+        assert!(at(9).contains("job file line 9"), "past the end: as it was");
+        // Without includes the lines are the file's own: unchanged.
+        let (_, plain) = expand_includes("[a]\nrw=read\n", "job.fio", &read).unwrap();
+        let e = locate_error(Error::Workload("job file line 2: x".into()), &plain);
+        assert!(e.to_string().contains("job file line 2: x"), "{e}");
     }
 
     #[test]
