@@ -16,6 +16,7 @@ mod kb_base;
 mod keywords;
 mod sequencer;
 mod stream;
+mod strided;
 mod zoned;
 pub use include::{
     expand_includes, locate_error, IncludeReader, Origin, MAX_INCLUDES, MAX_INCLUDE_DEPTH,
@@ -29,6 +30,7 @@ pub mod jobfile_limits {
     pub use super::jobfile::{MAX_LINE, MAX_PHASES};
 }
 pub use sequencer::Sequencer;
+pub use strided::Strided;
 pub use zoned::Zones;
 
 /// Why a workload does not fit the volume it runs on
@@ -506,6 +508,10 @@ pub struct Workload {
     /// offsets ([`crate::trace::replay`]).
     #[serde(skip)]
     pub replay: Option<Box<Replay>>,
+    /// fio's strided zones (`zonemode=strided`, `zonesize`, `zonerange`,
+    /// `zoneskip`; `None`: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strided: Option<Strided>,
 }
 
 fn no_limit(r: &Rate) -> bool {
@@ -585,6 +591,7 @@ impl Default for Workload {
             sequencer: Sequencer::default(),
             log_avg_msec: None,
             replay: None,
+            strided: None,
         }
     }
 }
@@ -668,6 +675,11 @@ pub const KEYS: &[&str] = &[
     "offset",
     "offset_increment",
     "io_size",
+    "zonemode",
+    "zonesize",
+    "zonerange",
+    "zoneskip",
+    "zonecapacity",
     "loops",
     "number_ios",
     "filesize",
@@ -784,11 +796,14 @@ impl Workload {
         let mut w = Workload::default();
         w.apply_preset(pairs)?;
         let mut explicit_random = None;
+        let mut zone_keys = strided::ZoneKeys::default();
         for &(k, v) in pairs {
-            if k != "preset" && !REPLAY_KEYS.contains(&k) {
-                w.set_key(k, v, &mut explicit_random)?;
+            if k == "preset" || REPLAY_KEYS.contains(&k) || zone_keys.set(k, v).or_else(werr)? {
+                continue;
             }
+            w.set_key(k, v, &mut explicit_random)?;
         }
+        w.strided = zone_keys.settle().or_else(werr)?;
         if !w.bssplit.is_empty() {
             w.bs = w.bssplit[0].0;
         }
@@ -813,6 +828,11 @@ impl Workload {
             .collect();
         if !replay_pairs.is_empty() {
             w.set_replay(&replay_pairs)?;
+            if w.strided.is_some() {
+                return werr(
+                    "zonemode=strided places drawn offsets; a replayed trace gives its own",
+                );
+            }
             if w.offset.is_some() || w.offset_increment.is_some() {
                 return werr(
                     "offset and offset_increment place drawn offsets; a replayed trace gives its own",
@@ -836,6 +856,13 @@ impl Workload {
             return werr(format!(
                 "numjobs={} x iodepth={} = {outstanding} outstanding I/Os; at most {MAX_OUTSTANDING}",
                 w.numjobs, w.iodepth
+            ));
+        }
+        if let Some(z) = w.strided.filter(|z| z.range < w.max_bs()) {
+            return werr(format!(
+                "zonerange={}: a zone must hold the largest block ({} bytes)",
+                z.range,
+                w.max_bs()
             ));
         }
         w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
@@ -1492,6 +1519,12 @@ impl Workload {
         if let Some(b) = self.io_size {
             m.insert("io_size".into(), b.into());
         }
+        if let Some(z) = self.strided {
+            m.insert("zonemode".into(), "strided".into());
+            m.insert("zonesize".into(), z.size.into());
+            m.insert("zonerange".into(), z.range.into());
+            m.insert("zoneskip".into(), z.skip.into());
+        }
         if let Some(n) = self.number_ios {
             m.insert("number_ios".into(), n.into());
         }
@@ -1643,6 +1676,9 @@ impl Workload {
         }
         if let Some(b) = self.io_size {
             v.push(("io_size".into(), format_size(b)));
+        }
+        if let Some(z) = self.strided {
+            v.extend(z.pairs());
         }
         if let Some(n) = self.number_ios {
             v.push(("number_ios".into(), n.to_string()));
@@ -2201,6 +2237,111 @@ mod tests {
             second,
             vec![512 << 10, 640 << 10, 768 << 10, 896 << 10, 512 << 10]
         );
+    }
+
+    /// The KiB offsets of job 0 of `wl` over a 1 MiB volume.
+    fn kib_offsets(wl: &str) -> Vec<u64> {
+        let w = Workload::parse(wl).unwrap();
+        job_streams(&w, &w.regions(1 << 20).unwrap(), 3)
+            .remove(0)
+            .map(|io| io.offset >> 10)
+            .collect()
+    }
+
+    /// Sequential strided zones give the offsets fio 3.33's `write_iolog`
+    /// records for the same options on a 1 MiB file.
+    #[test]
+    fn strided_zones_walk_as_fio_does() {
+        // Two 4 KiB reads a zone, zones 128 KiB apart, wrapping at the end.
+        let o = kib_offsets(
+            "rw=read bs=4k zonemode=strided zonesize=8k zonerange=64k zoneskip=64k size=1m",
+        );
+        assert_eq!(o.len(), 256);
+        let round: Vec<u64> = (0..8).flat_map(|z| [z * 128, z * 128 + 4]).collect();
+        assert_eq!(o[..16], round[..]);
+        assert_eq!(o[16..32], round[..]);
+        // zonesize above zonerange: each zone read round twice.
+        let o = kib_offsets(
+            "rw=read bs=4k zonemode=strided zonesize=32k zonerange=16k size=1m io_size=96k",
+        );
+        assert_eq!(
+            o,
+            [
+                0, 4, 8, 12, 0, 4, 8, 12, 16, 20, 24, 28, 16, 20, 24, 28, 32, 36, 40, 44, 32, 36,
+                40, 44
+            ]
+        );
+        // From `offset`, wrapping back to it.
+        let o = kib_offsets(
+            "rw=read bs=4k zonemode=strided zonesize=8k zonerange=64k zoneskip=192k offset=64k io_size=64k",
+        );
+        assert_eq!(
+            o,
+            [64, 68, 320, 324, 576, 580, 832, 836, 64, 68, 320, 324, 576, 580, 832, 836]
+        );
+    }
+
+    /// Random strided zones: each zone's offsets inside it, its blocks
+    /// visited once each by the random map, which starts afresh every
+    /// `zonerange` bytes (as fio's `write_iolog` shows: four blocks of
+    /// each 16 KiB zone, then the same four again when `zonesize` is twice
+    /// the range).
+    #[test]
+    fn strided_random_zones_keep_a_map_a_zone() {
+        let o = kib_offsets(
+            "rw=randread bs=4k zonemode=strided zonesize=16k zonerange=16k zoneskip=16k size=256k",
+        );
+        assert_eq!(o.len(), 64);
+        for (z, chunk) in o.chunks(4).enumerate() {
+            let base = (z as u64 % 8) * 32;
+            let mut c = chunk.to_vec();
+            c.sort_unstable();
+            assert_eq!(
+                c,
+                [base, base + 4, base + 8, base + 12],
+                "zone {z}: {chunk:?}"
+            );
+        }
+        let o = kib_offsets(
+            "rw=randread bs=4k zonemode=strided zonesize=32k zonerange=16k size=256k io_size=64k",
+        );
+        for (i, chunk) in o.chunks(4).enumerate() {
+            let base = (i as u64 / 2) * 16;
+            let mut c = chunk.to_vec();
+            c.sort_unstable();
+            assert_eq!(
+                c,
+                [base, base + 4, base + 8, base + 12],
+                "round {i}: {chunk:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn strided_zones_are_refused_where_fio_refuses_them() {
+        for (wl, says) in [
+            ("rw=read zonesize=64k", "zonemode=strided"),
+            ("rw=read zonemode=strided", "zonesize"),
+            ("rw=read zonemode=zbd zonesize=64k", "zbd"),
+            (
+                "rw=read bs=64k zonemode=strided zonesize=64k zonerange=4k",
+                "largest block",
+            ),
+            ("rw=read zonemode=strided zonesize=1q", "zonesize"),
+        ] {
+            let e = Workload::parse(wl).unwrap_err().to_string();
+            assert!(e.contains(says), "{wl}: {e}");
+        }
+        // The keys echo back as given and parse to the same workload.
+        let w = Workload::parse("rw=randread zonemode=strided zonesize=64k zoneskip=1m").unwrap();
+        let again = w
+            .to_pairs()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(again.contains("zonerange=64k"), "{again}");
+        assert_eq!(Workload::parse(&again).unwrap(), w);
     }
 
     #[test]

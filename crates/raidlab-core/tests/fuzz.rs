@@ -85,6 +85,10 @@ fn wl_token() -> impl Strategy<Value = String> {
         Just("rw=write:-".to_string()),
         Just("rw_sequencer=identical".to_string()),
         Just("seq_position=shared".to_string()),
+        Just("zonemode=strided".to_string()),
+        Just("zonesize=".to_string()),
+        Just("zonerange=".to_string()),
+        Just("zoneskip=".to_string()),
         Just(" ".to_string()),
         "[a-z_]{1,8}=[0-9a-z.:/%]{0,8}",
         "\\PC{0,4}",
@@ -154,17 +158,25 @@ proptest! {
         modifier in prop_oneof![Just(String::new()), "-?[0-9]{1,3}[k]".prop_map(|m| format!(":{m}")), "[1-9][0-9]?".prop_map(|m| format!(":{m}"))],
         extra in prop_oneof![Just(""), Just("rw_sequencer=identical"), Just("seq_position=shared"), Just("percentage_random=40"), Just("loops=3")],
         bs in prop_oneof![Just("4k"), Just("64k"), Just("4k,16k")],
+        zones in prop_oneof![Just(None), (1u64..256, 4u64..512, 0u64..256).prop_map(Some)],
         start_blocks in 0u64..64,
         span_kb in 64u64..4096,
         seed in 0u64..1000,
     ) {
-        let text = format!("rw={mode}{modifier} bs={bs} {extra}");
+        let zone_keys = zones.map_or(String::new(), |(s, r, k)| format!("zonemode=strided zonesize={s}k zonerange={r}k zoneskip={k}k"));
+        let text = format!("rw={mode}{modifier} bs={bs} {extra} {zone_keys}");
         let Ok(w) = Workload::parse(&text) else { return Ok(()) };
         let region = Region { start: start_blocks * 4096, span: span_kb * 1024 };
         let s = job_streams(&w, &[region], seed).remove(0);
         let (mut ios, mut bytes) = (0u64, 0u64);
         for io in s {
             prop_assert!(io.offset >= region.start && io.offset + io.len as u64 <= region.end(), "{}: {:?} outside {:?}", text, io, region);
+            if let Some(z) = w.strided {
+                // Inside a zone: zones start every range + skip bytes from
+                // the region's start.
+                let into = (io.offset - region.start) % (z.range + z.skip);
+                prop_assert!(into + io.len as u64 <= z.range, "{}: {:?} outside its zone", text, io);
+            }
             ios += 1;
             bytes += io.len as u64;
             prop_assert!(ios <= 1 << 20, "{}: a one-pass stream must end", text);

@@ -29,6 +29,10 @@ fn workload_text(w: &serde_json::Value) -> String {
         "rwmixread",
         "percentage_random",
         "size",
+        "zonemode",
+        "zonesize",
+        "zonerange",
+        "zoneskip",
         "runtime",
         "ramp_time",
         "random_distribution",
@@ -56,7 +60,7 @@ fn workload_text(w: &serde_json::Value) -> String {
             "rwmixread" => mixed,
             "percentage_random" => v.as_u64() != Some(default_random),
             "random_distribution" => v.as_str() != Some("random"),
-            "thinktime" => v.as_u64() != Some(0),
+            "thinktime" | "zoneskip" => v.as_u64() != Some(0),
             _ => true,
         };
         if !shown {
@@ -64,7 +68,7 @@ fn workload_text(w: &serde_json::Value) -> String {
         }
         let s = match v {
             serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Number(n) if k == "bs" || k == "size" => {
+            serde_json::Value::Number(n) if k == "bs" || k == "size" || k.starts_with("zone") => {
                 raidlab_core::units::format_size(n.as_u64().unwrap_or(0))
             }
             serde_json::Value::Number(n) if k == "runtime" || k == "ramp_time" => {

@@ -231,6 +231,45 @@ fn fio_and_raidlab_write_inside_the_same_zone() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's strided zones (`zonemode=strided`): the job file `export-fio`
+/// prints, run by fio, and `raidlab run` write the same blocks of an 8 MiB
+/// file: sequentially the first two 64 KiB blocks of every 2 MiB, and at
+/// random four of the eight blocks of each zone's 512 KiB, a random map a
+/// zone, and nothing between the zones.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_write_the_same_strided_zones() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("raidlab-fio-strided-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ours, theirs) = write_both(
+        &dir,
+        "rw=write bs=64k size=8m zonemode=strided zonesize=128k zonerange=1m zoneskip=1m",
+    );
+    let want = vec![0, 1, 32, 33, 64, 65, 96, 97];
+    assert_eq!(ours, want, "raidlab");
+    assert_eq!(theirs, want, "fio");
+    let (ours, theirs) = write_both(
+        &dir,
+        "rw=randwrite bs=64k size=8m io_size=1m zonemode=strided zonesize=256k zonerange=512k zoneskip=1536k",
+    );
+    for (who, blocks) in [("raidlab", ours), ("fio", theirs)] {
+        for zone in [0, 32, 64, 96] {
+            let inside = blocks
+                .iter()
+                .filter(|b| (zone..zone + 8).contains(*b))
+                .count();
+            assert_eq!(inside, 4, "{who}: zone at block {zone}: {blocks:?}");
+        }
+        assert_eq!(
+            blocks.len(),
+            16,
+            "{who} wrote between the zones: {blocks:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Both tools write `wl` (see [`write_both`]) into the second quarter of
 /// the file, blocks 32..64, and nowhere else.
 fn same_zone(dir: &std::path::Path, wl: &str) {

@@ -2,6 +2,7 @@
 //! sizes and directions from a workload and a seed (or a replayed trace).
 
 use super::sequencer::Sequencer;
+use super::strided::ZoneWalk;
 use super::*;
 pub use crate::ioreq::Io;
 
@@ -114,6 +115,8 @@ pub struct JobStream {
     loop_bytes: Option<u64>,
     /// A replayed trace, which then gives every I/O.
     feed: Option<Box<Feed>>,
+    /// Where the job is in its strided zones (`zonemode=strided`).
+    zones: Option<ZoneWalk>,
 }
 
 impl JobStream {
@@ -150,6 +153,7 @@ impl JobStream {
             budget: None,
             loop_bytes: None,
             feed: w.replay.as_ref().map(|r| Box::new(Feed::open(r, span))),
+            zones: w.strided.map(ZoneWalk::new),
         }
     }
 
@@ -336,6 +340,7 @@ impl JobStream {
             *b -= len;
         }
         let d = self.seq.slot(read);
+        self.enter_zone(d, len);
         let offset = match self.place(read, len) {
             Some(o) => o,
             None => {
@@ -350,6 +355,9 @@ impl JobStream {
         };
         self.last_start[d] = Some(offset);
         self.cursor[d] = offset + len;
+        if let Some(z) = &mut self.zones {
+            z.issued(len);
+        }
         Some(Io {
             offset: self.base + offset,
             len: len as u32,
@@ -366,13 +374,14 @@ impl JobStream {
     /// same offset). `None`: a hole ran past the end.
     fn place(&mut self, read: bool, len: u64) -> Option<u64> {
         let d = self.seq.slot(read);
+        let (lo, hi) = self.bounds();
         self.seq_left -= 1;
         let fresh = self.seq_left == 0;
         if fresh {
             self.seq_left = self.seq.every;
         }
         if !fresh && self.seq.identical {
-            return Some(self.last_start[d].unwrap_or(0).min(self.span - len));
+            return Some(self.last_start[d].unwrap_or(lo).clamp(lo, hi - len));
         }
         let random = fresh
             && (self.pct_random >= 100
@@ -380,25 +389,69 @@ impl JobStream {
         if random {
             return Some(self.random_offset(read, len));
         }
-        match self.seq.next_offset(self.cursor[d], len, self.span) {
-            Some(o) => Some(o),
+        let at = self.cursor[d].saturating_sub(lo);
+        match self.seq.next_offset(at, len, hi - lo) {
+            Some(o) => Some(lo + o),
             // Between two random offsets a run that reaches the end draws
             // a new one (fio falls back to `get_next_rand_block`).
             None if self.seq.every > 1 => Some(self.random_offset(read, len)),
-            None if self.budget.is_none() => Some(0),
+            // A run that reaches a strided zone's end goes on from its
+            // start (fio's "maintain zone"), as does a time-based run at
+            // the region's end.
+            None if self.budget.is_none() || self.zones.is_some() => Some(lo),
             None => None,
+        }
+    }
+
+    /// The bytes of the region the next I/O may use: the strided zone it
+    /// is in, or the whole region.
+    fn bounds(&self) -> (u64, u64) {
+        match &self.zones {
+            Some(z) => z.window(self.span),
+            None => (0, self.span),
+        }
+    }
+
+    /// Before an I/O of `len` bytes in direction slot `d`: move to the
+    /// next strided zone when this one has had its bytes (the direction's
+    /// position then starting at the zone's start, as fio sets
+    /// `last_pos`), bring a position past the zone's end back to its
+    /// start, and start the random map afresh every `zonerange` bytes. A
+    /// zone clipped by the region's end too short for the I/O gives way
+    /// to the region's first.
+    fn enter_zone(&mut self, d: usize, len: u64) {
+        let span = self.span;
+        let Some(z) = &mut self.zones else { return };
+        let moved = z.advance(span);
+        let (mut lo, mut hi) = z.window(span);
+        if hi - lo < len {
+            z.restart();
+            (lo, hi) = z.window(span);
+        }
+        if moved || self.cursor[d] < lo || self.cursor[d] >= hi {
+            self.cursor[d] = lo;
+        }
+        if z.map_resets() {
+            if let Some(i) = &mut self.map {
+                *i = 0;
+            }
         }
     }
 
     /// A random offset for an I/O of `len` bytes: a slot of the
     /// direction's grain that leaves room for the whole I/O, from the
-    /// random map or the distribution.
+    /// random map or the distribution, in the zone when strided.
     fn random_offset(&mut self, read: bool, len: u64) -> u64 {
         let a = self.grain[usize::from(!read)];
-        let slots = (self.span.saturating_sub(len) / a + 1).max(1);
-        match &mut self.map {
+        let (lo, hi) = self.bounds();
+        let slots = ((hi - lo).saturating_sub(len) / a + 1).max(1);
+        let key = match &self.zones {
+            Some(z) => mix(self.seed_key, z.entered()),
+            None => self.seed_key,
+        };
+        lo + match &mut self.map {
             Some(i) => {
-                let k = permute(*i % slots, slots, self.seed_key);
+                let k = permute(*i % slots, slots, key);
                 *i += 1;
                 k * a
             }
