@@ -26,6 +26,16 @@ pub enum Error {
     /// Bad workload key or value.
     #[error("workload: {0}")]
     Workload(String),
+    /// A job file's line at fault: `line` is 1-based in the text the
+    /// parser read (an included file's lines told apart by
+    /// [`crate::workload::locate_error`]).
+    #[error("workload: job file line {line}: {msg}")]
+    JobLine {
+        /// 1-based line of the job file's text.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
     /// Bad preset file or unknown preset.
     #[error("preset: {0}")]
     Preset(String),
@@ -66,7 +76,7 @@ impl Error {
         match self {
             Error::Syntax { .. } => ErrorKind::Syntax,
             Error::Invalid { .. } => ErrorKind::Invalid,
-            Error::Workload(_) => ErrorKind::Workload,
+            Error::Workload(_) | Error::JobLine { .. } => ErrorKind::Workload,
             Error::Preset(_) => ErrorKind::Preset,
             Error::Csv(_) => ErrorKind::Csv,
             Error::Input(_) => ErrorKind::Input,

@@ -145,33 +145,17 @@ impl Expansion<'_> {
     }
 }
 
-/// A job-file error about "job file line N" of an expanded text, told as
-/// the file and line that line came from when the job file included
-/// others (`origins` from [`expand_includes`]); any other error as it is.
+/// A job-file error about a line of an expanded text
+/// ([`Error::JobLine`]), told as the file and line that line came from when
+/// the job file included others (`origins` from [`expand_includes`]); any
+/// other error as it is.
 pub fn locate_error(e: Error, origins: &[Origin]) -> Error {
-    const AT: &str = "job file line ";
-    let Error::Workload(msg) = &e else {
+    let Error::JobLine { line, msg } = &e else {
         return e;
     };
     let included = origins.iter().any(|o| o.file != origins[0].file);
-    let Some(start) = msg.find(AT).map(|i| i + AT.len()).filter(|_| included) else {
-        return e;
-    };
-    let end = msg[start..]
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or(msg.len(), |d| start + d);
-    let origin = msg[start..end]
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| origins.get(n.checked_sub(1)?));
-    match origin {
-        Some(o) => Error::Workload(format!(
-            "{}{} line {}{}",
-            &msg[..start - AT.len()],
-            o.file,
-            o.line,
-            &msg[end..]
-        )),
+    match origins.get(line.wrapping_sub(1)).filter(|_| included) {
+        Some(o) => Error::Workload(format!("{} line {}: {msg}", o.file, o.line)),
         None => e,
     }
 }
@@ -241,7 +225,10 @@ mod tests {
             expand_includes("[a]\ninclude inc.fio\nrw=read\n", "job.fio", &read).unwrap();
         let at = |n: usize| {
             locate_error(
-                Error::Workload(format!("job file line {n}: unsupported")),
+                Error::JobLine {
+                    line: n,
+                    msg: "unsupported".into(),
+                },
                 &origins,
             )
             .to_string()
@@ -249,9 +236,20 @@ mod tests {
         assert!(at(3).contains("inc.fio line 2: unsupported"), "{}", at(3));
         assert!(at(4).contains("job.fio line 3: unsupported"), "{}", at(4));
         assert!(at(9).contains("job file line 9"), "past the end: as it was");
+        // Line 0 is no line: as it was.
+        assert!(at(0).contains("job file line 0"), "{}", at(0));
+        // Errors of no line pass through.
+        let e = locate_error(Error::Workload("bs=x".into()), &origins);
+        assert_eq!(e, Error::Workload("bs=x".into()));
         // Without includes the lines are the file's own: unchanged.
         let (_, plain) = expand_includes("[a]\nrw=read\n", "job.fio", &read).unwrap();
-        let e = locate_error(Error::Workload("job file line 2: x".into()), &plain);
+        let e = locate_error(
+            Error::JobLine {
+                line: 2,
+                msg: "x".into(),
+            },
+            &plain,
+        );
         assert!(e.to_string().contains("job file line 2: x"), "{e}");
     }
 

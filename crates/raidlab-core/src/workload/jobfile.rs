@@ -160,7 +160,7 @@ fn sections(text: &str) -> Result<Vec<Section<'_>>> {
         }
         match out.last_mut() {
             Some(s) => s.lines.push((lno, line)),
-            None => return werr(format!("job file line {lno}: option outside a section")),
+            None => return line_err(lno, "option outside a section"),
         }
     }
     Ok(out)
@@ -208,17 +208,19 @@ pub fn substitute(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result
         }
         out += rest;
         if out.len() - start > MAX_LINE {
-            return werr(format!(
-                "job file line {}: longer than fio's {MAX_LINE} characters once ${{...}} are substituted",
-                i + 1
-            ));
+            return line_err(
+                i + 1,
+                format!("longer than fio's {MAX_LINE} characters once ${{...}} are substituted"),
+            );
         }
         if out.len() > MAX_TEXT {
-            return werr(format!(
-                "job file line {}: the file passes {} MiB once ${{...}} are substituted",
+            return line_err(
                 i + 1,
-                MAX_TEXT >> 20
-            ));
+                format!(
+                    "the file passes {} MiB once ${{...}} are substituted",
+                    MAX_TEXT >> 20
+                ),
+            );
         }
     }
     Ok(out)
@@ -238,10 +240,10 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
         return werr("job file has no job section");
     }
     if jobs.len() > MAX_PHASES {
-        return werr(format!(
-            "job file line {}: more than {MAX_PHASES} job sections",
-            jobs[MAX_PHASES].lno
-        ));
+        return line_err(
+            jobs[MAX_PHASES].lno,
+            format!("more than {MAX_PHASES} job sections"),
+        );
     }
     let mut phases = Vec::with_capacity(jobs.len());
     let mut globals: Vec<(usize, &str)> = Vec::new();
@@ -263,10 +265,13 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
         }
         if let Some(first) = phases.first().map(|p: &JobPhase| p.workload.state) {
             if workload.state != first {
-                return werr(format!(
-                    "job file line {}: [{}] sets state= apart from the first job's; state= is how the drives start, before the first phase (give it in [global] or the first job)",
-                    s.lno, s.name
-                ));
+                return line_err(
+                    s.lno,
+                    format!(
+                        "[{}] sets state= apart from the first job's; state= is how the drives start, before the first phase (give it in [global] or the first job)",
+                        s.name
+                    ),
+                );
             }
         }
         let back = match verify && workload.writes() {
@@ -299,8 +304,8 @@ fn join_beside(
 ) -> Result<()> {
     let first = &phase.workload;
     let clash = |what: &str| {
-        werr(format!(
-            "job file line {lno}: [{name}] runs beside [{}] (no stonewall between them) with {what}; sections side by side share the first's runtime, ramp_time, state= and log_avg_msec (or add stonewall to run [{name}] after)",
+        line_err(lno, format!(
+            "[{name}] runs beside [{}] (no stonewall between them) with {what}; sections side by side share the first's runtime, ramp_time, state= and log_avg_msec (or add stonewall to run [{name}] after)",
             phase.name
         ))
     };
@@ -320,17 +325,20 @@ fn join_beside(
         return clash("the verify read-back before it");
     }
     if verify || phase.check.verifies() || w.replay.is_some() || first.replay.is_some() {
-        return werr(format!(
-            "job file line {lno}: [{name}] runs beside [{}] (no stonewall between them); sections side by side neither verify nor replay a trace: add stonewall to run it after",
+        return line_err(lno, format!(
+            "[{name}] runs beside [{}] (no stonewall between them); sections side by side neither verify nor replay a trace: add stonewall to run it after",
             phase.name
         ));
     }
     let jobs: u32 = phase.sections().map(|(_, w)| w.numjobs).sum::<u32>() + w.numjobs;
     if jobs > MAX_NUMJOBS {
-        return werr(format!(
-            "job file line {lno}: the sections beside [{}] run {jobs} jobs together, more than {MAX_NUMJOBS}",
-            phase.name
-        ));
+        return line_err(
+            lno,
+            format!(
+                "the sections beside [{}] run {jobs} jobs together, more than {MAX_NUMJOBS}",
+                phase.name
+            ),
+        );
     }
     phase.beside.push(JobSection {
         name: name.to_string(),
@@ -454,8 +462,8 @@ fn run_as_fio(w: &mut Workload, engine: Option<&str>, time_based: bool) -> Vec<S
 fn one_file(lno: usize, k: &str, v: &str) -> Result<()> {
     match v.parse::<u64>() {
         Ok(1) => Ok(()),
-        _ => werr(format!(
-            "job file line {lno}: {k}={v}: raidlab gives a job one file a volume (the topology names the volumes: list several, e.g. -t 'host(a, b)', for a job over several files)"
+        _ => line_err(lno, format!(
+            "{k}={v}: raidlab gives a job one file a volume (the topology names the volumes: list several, e.g. -t 'host(a, b)', for a job over several files)"
         )),
     }
 }
@@ -467,9 +475,10 @@ fn one_file(lno: usize, k: &str, v: &str) -> Result<()> {
 fn start_delay_spread(lno: usize, v: &str) -> Result<bool> {
     let ends: Vec<&str> = v.splitn(2, '-').collect();
     if ends.iter().any(|e| parse_duration(e).is_err()) {
-        return werr(format!(
-            "job file line {lno}: startdelay={v}: expected a time or a range of times (5, 500ms, 1-10)"
-        ));
+        return line_err(
+            lno,
+            format!("startdelay={v}: expected a time or a range of times (5, 500ms, 1-10)"),
+        );
     }
     Ok(ends.len() == 2 && ends[0] != ends[1])
 }
@@ -531,8 +540,8 @@ fn read_back(lno: usize, name: &str, w: &Workload) -> Result<JobPhase> {
         && w.io_size.is_none()
         && w.replay.is_none();
     if !(once && whole) {
-        return werr(format!(
-            "job file line {lno}: [{name}] verify: raidlab reads back jobs that write each block of their region once (rw=write, or rw=randwrite with fio's random map, one pass, no runtime, loops, number_ios or io_size); fio verifies the pieces it logged of any other"
+        return line_err(lno, format!(
+            "[{name}] verify: raidlab reads back jobs that write each block of their region once (rw=write, or rw=randwrite with fio's random map, one pass, no runtime, loops, number_ios or io_size); fio verifies the pieces it logged of any other"
         ));
     }
     let mut back = w.clone();
@@ -619,10 +628,9 @@ impl JobOptions {
             }
             "startdelay" => self.start_spread = start_delay_spread(lno, v)?,
             "kb_base" => {
-                self.kb = kb_base::parse_kb_base(v).ok_or_else(|| {
-                    Error::Workload(format!(
-                        "job file line {lno}: kb_base={v}: expected 1000 or 1024"
-                    ))
+                self.kb = kb_base::parse_kb_base(v).ok_or_else(|| Error::JobLine {
+                    line: lno,
+                    msg: format!("kb_base={v}: expected 1000 or 1024"),
                 })?;
             }
             "nrfiles" | "nr_files" => one_file(lno, k, v)?,
@@ -631,10 +639,13 @@ impl JobOptions {
                     "0" | "null" => false,
                     _ if VERIFY_METHODS.contains(&v) => true,
                     _ => {
-                        return werr(format!(
-                            "job file line {lno}: verify={v}: expected 0, null or one of fio's methods ({})",
-                            VERIFY_METHODS.join(", ")
-                        ))
+                        return line_err(
+                            lno,
+                            format!(
+                                "verify={v}: expected 0, null or one of fio's methods ({})",
+                                VERIFY_METHODS.join(", ")
+                            ),
+                        )
                     }
                 }
             }
@@ -652,10 +663,10 @@ impl JobOptions {
             }
             "norandommap" | "hipri" if v.is_empty() => self.set(k, "1".to_string()),
             _ if !all_keys().any(|n| *n == k) => {
-                return werr(format!("job file line {lno}: unsupported fio option '{k}'"));
+                return line_err(lno, format!("unsupported fio option '{k}'"));
             }
             _ if v.is_empty() => {
-                return werr(format!("job file line {lno}: option '{k}' needs a value"));
+                return line_err(lno, format!("option '{k}' needs a value"));
             }
             _ => self.set(k, v.to_string()),
         }
@@ -686,6 +697,14 @@ impl JobOptions {
         notes.extend(run_as_fio(&mut w, self.engine.as_deref(), self.time_based));
         Ok((w, notes, self.verify && self.do_verify))
     }
+}
+
+/// An error about line `line` of the job file's text.
+fn line_err<T>(line: usize, msg: impl Into<String>) -> Result<T> {
+    Err(Error::JobLine {
+        line,
+        msg: msg.into(),
+    })
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ pub fn expand_keywords(text: &str, k: &Keywords) -> Result<String> {
     for (i, raw) in text.split_inclusive('\n').enumerate() {
         let line = raw.split([';', '#']).next().unwrap_or_default();
         let expanded = expand_line(line.trim(), k)
-            .map_err(|m| crate::error::Error::Workload(format!("job file line {}: {m}", i + 1)))?;
+            .map_err(|msg| crate::error::Error::JobLine { line: i + 1, msg })?;
         match expanded {
             Some(l) => out += &l,
             None => out += line.trim_end_matches(['\r', '\n']),
