@@ -294,7 +294,10 @@ pub struct ReplayStats {
     pub fitted: u64,
     /// How offsets past the span were moved (`wrap` or `scale`).
     pub fit: String,
-    /// Trims and flushes passed over.
+    /// Flushes replayed, each once the I/Os before it were back.
+    #[serde(default)]
+    pub flushes: u64,
+    /// Trims passed over.
     pub skipped: u64,
     /// Timed replays: I/Os issued after their time, %.
     pub late_pct: f64,

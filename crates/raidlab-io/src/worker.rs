@@ -150,6 +150,14 @@ fn next_paced(
 }
 
 impl Source<'_> {
+    /// Whether the job's replayed trace flushes before its next I/O.
+    fn flush_first(&mut self) -> bool {
+        match self {
+            Source::Own(s, ..) => s.flush_first(),
+            Source::Shared(m) => m.lock().unwrap_or_else(|e| e.into_inner()).0.flush_first(),
+        }
+    }
+
     fn next(&mut self, now: u64) -> Option<(Io, u64)> {
         match self {
             Source::Own(s, t, p) => next_paced(s, t, p, now),
@@ -558,6 +566,12 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
                     Some(t) => at = t,
                     None => return false,
                 }
+            }
+            if src.flush_first() {
+                // A replayed trace's flush: it goes once the job's I/Os
+                // before it are back, as fsync=N's does.
+                self.pace.holding = true;
+                return true;
             }
             let now = ns_between(self.sh.start, at);
             let Some((io, due)) = src.next(now) else {

@@ -131,8 +131,11 @@ fn replay(r: &RunResult) -> String {
     if p.fitted > 0 {
         o += &format!(", {} offsets past the end moved in ({})", p.fitted, p.fit);
     }
+    if p.flushes > 0 {
+        o += &format!(", {} flushes", p.flushes);
+    }
     if p.skipped > 0 {
-        o += &format!(", {} trims/flushes passed over", p.skipped);
+        o += &format!(", {} trims passed over", p.skipped);
     }
     o.push('\n');
     if p.timed {

@@ -598,6 +598,14 @@ impl Host {
         None
     }
 
+    /// The volume whose replayed trace flushes before job `job`'s next
+    /// I/O, if the stream it draws from next does.
+    fn trace_flush(&mut self, job: usize) -> Option<u32> {
+        let vol = self.next_vol[job];
+        let k = job * self.roots.len() + vol as usize;
+        (!self.out[k] && self.streams[k].flush_first()).then_some(vol)
+    }
+
     /// Job `job` has one more I/O outstanding from `now`.
     #[inline]
     fn outstanding_one_more(&mut self, job: usize, now: Ns) {
@@ -641,6 +649,16 @@ impl Host {
         }
         if self.holding[job] {
             // fsync=N: the job's flush goes once its writes are all back.
+            if self.inflight[job] == 0 {
+                self.flush(ctx, job);
+            }
+            return false;
+        }
+        if let Some(vol) = self.trace_flush(job) {
+            // A replayed trace's flush: it goes once the job's I/Os before
+            // it are back, as fsync=N's does.
+            self.holding[job] = true;
+            self.flush_vol[job] = vol;
             if self.inflight[job] == 0 {
                 self.flush(ctx, job);
             }

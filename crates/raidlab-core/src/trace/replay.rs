@@ -8,7 +8,7 @@
 //! raidlab adds what an array of another size needs: offsets past the
 //! end of the replayed span are wrapped or scaled into it (`replay_fit`).
 
-use super::{open, BufReader, Extent, Op, Options, Reader, TraceError};
+use super::{open, BufReader, Extent, Op, Options, Reader, Record, TraceError};
 use crate::ioreq::Io;
 use crate::units::Ns;
 use std::fs::File;
@@ -113,7 +113,11 @@ pub struct Tally {
     pub bytes: u64,
     /// Offsets moved into the span by `replay_fit`.
     pub fitted: u64,
-    /// Trims and flushes passed over (neither engine replays them yet).
+    /// Flushes replayed: each went out once the job's I/Os before it
+    /// were back, as fio's replay quiesces before a sync.
+    pub flushes: u64,
+    /// Trims passed over (neither engine replays them), and flushes where
+    /// the reader did not ask for them.
     pub skipped: u64,
 }
 
@@ -129,6 +133,8 @@ pub struct Feed {
     /// The error that ended the stream early (the trace changed after it
     /// was checked), if any.
     pub error: Option<TraceError>,
+    /// A record read ahead by [`Feed::flush_first`], not yet handed out.
+    peeked: Option<Record>,
 }
 
 impl std::fmt::Debug for Feed {
@@ -160,6 +166,7 @@ impl Feed {
             due: None,
             tally: Tally::default(),
             error: Some(e),
+            peeked: None,
         })
     }
 
@@ -173,6 +180,7 @@ impl Feed {
             due: None,
             tally: Tally::default(),
             error: None,
+            peeked: None,
         })
     }
 
@@ -182,16 +190,47 @@ impl Feed {
         self.due
     }
 
+    /// The next record, read ahead or from the trace (`None` at its end or
+    /// at an error, which is kept).
+    fn record(&mut self) -> Option<Record> {
+        if let Some(r) = self.peeked.take() {
+            return Some(r);
+        }
+        match self.reader.as_mut()?.next()? {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+
+    /// Whether the trace flushes before its next read or write: a flush
+    /// record is taken and counted (trims before it passed over), and the
+    /// caller flushes once the job's I/Os before it are back. Asked before
+    /// each [`Feed::next_io`] by an engine that replays flushes; one that
+    /// does not ask has them passed over.
+    pub fn flush_first(&mut self) -> bool {
+        while let Some(rec) = self.record() {
+            match rec.op {
+                Op::Flush => {
+                    self.tally.flushes += 1;
+                    return true;
+                }
+                Op::Trim => self.tally.skipped += 1,
+                Op::Read | Op::Write => {
+                    self.peeked = Some(rec);
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
     /// The next read or write, fitted into the span.
     pub fn next_io(&mut self) -> Option<Io> {
         loop {
-            let rec = match self.reader.as_mut()?.next()? {
-                Ok(r) => r,
-                Err(e) => {
-                    self.error = Some(e);
-                    return None;
-                }
-            };
+            let rec = self.record()?;
             if matches!(rec.op, Op::Trim | Op::Flush) {
                 self.tally.skipped += 1;
                 continue;
@@ -243,6 +282,7 @@ impl Tally {
         self.ios += o.ios;
         self.bytes += o.bytes;
         self.fitted += o.fitted;
+        self.flushes += o.flushes;
         self.skipped += o.skipped;
     }
 }
@@ -268,6 +308,7 @@ pub fn stats(
         bytes: tally.bytes,
         fitted: tally.fitted,
         fit: replay.fit.word().into(),
+        flushes: tally.flushes,
         skipped: tally.skipped,
         late_pct: 100.0 * lag.late as f64 / lag.count.max(1) as f64,
         lag_mean_us: mean,
@@ -348,6 +389,32 @@ mod tests {
         let mut f = Feed::new(&r, 1 << 20).unwrap();
         f.next_io();
         assert_eq!(f.due(), None);
+    }
+
+    /// Flushes are handed out where they stand between the I/Os to a
+    /// reader that asks; trims are passed over; a reader that does not ask
+    /// has flushes passed over too.
+    #[test]
+    fn flushes_stand_between_the_ios_they_follow() {
+        let log = "fio version 2 iolog\nf add\nf open\nf write 0 4096\nf sync 0 0\n\
+                   f trim 0 4096\nf datasync 0 0\nf read 0 4096\nf sync 0 0\n";
+        let (_p, r) = replay_of(log);
+        let mut f = Feed::new(&r, 1 << 20).unwrap();
+        let mut seen = String::new();
+        loop {
+            while f.flush_first() {
+                seen.push('F');
+            }
+            match f.next_io() {
+                Some(io) => seen.push(if io.read { 'R' } else { 'W' }),
+                None => break,
+            }
+        }
+        assert_eq!(seen, "WFFRF");
+        assert_eq!((f.tally.ios, f.tally.flushes, f.tally.skipped), (2, 3, 1));
+        let mut f = Feed::new(&r, 1 << 20).unwrap();
+        while f.next_io().is_some() {}
+        assert_eq!((f.tally.ios, f.tally.flushes, f.tally.skipped), (2, 0, 4));
     }
 
     #[test]

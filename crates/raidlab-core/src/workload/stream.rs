@@ -163,6 +163,12 @@ impl JobStream {
         self.feed.as_ref().and_then(|f| f.due())
     }
 
+    /// Whether the job's trace flushes before its next I/O (see
+    /// [`Feed::flush_first`]); never for a drawn stream.
+    pub fn flush_first(&mut self) -> bool {
+        self.feed.as_mut().is_some_and(|f| f.flush_first())
+    }
+
     /// A trace replay's tally so far, and the error that cut it short.
     pub fn replay_tally(&self) -> Option<(Tally, Option<&crate::trace::TraceError>)> {
         self.feed.as_ref().map(|f| (f.tally, f.error.as_ref()))
