@@ -10,6 +10,7 @@ use crate::trace::replay::{Feed, Replay, Tally};
 use crate::units::{format_duration, format_size, parse_duration, parse_size, Ns};
 use serde::Serialize;
 
+mod backlog;
 mod include;
 mod jobfile;
 mod kb_base;
@@ -29,6 +30,7 @@ pub use keywords::{expand_keywords, Keywords};
 pub mod jobfile_limits {
     pub use super::jobfile::{MAX_LINE, MAX_PHASES};
 }
+pub use backlog::{Backlog, MAX_BACKLOG};
 pub use sequencer::Sequencer;
 pub use strided::Strided;
 pub use zoned::Zones;
@@ -512,6 +514,10 @@ pub struct Workload {
     /// `zoneskip`; `None`: none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strided: Option<Strided>,
+    /// fio's `verify_backlog` (and `verify_backlog_batch`): written pieces
+    /// read back as the job goes (`None`: only after, if at all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<Backlog>,
 }
 
 fn no_limit(r: &Rate) -> bool {
@@ -592,6 +598,7 @@ impl Default for Workload {
             log_avg_msec: None,
             replay: None,
             strided: None,
+            backlog: None,
         }
     }
 }
@@ -599,6 +606,10 @@ impl Default for Workload {
 /// Longest wait between one job's I/Os a workload may ask for, seconds:
 /// `thinktime`'s bound (60,000,000 µs), which rate caps keep to as well.
 const MAX_GAP_S: f64 = 60.0;
+
+/// Most written pieces all of a workload's jobs may hold for
+/// `verify_backlog` at once: 4 Mi pieces of 16 bytes, 64 MiB.
+const MAX_BACKLOG_PIECES: u64 = 1 << 22;
 
 /// Most jobs a workload may run (`numjobs`).
 pub const MAX_NUMJOBS: u32 = 4096;
@@ -680,6 +691,8 @@ pub const KEYS: &[&str] = &[
     "zonerange",
     "zoneskip",
     "zonecapacity",
+    "verify_backlog",
+    "verify_backlog_batch",
     "loops",
     "number_ios",
     "filesize",
@@ -797,13 +810,19 @@ impl Workload {
         w.apply_preset(pairs)?;
         let mut explicit_random = None;
         let mut zone_keys = strided::ZoneKeys::default();
+        let mut backlog_keys = backlog::BacklogKeys::default();
         for &(k, v) in pairs {
-            if k == "preset" || REPLAY_KEYS.contains(&k) || zone_keys.set(k, v).or_else(werr)? {
+            if k == "preset"
+                || REPLAY_KEYS.contains(&k)
+                || zone_keys.set(k, v).or_else(werr)?
+                || backlog_keys.set(k, v).or_else(werr)?
+            {
                 continue;
             }
             w.set_key(k, v, &mut explicit_random)?;
         }
         w.strided = zone_keys.settle().or_else(werr)?;
+        w.backlog = backlog_keys.settle();
         if !w.bssplit.is_empty() {
             w.bs = w.bssplit[0].0;
         }
@@ -833,6 +852,11 @@ impl Workload {
                     "zonemode=strided places drawn offsets; a replayed trace gives its own",
                 );
             }
+            if w.backlog.is_some() {
+                return werr(
+                    "verify_backlog reads back drawn writes; a replayed trace gives its own I/Os",
+                );
+            }
             if w.offset.is_some() || w.offset_increment.is_some() {
                 return werr(
                     "offset and offset_increment place drawn offsets; a replayed trace gives its own",
@@ -851,6 +875,15 @@ impl Workload {
         w.sequencer.identical &= w.sequencer.every > 1;
         w.sequencer.shared &=
             w.reads() && w.writes() && (w.percentage_random < 100 || w.sequencer.every > 1);
+        if let Some(b) = w.backlog {
+            let pieces = u64::from(w.numjobs) * u64::from(b.every);
+            if pieces > MAX_BACKLOG_PIECES {
+                return werr(format!(
+                    "numjobs={} x verify_backlog={} = {pieces} pieces logged at once; at most {MAX_BACKLOG_PIECES}",
+                    w.numjobs, b.every
+                ));
+            }
+        }
         let outstanding = w.numjobs as u64 * w.iodepth as u64;
         if outstanding > MAX_OUTSTANDING {
             return werr(format!(
@@ -1519,6 +1552,12 @@ impl Workload {
         if let Some(b) = self.io_size {
             m.insert("io_size".into(), b.into());
         }
+        if let Some(b) = self.backlog {
+            m.insert("verify_backlog".into(), b.every.into());
+            if b.batch > 0 {
+                m.insert("verify_backlog_batch".into(), b.batch.into());
+            }
+        }
         if let Some(z) = self.strided {
             m.insert("zonemode".into(), "strided".into());
             m.insert("zonesize".into(), z.size.into());
@@ -1679,6 +1718,12 @@ impl Workload {
         }
         if let Some(z) = self.strided {
             v.extend(z.pairs());
+        }
+        if let Some(b) = self.backlog {
+            v.push(("verify_backlog".into(), b.every.to_string()));
+            if b.batch > 0 {
+                v.push(("verify_backlog_batch".into(), b.batch.to_string()));
+            }
         }
         if let Some(n) = self.number_ios {
             v.push(("number_ios".into(), n.to_string()));
@@ -2317,6 +2362,52 @@ mod tests {
         }
     }
 
+    /// The job's I/Os as runs of reads and writes (`16W 16R ...`), and
+    /// whether every read is of a piece written before it.
+    fn backlog_runs(wl: &str) -> (String, bool) {
+        let w = Workload::parse(wl).unwrap();
+        let (mut runs, mut last, mut n) = (Vec::new(), ' ', 0);
+        let mut written = std::collections::HashSet::new();
+        let mut reads_written = true;
+        for io in job_streams(&w, &w.regions(1 << 20).unwrap(), 2).remove(0) {
+            let c = if io.read { 'R' } else { 'W' };
+            if io.read {
+                reads_written &= written.contains(&io.offset);
+            } else {
+                written.insert(io.offset);
+            }
+            if c != last && n > 0 {
+                runs.push(format!("{n}{last}"));
+                n = 0;
+            }
+            (last, n) = (c, n + 1);
+        }
+        runs.push(format!("{n}{last}"));
+        (runs.join(" "), reads_written)
+    }
+
+    /// fio's verify_backlog: the runs of writes and read-backs fio 3.33's
+    /// write_iolog records for the same jobs (a 1 MiB file, 4 KiB blocks):
+    /// 16 writes then their 16 reads; with a batch of 4, 16 writes, then 4
+    /// reads and 4 writes in turn, the 12 left read after the last write.
+    #[test]
+    fn verify_backlog_reads_back_as_fio_does() {
+        let (runs, ok) = backlog_runs("rw=randwrite bs=4k size=1m verify_backlog=16");
+        assert_eq!(runs, ["16W 16R"; 16].join(" "));
+        assert!(ok);
+        let (runs, ok) =
+            backlog_runs("rw=randwrite bs=4k size=1m verify_backlog=16 verify_backlog_batch=4");
+        let mut want = vec!["16W".to_string()];
+        want.extend(std::iter::repeat_n("4R 4W".to_string(), 60));
+        want.push("16R".into());
+        assert_eq!(runs, want.join(" "));
+        assert!(ok);
+        // Sequential: the pieces in offset order, the last 6 after the end.
+        let (runs, ok) = backlog_runs("rw=write bs=4k size=1m verify_backlog=10");
+        assert!(runs.ends_with("10W 10R 6W 6R"), "{runs}");
+        assert!(ok);
+    }
+
     #[test]
     fn strided_zones_are_refused_where_fio_refuses_them() {
         for (wl, says) in [
@@ -2618,10 +2709,10 @@ mod tests {
             (8192, 16, 10, 70)
         );
         assert_eq!(w.rw, Rw::RandWrite);
-        let e = parse_job_file("[j]\nverify_backlog=16\n")
+        let e = parse_job_file("[j]\nsteadystate=iops:1%\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unsupported fio option 'verify_backlog'"), "{e}");
+        assert!(e.contains("unsupported fio option 'steadystate'"), "{e}");
         // fio's buffered is direct turned round, not an option to pass over.
         assert!(parse_job_file("[j]\nbuffered=1\n").unwrap().buffered);
         assert!(parse_job_file("[j]\nbuffered\n").unwrap().buffered);

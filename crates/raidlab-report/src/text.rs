@@ -33,6 +33,8 @@ fn workload_text(w: &serde_json::Value) -> String {
         "zonesize",
         "zonerange",
         "zoneskip",
+        "verify_backlog",
+        "verify_backlog_batch",
         "runtime",
         "ramp_time",
         "random_distribution",

@@ -108,11 +108,11 @@ fn bad_input_gives_one_line_and_status_2() {
     );
     let job = tmp(
         "bad.fio",
-        "[global]\nbs=4k\n[job]\nrw=randread\nverify_backlog=16\n",
+        "[global]\nbs=4k\n[job]\nrw=randread\nsteadystate=iops:1%\n",
     );
     assert_input_error(
         &["sim", "-t", "x25e", "--job", &job],
-        "unsupported fio option 'verify_backlog'",
+        "unsupported fio option 'steadystate'",
     );
     assert_input_error(&["presets", "nope"], "unknown preset 'nope'");
     let bad = tmp("bad.toml", "[d]\nbase = \"x25e\"\nwarp = 9\n");
@@ -1390,11 +1390,11 @@ fn job_files_include_files_beside_them_and_errors_name_the_included_line() {
     assert_eq!(v["workload"]["bs"], 8192, "{}", v["workload"]);
     assert_eq!(v["workload"]["iodepth"], 4, "{}", v["workload"]);
     // An option fio does not know, in an included file: its file and line.
-    tmp("inc-bad.fio", "bs=4k\nverify_backlog=16\n");
+    tmp("inc-bad.fio", "bs=4k\nsteadystate=iops:1%\n");
     let bad = tmp("inc-badjob.fio", "[a]\nrw=read\ninclude inc-bad.fio\n");
     assert_input_error(
         &["sim", "-t", "x25e", "--job", &bad],
-        "inc-bad.fio line 2: unsupported fio option 'verify_backlog'",
+        "inc-bad.fio line 2: unsupported fio option 'steadystate'",
     );
     let missing = tmp("inc-missing.fio", "[a]\nrw=read\ninclude inc-nowhere.fio\n");
     assert_input_error(

@@ -746,6 +746,70 @@ fn fio_and_raidlab_verify_the_same_blocks() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The reads and writes of an iolog (fio's `write_iolog`, or `raidlab run
+/// --write-iolog`) as runs: `16W 4R 4W ...`.
+fn iolog_runs(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (mut runs, mut last, mut n) = (Vec::new(), "", 0);
+    for op in text
+        .lines()
+        .filter_map(|l| l.split_whitespace().find(|w| *w == "read" || *w == "write"))
+    {
+        if op != last && n > 0 {
+            runs.push(format!("{n}{}", &last[..1]));
+            n = 0;
+        }
+        (last, n) = (op, n + 1);
+    }
+    runs.push(format!("{n}{}", &last[..1]));
+    runs.join(" ")
+}
+
+/// fio's `verify_backlog`: the job file `export-fio` prints, run by fio,
+/// and `raidlab run` of the same job interleave their writes and
+/// read-backs alike, as their iologs show (16 writes, then 4 reads and 4
+/// writes in turn, the rest read at the end), and raidlab finds every
+/// block it reads back as written.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_read_back_as_they_write() {
+    let (dir, path) = scratch("raidlab-fio-backlog", 0);
+    for text in [
+        "[w]\nrw=randwrite\nbs=4k\nsize=1m\nverify=crc32c\nverify_backlog=16\nverify_backlog_batch=4\n",
+        "[w]\nrw=write\nbs=4k\nsize=1m\nverify=crc32c\nverify_backlog=10\n",
+    ] {
+        let job = export_job(&dir, text, &path);
+        let (fio_log, ours_log) = (dir.join("fio.iolog"), dir.join("ours.iolog"));
+        for log in [&fio_log, &ours_log] {
+            // fio appends to a log that is there.
+            let _ = std::fs::remove_file(log);
+        }
+        let o = Command::new("fio")
+            .arg(&job)
+            .arg(format!("--write_iolog={}", fio_log.display()))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "fio: {}", String::from_utf8_lossy(&o.stderr));
+        let job_s = job.display().to_string();
+        let v = json_of(&[
+            "run",
+            "-t",
+            &path,
+            "--job",
+            &job_s,
+            "--buffered",
+            "--format",
+            "json",
+            "--write-iolog",
+            &ours_log.display().to_string(),
+        ]);
+        assert_eq!(iolog_runs(&ours_log), iolog_runs(&fio_log), "{text}");
+        assert_eq!(v["real"]["verify"]["mismatches"], 0, "{text}");
+        assert_eq!(v["real"]["verify"]["unwritten_units"], 0, "{text}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// fio's `include`: one job file that pulls its sizes from a file beside
 /// it, run from another directory, does the same I/O in fio and in
 /// `raidlab run` (fio: 8 MiB in 64 KiB writes, then 4 KiB random reads

@@ -274,7 +274,9 @@ pub fn parse_job_phases(text: &str) -> Result<Vec<JobPhase>> {
                 );
             }
         }
-        let back = match verify && workload.writes() {
+        // With verify_backlog the job reads its writes back as it goes,
+        // and what is left after them (fio's `do_verify`), itself.
+        let back = match verify && workload.writes() && workload.backlog.is_none() {
             true => Some(read_back(s.lno, s.name, &workload)?),
             false => None,
         };
@@ -678,6 +680,10 @@ impl JobOptions {
     fn finish(mut self) -> Result<(Workload, Vec<String>, bool)> {
         // Sizes as fio reads them under the file's kb_base, wherever it came.
         let iec_note = kb_base::read_sizes(&mut self.pairs, self.kb);
+        if !(self.verify && self.do_verify) {
+            // fio logs no writes to read back without a verify phase.
+            self.pairs.retain(|(k, _)| !k.starts_with("verify_backlog"));
+        }
         let refs: Vec<(&str, &str)> = self
             .pairs
             .iter()
@@ -916,6 +922,37 @@ mod tests {
                 .to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
+    }
+
+    /// With verify_backlog a job reads back as it goes: no read-back phase
+    /// after it, and jobs refused above (time-based, without the random
+    /// map, mixed) are taken. Without verify fio logs nothing to read
+    /// back, so the backlog is dropped.
+    #[test]
+    fn verify_backlog_reads_back_in_the_job() {
+        for job in [
+            "rw=randwrite\nruntime=5\nverify=crc32c\nverify_backlog=64",
+            "rw=randwrite\nnorandommap\nverify=crc32c\nverify_backlog=8\nverify_backlog_batch=2",
+            "rw=randrw\nverify=md5\nverify_backlog=16",
+        ] {
+            let p = parse_job_phases(&format!("[w]\n{job}\n")).unwrap();
+            assert_eq!((p.len(), p[0].check), (1, Check::Verify), "{job}");
+            assert!(p[0].workload.backlog.is_some(), "{job}");
+        }
+        for off in ["verify=0", "verify=crc32c\ndo_verify=0", ""] {
+            let p = parse_job_phases(&format!("[w]\nrw=write\nverify_backlog=4\n{off}\n")).unwrap();
+            assert_eq!(p[0].workload.backlog, None, "{off}");
+        }
+        let e = parse_job_phases("[w]\nrw=write\nverify=crc32c\nverify_backlog=lots\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("verify_backlog=lots"), "{e}");
+        let e = parse_job_phases(
+            "[w]\nrw=write\nnumjobs=4096\nverify=crc32c\nverify_backlog=1048576\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("pieces logged at once"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The one I/O stream generator both engines use: a job's offsets,
 //! sizes and directions from a workload and a seed (or a replayed trace).
 
+use super::backlog::BacklogLog;
 use super::sequencer::Sequencer;
 use super::strided::ZoneWalk;
 use super::*;
@@ -117,6 +118,8 @@ pub struct JobStream {
     feed: Option<Box<Feed>>,
     /// Where the job is in its strided zones (`zonemode=strided`).
     zones: Option<ZoneWalk>,
+    /// The writes it has yet to read back (`verify_backlog`).
+    backlog: Option<BacklogLog>,
 }
 
 impl JobStream {
@@ -154,6 +157,7 @@ impl JobStream {
             loop_bytes: None,
             feed: w.replay.as_ref().map(|r| Box::new(Feed::open(r, span))),
             zones: w.strided.map(ZoneWalk::new),
+            backlog: w.backlog.map(|b| BacklogLog::new(b, w.uses_random_map())),
         }
     }
 
@@ -283,12 +287,15 @@ impl JobStream {
     /// order, the random stream's: moving a draw changes every seeded
     /// result.
     pub fn next_choosing(&mut self, choose: impl FnOnce(bool) -> bool) -> Option<Io> {
+        if let Some(io) = self.read_back(BacklogLog::due) {
+            return Some(io);
+        }
         if self.budget == Some(0) {
-            return None;
+            return self.read_back(BacklogLog::rest);
         }
         if let Some(r) = &mut self.remaining {
             if *r == 0 {
-                return None;
+                return self.read_back(BacklogLog::rest);
             }
             *r -= 1;
         }
@@ -363,6 +370,13 @@ impl JobStream {
         self.cursor[d] = offset + len;
         if let Some(z) = &mut self.zones {
             z.issued(len);
+        }
+        if let Some(b) = &mut self.backlog {
+            if read {
+                b.read();
+            } else {
+                b.wrote(offset, len);
+            }
         }
         Some(Io {
             offset: self.base + offset,
@@ -463,6 +477,17 @@ impl JobStream {
             }
             None => self.pick_block(slots, a) * a,
         }
+    }
+
+    /// A read of a written piece the backlog gives (`take`: one due now,
+    /// or one left once the job has written its bytes).
+    fn read_back(&mut self, take: fn(&mut BacklogLog) -> Option<(u64, u64)>) -> Option<Io> {
+        let (offset, len) = take(self.backlog.as_mut()?)?;
+        Some(Io {
+            offset: self.base + offset,
+            len: len as u32,
+            read: true,
+        })
     }
 
     /// A one-pass job's loop ended early (a hole ran past the region's

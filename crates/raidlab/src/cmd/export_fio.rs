@@ -53,13 +53,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
 
 /// The fio job file of one workload: its options in `[global]`, one job.
 fn job_text(args: &Args, w: &Workload) -> String {
-    raidlab_io::fio_job(
+    let mut text = raidlab_io::fio_job(
         w,
         args.seed,
         args.filename.as_deref(),
         args.engine.into(),
         !args.buffered && !w.buffered,
-    )
+    );
+    if w.backlog.is_some() {
+        // fio logs writes to read back only for a job that verifies.
+        text += "verify=crc32c\n";
+    }
+    text
 }
 
 /// The fio job file of a job file's phases: a section each job section,
@@ -82,7 +87,7 @@ fn phased(args: &Args, phases: &[JobPhase]) -> String {
             if k > 0 {
                 s += "new_group\n";
             }
-            if p.check.verifies() {
+            if p.check.verifies() && w.backlog.is_none() {
                 // raidlab's header stands for every fio method; fio checks
                 // its own kind.
                 s += "verify=crc32c\n";
