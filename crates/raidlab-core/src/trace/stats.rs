@@ -275,6 +275,12 @@ impl Summary {
         );
         out += &format!("bssplit={}\n", bssplit(&self.sizes));
         out += &format!("size={}\n", round_up(self.extent.max(4096), 4096));
+        if self.flushes > 0 && self.writes > 0 {
+            // The trace's writes a flush, as fio's fsync=N flushes after
+            // every N writes.
+            let every = (self.writes as f64 / self.flushes as f64).round().max(1.0);
+            out += &format!("fsync={}\n", every as u64);
+        }
         if self.iops > 0.0 {
             out += &format!(
                 "rate_iops={}\nrate_process=poisson\n",
@@ -379,7 +385,16 @@ mod tests {
         assert!(job.contains("rw=randrw\nrwmixread=50\n"), "{job}");
         assert!(job.contains("bssplit=4k/50:8k/50\n"), "{job}");
         assert!(job.contains("rate_iops=100503\n"), "{job}");
+        assert!(!job.contains("fsync"), "no flushes: {job}");
         crate::workload::parse_job_file(&job).expect("the job parses");
+        // Flushes: the synthetic job flushes after as many writes a flush.
+        for i in 0..30 {
+            s.add(&rec(3_000_000 + i, Op::Flush, 0, 0));
+        }
+        let job = s.summary().as_job();
+        assert!(job.contains("fsync=3\n"), "100 writes, 30 flushes: {job}");
+        let w = crate::workload::parse_job_file(&job).expect("the job parses");
+        assert_eq!(w.fsync, 3);
     }
 
     #[test]
