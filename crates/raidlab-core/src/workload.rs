@@ -518,6 +518,10 @@ pub struct Workload {
     /// read back as the job goes (`None`: only after, if at all).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backlog: Option<Backlog>,
+    /// fio's `exitall`: once one job of the phase has finished, the
+    /// others stop issuing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub exitall: bool,
 }
 
 fn no_limit(r: &Rate) -> bool {
@@ -599,6 +603,7 @@ impl Default for Workload {
             replay: None,
             strided: None,
             backlog: None,
+            exitall: false,
         }
     }
 }
@@ -693,6 +698,7 @@ pub const KEYS: &[&str] = &[
     "zonecapacity",
     "verify_backlog",
     "verify_backlog_batch",
+    "exitall",
     "loops",
     "number_ios",
     "filesize",
@@ -1059,6 +1065,7 @@ impl Workload {
             }
             // Applied in `from_pairs`, where `size` and `io_size` are known.
             "filesize" => {}
+            "exitall" => self.exitall = int(k, v, 0, 1)? == 1,
             _ => return Ok(false),
         }
         Ok(true)
@@ -1552,6 +1559,9 @@ impl Workload {
         if let Some(b) = self.io_size {
             m.insert("io_size".into(), b.into());
         }
+        if self.exitall {
+            m.insert("exitall".into(), 1.into());
+        }
         if let Some(b) = self.backlog {
             m.insert("verify_backlog".into(), b.every.into());
             if b.batch > 0 {
@@ -1718,6 +1728,9 @@ impl Workload {
         }
         if let Some(z) = self.strided {
             v.extend(z.pairs());
+        }
+        if self.exitall {
+            v.push(("exitall".into(), "1".into()));
         }
         if let Some(b) = self.backlog {
             v.push(("verify_backlog".into(), b.every.to_string()));

@@ -138,6 +138,7 @@ pub fn run_sections(
         seed,
         max_bs: sections.iter().map(|(_, w)| w.max_bs()).max().unwrap_or(0) as usize,
         start: Instant::now(),
+        exitall: sections.iter().any(|(_, w)| w.exitall),
     };
     let shares: Vec<worker::Shared<'_>> = sections.iter().map(|(_, s)| run.shared(w, s)).collect();
     let (t_start, ramp_end, end) = (shares[0].start, shares[0].ramp_end, shares[0].end);
@@ -233,6 +234,8 @@ struct Common {
     locks: exec::Locks,
     seq: AtomicU64,
     stop: AtomicBool,
+    /// Set when a job has finished under fio's `exitall`.
+    halt: AtomicBool,
 }
 
 /// The run's parts every section's [`worker::Shared`] is made of.
@@ -248,6 +251,8 @@ struct RunShare<'a> {
     max_bs: usize,
     /// When the jobs start: every section's clocks count from here.
     start: Instant,
+    /// fio's `exitall`, set by any section.
+    exitall: bool,
 }
 
 impl<'a> RunShare<'a> {
@@ -273,6 +278,8 @@ impl<'a> RunShare<'a> {
                 .runtime
                 .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
             stop: &self.common.stop,
+            halt: &self.common.halt,
+            exitall: self.exitall,
             max_bs: self.max_bs,
             seed: self.seed,
             intent: self.intent,

@@ -49,6 +49,11 @@ pub struct Shared<'a> {
     pub end: Option<Instant>,
     /// Set on the first error: every worker stops issuing.
     pub stop: &'a AtomicBool,
+    /// Set when a job has finished and `exitall` holds: every worker
+    /// stops issuing, its I/Os in flight completing and counting.
+    pub halt: &'a AtomicBool,
+    /// fio's `exitall`: a job that finishes sets `halt`.
+    pub exitall: bool,
     /// Largest block size of any section.
     pub max_bs: usize,
     /// Seed of the buffer contents.
@@ -534,6 +539,11 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
                 if end_flushed {
                     self.out.last_done = Some(Instant::now());
                 }
+                if self.sh.exitall {
+                    // fio's exitall: this job has finished, so the others
+                    // stop.
+                    self.sh.halt.store(true, Ordering::Relaxed);
+                }
                 return;
             }
             let room = self.slots.active < self.depth && self.pace.gate == 0;
@@ -720,7 +730,9 @@ const FLUSH_IO: Io = Io {
 /// Whether the job stops before its next I/O: the run was stopped or its
 /// time is up at `at`, the time now.
 fn stop_before_next(sh: &Shared<'_>, at: Instant) -> bool {
-    sh.stop.load(Ordering::Relaxed) || sh.end.is_some_and(|e| at >= e)
+    sh.stop.load(Ordering::Relaxed)
+        || sh.halt.load(Ordering::Relaxed)
+        || sh.end.is_some_and(|e| at >= e)
 }
 
 /// A stream's replay tally, its error as text.

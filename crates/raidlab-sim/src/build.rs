@@ -768,6 +768,8 @@ pub(crate) fn install_host(
         host.set_rate(range.clone(), &j.w.rate, j.w.seed.unwrap_or(seed));
         first = range.end;
     }
+    // fio's exitall holds for every job once any job file section sets it.
+    host.exitall = jobs.iter().any(|j| j.w.exitall);
     if jobs.len() > 1 {
         let section_of = jobs
             .iter()

@@ -61,6 +61,11 @@ pub struct Host {
     waited: Vec<Ns>,
     done_jobs: Vec<bool>,
     exhausted: usize,
+    /// fio's `exitall`: once one job has finished, the others stop
+    /// issuing (their I/Os in flight complete and count).
+    pub exitall: bool,
+    /// A job has finished under `exitall`: no job issues any more.
+    halted: bool,
     /// Start of the measurement window.
     pub window_start: Ns,
     /// End of the window (time-based runs).
@@ -279,6 +284,8 @@ impl Host {
             waited: vec![0; n],
             done_jobs: vec![false; n],
             exhausted: 0,
+            exitall: false,
+            halted: false,
             window_start: 0,
             window_end: None,
             last_completion: 0,
@@ -606,6 +613,16 @@ impl Host {
         (!self.out[k] && self.streams[k].flush_first()).then_some(vol)
     }
 
+    /// fio's `exitall`: a job has finished, so none issues any more; each
+    /// is done once its I/Os in flight are back.
+    fn halt(&mut self) {
+        self.halted = true;
+        for d in self.done_jobs.iter_mut().filter(|d| !**d) {
+            *d = true;
+            self.exhausted += 1;
+        }
+    }
+
     /// Job `job` has one more I/O outstanding from `now`.
     #[inline]
     fn outstanding_one_more(&mut self, job: usize, now: Ns) {
@@ -641,7 +658,8 @@ impl Host {
     /// lets it go; whether it took a slot (false: the job is waiting for a
     /// flush or its clock, or has nothing more to issue).
     fn issue(&mut self, ctx: &mut Ctx, job: usize) -> bool {
-        if self.window_end.is_some_and(|e| ctx.now >= e)
+        if self.halted
+            || self.window_end.is_some_and(|e| ctx.now >= e)
             || self.sleeping[job]
             || (self.conf[job].think > 0 && self.thinking[job])
         {
@@ -679,6 +697,9 @@ impl Host {
             if !self.done_jobs[job] {
                 self.done_jobs[job] = true;
                 self.exhausted += 1;
+            }
+            if self.exitall && self.inflight[job] == 0 {
+                self.halt();
             }
             return false;
         };

@@ -1639,3 +1639,42 @@ fn job_files_take_variables_from_the_environment() {
         (Some(12), Some(4096))
     );
 }
+
+/// fio's `exitall`: once the short section beside it has finished, the
+/// long one stops too, in the simulator and in both real engines; without
+/// it the long one reads its whole gigabyte.
+#[test]
+fn exitall_stops_the_jobs_beside_one_that_finished() {
+    let job = |exitall: &str| {
+        tmp(
+            &format!("exitall{}.fio", exitall.len()),
+            &format!(
+                "[global]\n{exitall}\nioengine=libaio\n[a]\nrw=read\nbs=64k\nsize=1m\n[b]\nrw=randread\nbs=4k\niodepth=4\nsize=1g\n"
+            ),
+        )
+    };
+    let (with, without) = (job("exitall"), job(""));
+    let sim = |j: &str| {
+        json_of(&["sim", "-t", "x25e", "--job", j, "--format", "json"])["sim"]["simulated_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let (short, long) = (sim(&with), sim(&without));
+    assert!(short < 0.01 * long, "sim: {short} s against {long} s");
+    let (dir, paths) = member_paths("exitall", 1);
+    std::fs::File::create(&paths[0])
+        .unwrap()
+        .set_len(1100 << 20)
+        .unwrap();
+    for engine in ["io_uring", "psync"] {
+        let v = json_of(&[
+            "run", "-t", &paths[0], "--job", &with, "--engine", engine, "--format", "json",
+        ]);
+        let reads = v["real"]["read"]["ios"].as_u64().unwrap();
+        assert!(
+            reads < 26_000,
+            "{engine}: {reads} reads of the 262,160 without exitall"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

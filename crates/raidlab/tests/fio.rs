@@ -810,6 +810,42 @@ fn fio_and_raidlab_read_back_as_they_write() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's `exitall`: the job file `export-fio` prints, run by fio, and
+/// `raidlab run` both stop the long section once the short one beside it
+/// has finished (without exitall it reads 262,144 blocks).
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_stop_the_rest_once_one_job_finished() {
+    let (dir, path) = scratch("raidlab-fio-exitall", 0);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(1100 << 20)
+        .unwrap();
+    let job = export_job(
+        &dir,
+        "[global]\nexitall\n[a]\nrw=read\nbs=64k\nsize=1m\n[b]\nrw=randread\nbs=4k\nsize=1g\n",
+        &path,
+    );
+    let fio = fio_jobs(&fio_json(&job));
+    let v = run_buffered(&path, &job);
+    let ours: Vec<u64> = v["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["real"]["read"]["ios"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(fio[0].2, 16, "fio's short section: {fio:?}");
+    for (who, long) in [
+        ("fio", fio[1].2),
+        ("raidlab", ours.get(1).copied().unwrap_or(0)),
+    ] {
+        assert!(long < 2_600, "{who}'s long section read {long} blocks");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// fio's `include`: one job file that pulls its sizes from a file beside
 /// it, run from another directory, does the same I/O in fio and in
 /// `raidlab run` (fio: 8 MiB in 64 KiB writes, then 4 KiB random reads

@@ -385,7 +385,6 @@ const FIO_ACCEPTED: &[&str] = &[
     "disk_util",
     "cpus_allowed",
     "cpus_allowed_policy",
-    "exitall",
     // Which generator draws the offsets: raidlab has its own.
     "random_generator",
     // Data contents and file preparation: the drives model neither
@@ -536,14 +535,18 @@ fn read_back(lno: usize, name: &str, w: &Workload) -> Result<JobPhase> {
         Rw::RandWrite => w.percentage_random == 100 && w.uses_random_map(),
         _ => false,
     };
+    // Strided zones leave parts of the region unwritten, and exitall may
+    // stop a job's clones before their regions are.
     let whole = w.runtime.is_none()
         && w.loops <= 1
         && w.number_ios.is_none()
         && w.io_size.is_none()
-        && w.replay.is_none();
+        && w.replay.is_none()
+        && w.strided.is_none()
+        && !(w.exitall && w.numjobs > 1);
     if !(once && whole) {
         return line_err(lno, format!(
-            "[{name}] verify: raidlab reads back jobs that write each block of their region once (rw=write, or rw=randwrite with fio's random map, one pass, no runtime, loops, number_ios or io_size); fio verifies the pieces it logged of any other"
+            "[{name}] verify: raidlab reads back after the job only jobs that write each block of their region once (rw=write, or rw=randwrite with fio's random map, one pass, no runtime, loops, number_ios, io_size, zones or exitall over several jobs); fio verifies the pieces it logged of any other, as verify_backlog=N has raidlab do as the job goes"
         ));
     }
     let mut back = w.clone();
@@ -652,6 +655,17 @@ impl JobOptions {
                 }
             }
             "do_verify" => self.do_verify = v.is_empty() || int(k, v, 0, 1)? == 1,
+            // Which jobs exitall stops: raidlab stops those of the phase,
+            // fio's group (its default) or, with `stonewall`, everything
+            // running before the next stonewall.
+            "exit_what" => {
+                if !matches!(v, "group" | "stonewall") {
+                    return line_err(
+                        lno,
+                        format!("exit_what={v}: raidlab stops the jobs of the phase (group or stonewall); all is not modelled"),
+                    );
+                }
+            }
             // fio stops at the first mismatch with it; raidlab's verified
             // runs exit 1 on any, with every mismatch counted.
             "verify_fatal" => {}
@@ -663,7 +677,7 @@ impl JobOptions {
                     self.time_based = v.is_empty() || v != "0";
                 }
             }
-            "norandommap" | "hipri" if v.is_empty() => self.set(k, "1".to_string()),
+            "norandommap" | "hipri" | "exitall" if v.is_empty() => self.set(k, "1".to_string()),
             _ if !all_keys().any(|n| *n == k) => {
                 return line_err(lno, format!("unsupported fio option '{k}'"));
             }
@@ -910,6 +924,14 @@ mod tests {
             ),
             (
                 "rw=randrw\nverify=crc32c",
+                "write each block of their region once",
+            ),
+            (
+                "rw=write\nzonemode=strided\nzonesize=64k\nzonerange=1m\nverify=crc32c",
+                "write each block of their region once",
+            ),
+            (
+                "rw=write\nnumjobs=2\nexitall\nverify=crc32c",
                 "write each block of their region once",
             ),
             (

@@ -64,6 +64,12 @@ fn job_text(args: &Args, w: &Workload) -> String {
         // fio logs writes to read back only for a job that verifies.
         text += "verify=crc32c\n";
     }
+    if w.exitall {
+        // fio's exitall stops the jobs of one reporting group; raidlab's
+        // stops every job of the phase, which the sections' own groups
+        // (new_group) would split.
+        text += "exit_what=stonewall\n";
+    }
     text
 }
 
