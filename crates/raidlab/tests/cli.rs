@@ -1661,14 +1661,10 @@ fn exitall_stops_the_jobs_beside_one_that_finished() {
     };
     let (short, long) = (sim(&with), sim(&without));
     assert!(short < 0.01 * long, "sim: {short} s against {long} s");
-    let (dir, paths) = member_paths("exitall", 1);
-    std::fs::File::create(&paths[0])
-        .unwrap()
-        .set_len(1100 << 20)
-        .unwrap();
+    let member = zeros("exitall.img", 1100 << 20);
     for engine in ["io_uring", "psync"] {
         let v = json_of(&[
-            "run", "-t", &paths[0], "--job", &with, "--engine", engine, "--format", "json",
+            "run", "-t", &member, "--job", &with, "--engine", engine, "--format", "json",
         ]);
         let reads = v["real"]["read"]["ios"].as_u64().unwrap();
         assert!(
@@ -1676,5 +1672,5 @@ fn exitall_stops_the_jobs_beside_one_that_finished() {
             "{engine}: {reads} reads of the 262,160 without exitall"
         );
     }
-    std::fs::remove_dir_all(dir).unwrap();
+    std::fs::remove_file(member).unwrap();
 }

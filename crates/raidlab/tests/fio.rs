@@ -817,12 +817,7 @@ fn fio_and_raidlab_read_back_as_they_write() {
 #[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
 fn fio_and_raidlab_stop_the_rest_once_one_job_finished() {
     let (dir, path) = scratch("raidlab-fio-exitall", 0);
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(1100 << 20)
-        .unwrap();
+    set_len(&path, 1100 << 20);
     let job = export_job(
         &dir,
         "[global]\nexitall\n[a]\nrw=read\nbs=64k\nsize=1m\n[b]\nrw=randread\nbs=4k\nsize=1g\n",

@@ -105,13 +105,7 @@ fn replay(v: &serde_json::Value) -> &serde_json::Value {
 fn every_format_replays_every_record_in_sim_and_run() {
     let recs = stream(300, 100);
     let bytes: u64 = recs.iter().map(|r| r.len).sum();
-    let member = tmp("replay-member.img", "");
-    std::fs::File::options()
-        .write(true)
-        .open(&member)
-        .unwrap()
-        .set_len(64 << 20)
-        .unwrap();
+    let member = zeros("replay-member.img", 64 << 20);
     for f in FORMATS {
         let path = tmp(&format!("stream.{f}"), &write_as(f, &recs));
         let w = format!("read_iolog={path} replay_no_stall=1 iodepth=4");
@@ -190,13 +184,7 @@ fn trace_flushes_are_replayed_and_trims_passed_over() {
         iops(&s),
         iops(&plain)
     );
-    let member = tmp("flush-member.img", "");
-    std::fs::File::options()
-        .write(true)
-        .open(&member)
-        .unwrap()
-        .set_len(64 << 20)
-        .unwrap();
+    let member = zeros("flush-member.img", 64 << 20);
     for engine in ["psync", "io_uring"] {
         let w = format!("read_iolog={with} iodepth=8");
         let r = json_of(&[

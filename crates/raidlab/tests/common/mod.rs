@@ -26,6 +26,23 @@ pub fn tmp(name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// A file of zeros `bytes` long (sparse) beside [`tmp`]'s, named `name`.
+pub fn zeros(name: &str, bytes: u64) -> String {
+    let p = tmp(name, "");
+    set_len(&p, bytes);
+    p
+}
+
+/// Make the file at `path` `bytes` long (a hole past its end).
+pub fn set_len(path: &str, bytes: u64) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(bytes)
+        .unwrap();
+}
+
 /// A fresh directory of this test process named after `name`, and the
 /// paths of `n` member files in it (`m0.img`, `m1.img`, ...), not created.
 #[allow(dead_code)] // not every test binary has real members
