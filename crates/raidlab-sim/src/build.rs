@@ -770,6 +770,7 @@ pub(crate) fn install_host(
     }
     // fio's exitall holds for every job once any job file section sets it.
     host.exitall = jobs.iter().any(|j| j.w.exitall);
+    host.replays = jobs.iter().any(|j| j.w.replay.is_some());
     if jobs.len() > 1 {
         let section_of = jobs
             .iter()

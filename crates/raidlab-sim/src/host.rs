@@ -108,6 +108,8 @@ pub struct Host {
     /// A timed trace replay: each I/O waits for its time, with the job's
     /// others in flight (fio's `iolog_delay` reaps while it waits).
     replay_timed: bool,
+    /// Some job replays a trace, whose flushes the jobs replay.
+    pub replays: bool,
     /// How far a timed replay's I/Os went behind their times.
     pub lag: raidlab_core::metrics::Lag,
     /// Per-interval figures of the window (`log_avg_msec`).
@@ -304,6 +306,7 @@ impl Host {
             started: 0,
             origin: 0,
             replay_timed: false,
+            replays: false,
             lag: Default::default(),
             timeline: None,
             external: None,
@@ -672,7 +675,7 @@ impl Host {
             }
             return false;
         }
-        if let Some(vol) = self.trace_flush(job) {
+        if let Some(vol) = self.replays.then(|| self.trace_flush(job)).flatten() {
             // A replayed trace's flush: it goes once the job's I/Os before
             // it are back, as fsync=N's does.
             self.holding[job] = true;

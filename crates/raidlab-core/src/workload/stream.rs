@@ -117,9 +117,9 @@ pub struct JobStream {
     /// A replayed trace, which then gives every I/O.
     feed: Option<Box<Feed>>,
     /// Where the job is in its strided zones (`zonemode=strided`).
-    zones: Option<ZoneWalk>,
+    zones: Option<Box<ZoneWalk>>,
     /// The writes it has yet to read back (`verify_backlog`).
-    backlog: Option<BacklogLog>,
+    backlog: Option<Box<BacklogLog>>,
 }
 
 impl JobStream {
@@ -156,8 +156,11 @@ impl JobStream {
             budget: None,
             loop_bytes: None,
             feed: w.replay.as_ref().map(|r| Box::new(Feed::open(r, span))),
-            zones: w.strided.map(ZoneWalk::new),
-            backlog: w.backlog.map(|b| BacklogLog::new(b, w.uses_random_map())),
+            // Boxed: most jobs have neither, and the stream stays small.
+            zones: w.strided.map(|z| Box::new(ZoneWalk::new(z))),
+            backlog: w
+                .backlog
+                .map(|b| Box::new(BacklogLog::new(b, w.uses_random_map()))),
         }
     }
 
@@ -287,8 +290,10 @@ impl JobStream {
     /// order, the random stream's: moving a draw changes every seeded
     /// result.
     pub fn next_choosing(&mut self, choose: impl FnOnce(bool) -> bool) -> Option<Io> {
-        if let Some(io) = self.read_back(BacklogLog::due) {
-            return Some(io);
+        if self.backlog.is_some() {
+            if let Some(io) = self.read_back(BacklogLog::due) {
+                return Some(io);
+            }
         }
         if self.budget == Some(0) {
             return self.read_back(BacklogLog::rest);
@@ -353,7 +358,9 @@ impl JobStream {
             *b -= len;
         }
         let d = self.seq.slot(read);
-        self.enter_zone(d, len);
+        if self.zones.is_some() {
+            self.enter_zone(d, len);
+        }
         let offset = match self.place(read, len) {
             Some(o) => o,
             None => {
@@ -368,15 +375,8 @@ impl JobStream {
         };
         self.last_start[d] = Some(offset);
         self.cursor[d] = offset + len;
-        if let Some(z) = &mut self.zones {
-            z.issued(len);
-        }
-        if let Some(b) = &mut self.backlog {
-            if read {
-                b.read();
-            } else {
-                b.wrote(offset, len);
-            }
+        if self.zones.is_some() || self.backlog.is_some() {
+            self.note_issued(read, offset, len);
         }
         Some(Io {
             offset: self.base + offset,
@@ -439,6 +439,7 @@ impl JobStream {
     /// start, and start the random map afresh every `zonerange` bytes. A
     /// zone clipped by the region's end too short for the I/O gives way
     /// to the region's first.
+    #[cold]
     fn enter_zone(&mut self, d: usize, len: u64) {
         let span = self.span;
         let Some(z) = &mut self.zones else { return };
@@ -479,8 +480,25 @@ impl JobStream {
         }
     }
 
+    /// An I/O of `len` bytes at `offset` went out: its zone and the
+    /// backlog note it.
+    #[cold]
+    fn note_issued(&mut self, read: bool, offset: u64, len: u64) {
+        if let Some(z) = &mut self.zones {
+            z.issued(len);
+        }
+        if let Some(b) = &mut self.backlog {
+            if read {
+                b.read();
+            } else {
+                b.wrote(offset, len);
+            }
+        }
+    }
+
     /// A read of a written piece the backlog gives (`take`: one due now,
     /// or one left once the job has written its bytes).
+    #[cold]
     fn read_back(&mut self, take: fn(&mut BacklogLog) -> Option<(u64, u64)>) -> Option<Io> {
         let (offset, len) = take(self.backlog.as_mut()?)?;
         Some(Io {
