@@ -119,15 +119,12 @@ impl BacklogLog {
             self.fifo.push_back((offset, len));
             return;
         }
-        let end = offset + len;
-        let over: Vec<u64> = self
-            .tree
-            .range(..end)
-            .rev()
-            .take_while(|(&o, &l)| o + l > offset)
-            .map(|(&o, _)| o)
-            .collect();
-        for o in over {
+        // Pieces do not overlap one another, so those this one overlaps
+        // are the last ones starting before its end.
+        while let Some((&o, &l)) = self.tree.range(..offset + len).next_back() {
+            if o + l <= offset {
+                break;
+            }
             self.tree.remove(&o);
         }
         self.tree.insert(offset, len);
