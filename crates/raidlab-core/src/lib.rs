@@ -12,6 +12,7 @@ pub mod analytic;
 pub mod batch;
 mod canonical;
 pub mod error;
+pub mod guard;
 pub mod ioreq;
 pub mod kernel;
 pub mod metrics;

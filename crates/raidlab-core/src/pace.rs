@@ -73,16 +73,7 @@ impl Rate {
     /// writes only (fio's syntax; a third, trim value is refused).
     pub fn set(&mut self, key: &str, v: &str) -> Result<()> {
         let bad = |why: &str| Error::Workload(format!("{key}={v}: {why}"));
-        let parts: Vec<&str> = v.split(',').collect();
-        if parts.len() > 2 {
-            return Err(bad(
-                "give one value, or one for reads and one for writes (trims are not modelled)",
-            ));
-        }
-        let one = |p: &str| -> Result<Option<u64>> {
-            if p.is_empty() {
-                return Ok(None);
-            }
+        let caps = per_direction(key, v, |p| {
             let (n, hi) = if key == "rate" {
                 let n = parse_size(p).map_err(|m| bad(&m.to_string()))?;
                 (n, MAX_RATE_BYTES)
@@ -95,19 +86,8 @@ impl Rate {
             if n == 0 || n > hi {
                 return Err(bad(&format!("each cap is from 1 to {hi} a second")));
             }
-            Ok(Some(n))
-        };
-        let caps = match parts.as_slice() {
-            [only] => {
-                let c = one(only)?;
-                [c, c]
-            }
-            [r, w] => [one(r)?, one(w)?],
-            _ => unreachable!("one or two parts"),
-        };
-        if caps.iter().all(Option::is_none) {
-            return Err(bad("no cap given"));
-        }
+            Ok(n)
+        })?;
         if key == "rate" {
             self.bytes = caps;
         } else {
@@ -170,6 +150,42 @@ impl Rate {
         }
         v
     }
+}
+
+/// A per-direction option as fio reads one (`bs`, `rate`, `max_latency`):
+/// one value for reads and writes, `R,W` each, `R,` reads only, `,W`
+/// writes only, each part read by `one`; a third, trim value is refused
+/// (trims are not modelled), and so is a value that names neither
+/// direction.
+pub(crate) fn per_direction<T: Copy>(
+    key: &str,
+    v: &str,
+    one: impl Fn(&str) -> Result<T>,
+) -> Result<[Option<T>; 2]> {
+    let bad = |why: &str| Error::Workload(format!("{key}={v}: {why}"));
+    let part = |p: &str| -> Result<Option<T>> {
+        if p.is_empty() {
+            Ok(None)
+        } else {
+            one(p).map(Some)
+        }
+    };
+    let dirs = match v.split(',').collect::<Vec<_>>().as_slice() {
+        [only] => {
+            let x = part(only)?;
+            [x, x]
+        }
+        [r, w] => [part(r)?, part(w)?],
+        _ => {
+            return Err(bad(
+                "give one value, or one for reads and one for writes (trims are not modelled)",
+            ))
+        }
+    };
+    if dirs.iter().all(Option::is_none) {
+        return Err(bad("no value given"));
+    }
+    Ok(dirs)
 }
 
 /// Separates the Poisson draws' random stream from the job streams' (any

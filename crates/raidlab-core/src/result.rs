@@ -417,6 +417,11 @@ pub struct RunResult {
     /// file's order. Empty for one workload.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sections: Vec<SectionResult>,
+    /// The jobs that ended in error, tripping one of fio's guards
+    /// (`max_latency`, `rate_min`, `rate_iops_min`), in the order they
+    /// did; the run then exits with status 1. Empty when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<crate::guard::JobError>,
 }
 
 /// One job section's figures in a run of sections side by side.

@@ -3,6 +3,7 @@
 
 use crate::batch::{Batch, MAX_BATCH};
 use crate::error::{Error, Result};
+use crate::guard::Guards;
 use crate::pace::Rate;
 use crate::rng::{mix, Rng};
 use crate::topology::SsdState;
@@ -522,6 +523,14 @@ pub struct Workload {
     /// others stop issuing.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub exitall: bool,
+    /// fio's `max_latency`, `rate_min`, `rate_iops_min` and `rate_cycle`:
+    /// what a job must keep to, or end in error ([`crate::guard`]).
+    #[serde(skip_serializing_if = "no_guard")]
+    pub guards: Guards,
+}
+
+fn no_guard(g: &Guards) -> bool {
+    !g.any()
 }
 
 fn no_limit(r: &Rate) -> bool {
@@ -604,6 +613,7 @@ impl Default for Workload {
             strided: None,
             backlog: None,
             exitall: false,
+            guards: Guards::default(),
         }
     }
 }
@@ -671,9 +681,13 @@ fn unknown_key(k: &str) -> String {
 }
 
 /// Every key of the `k=v` language: [`KEYS`], the batching keys
-/// ([`Batch::KEYS`]), then [`REPLAY_KEYS`].
+/// ([`Batch::KEYS`]), the guards' ([`crate::guard::KEYS`]), then
+/// [`REPLAY_KEYS`].
 pub fn all_keys() -> impl Iterator<Item = &'static &'static str> {
-    KEYS.iter().chain(Batch::KEYS).chain(REPLAY_KEYS)
+    KEYS.iter()
+        .chain(Batch::KEYS)
+        .chain(crate::guard::KEYS)
+        .chain(REPLAY_KEYS)
 }
 
 /// Keys of the `k=v` language, but for the batching keys ([`Batch::KEYS`])
@@ -1141,6 +1155,7 @@ impl Workload {
             k if Batch::KEYS.contains(&k) => {
                 self.batch.set(k, int(k, v, 0, MAX_BATCH.into())? as u32)
             }
+            k if crate::guard::KEYS.contains(&k) => self.guards.set(k, v)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -1660,6 +1675,9 @@ impl Workload {
         for (k, v) in self.batch.values() {
             m.insert(k.into(), v.into());
         }
+        for (k, v) in self.guards.pairs() {
+            m.insert(k, v.into());
+        }
         if let Some(ms) = self.log_avg_msec {
             m.insert("log_avg_msec".into(), ms.into());
         }
@@ -1809,6 +1827,7 @@ impl Workload {
         }
         v.extend(self.rate.pairs());
         v.extend(self.batch.pairs());
+        v.extend(self.guards.pairs());
         if let Some(ms) = self.log_avg_msec {
             v.push(("log_avg_msec".into(), ms.to_string()));
         }

@@ -126,6 +126,7 @@ pub fn run_sections(
         .map(|(_, w)| check_regions(w, vol.capacity))
         .collect::<Result<Vec<_>, _>>()?;
     let engine = choose_engine(opts.engine)?;
+    check_guards(sections, engine)?;
     let common = Common::default();
     let run = RunShare {
         vol: &vol,
@@ -177,6 +178,7 @@ pub fn run_sections(
         latency: Some(merged.metrics.detail(window_ns)),
         sections: per_section
             .map_or_else(Vec::new, |m| section_results(sections, &m, seed, window_ns)),
+        errors: merged.errors,
         real: Some(RealStats {
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
@@ -189,6 +191,27 @@ pub fn run_sections(
         trace: merged.trace,
         trace_ns: merged.trace_ns,
     })
+}
+
+/// Refuse what the engine cannot watch: psync runs a job of `iodepth` > 1
+/// as that many workers, each seeing its share of the job's I/Os, so a
+/// minimum rate over the whole job is not one any of them can check.
+fn check_guards(sections: &[(&str, &Workload)], engine: EngineKind) -> Result<(), Error> {
+    let split = |w: &Workload| {
+        let g = &w.guards;
+        w.effective_iodepth() > 1
+            && g.rate_min
+                .iter()
+                .chain(&g.rate_iops_min)
+                .any(Option::is_some)
+    };
+    if engine == EngineKind::Psync && sections.iter().any(|(_, w)| split(w)) {
+        return Err(Error::new(
+            ErrorKind::Expression,
+            "rate_min and rate_iops_min watch a whole job, which the psync engine runs at iodepth > 1 as several workers: use --engine io_uring, or iodepth=1 (as fio's psync does)",
+        ));
+    }
+    Ok(())
 }
 
 /// One worker job per fio job of every section, numbered on across the

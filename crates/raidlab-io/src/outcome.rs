@@ -258,6 +258,8 @@ pub(crate) struct Merged {
     pub(crate) lag: raidlab_core::metrics::Lag,
     pub(crate) replay: (raidlab_core::trace::replay::Tally, Option<String>),
     pub(crate) timeline: Option<raidlab_core::metrics::Timeline>,
+    /// The guards the jobs tripped, one a job, in job order.
+    pub(crate) errors: Vec<raidlab_core::guard::JobError>,
 }
 
 impl Merged {
@@ -318,8 +320,16 @@ pub(crate) fn merge(
         lag: Default::default(),
         replay: Default::default(),
         timeline: None,
+        errors: Vec::new(),
     };
     for (j, o) in outs {
+        if let Some(t) = o
+            .tripped
+            .filter(|_| !m.errors.iter().any(|e| e.job == j as u32))
+        {
+            m.errors
+                .push(raidlab_core::guard::JobError::new(j as u32, t));
+        }
         if let Some(e) = o.error {
             return Err(Error::from_io(e));
         }
@@ -357,6 +367,7 @@ pub(crate) fn merge(
         }
         m.registered &= o.registered;
     }
+    m.errors.sort_by_key(|e| e.job);
     Ok(m)
 }
 

@@ -98,6 +98,9 @@ pub struct JobOpts {
     /// `iodepth_batch_complete_min`, `iodepth_low`), resolved per worker
     /// against its queue depth.
     pub batch: raidlab_core::batch::Batch,
+    /// fio's guards (`max_latency`, `rate_min`, `rate_iops_min`): a
+    /// worker that trips one stops issuing.
+    pub guards: raidlab_core::guard::Guards,
 }
 
 impl JobOpts {
@@ -114,6 +117,7 @@ impl JobOpts {
             fsync: w.fsync,
             end_fsync: w.end_fsync && w.runtime.is_none(),
             batch: w.batch,
+            guards: w.guards,
         }
     }
 }
@@ -207,6 +211,8 @@ pub struct WorkerOut {
     /// A trace replay's tally and the error that cut it short (own
     /// streams; shared ones are read by their owner).
     pub replay: Option<(raidlab_core::trace::replay::Tally, Option<String>)>,
+    /// The guard the job tripped, if it did (it then stopped issuing).
+    pub tripped: Option<raidlab_core::guard::Tripped>,
 }
 
 struct Done {
@@ -476,6 +482,7 @@ pub fn run_worker(
         out,
         pool,
         depth,
+        guard: raidlab_core::guard::GuardClock::new(&sh.job.guards),
     };
     lane.run(&mut src, &task);
     drop(lane.slots);
@@ -499,6 +506,8 @@ struct Lane<'w, 'm, F> {
     pool: Vec<ABuf>,
     /// I/Os the worker keeps in flight.
     depth: usize,
+    /// The job's watch over its guards, while it has any to keep.
+    guard: Option<raidlab_core::guard::GuardClock>,
 }
 
 impl<F: Future<Output = Done>> Lane<'_, '_, F> {
@@ -568,7 +577,7 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
             // One clock reading serves the run's end, the job's rate clock
             // and the I/O's issue time.
             let mut at = Instant::now();
-            if stop_before_next(self.sh, at) {
+            if stop_before_next(self.sh, at) || self.out.tripped.is_some() {
                 return false;
             }
             if self.pace.think_due() {
@@ -690,14 +699,27 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
     /// checks and buffer.
     fn complete(&mut self, t: Task, done: Done) {
         self.pace.completed(&t);
-        finish(
-            &mut self.out,
-            self.sh,
-            t,
-            done,
-            Instant::now(),
-            &mut self.pool,
-        );
+        let now = Instant::now();
+        if self.guard.is_some() && done.res.is_ok() && !t.flush {
+            self.watch(&t, now);
+        }
+        finish(&mut self.out, self.sh, t, done, now, &mut self.pool);
+    }
+
+    /// The job's guards see task `t`, back at `now` (its latency from its
+    /// issue, the job's time from the run's start); once one trips, the
+    /// job issues nothing more, as fio ends a job in error.
+    #[inline(never)]
+    fn watch(&mut self, t: &Task, now: Instant) {
+        let Some(g) = self.guard.as_mut() else {
+            return;
+        };
+        let lat = ns_between(t.t0, now);
+        let since = ns_between(self.sh.start, now);
+        if let Some(trip) = g.completed(t.io.read, t.io.offset, t.io.len as u64, lat, since) {
+            self.out.tripped = Some(trip);
+            self.guard = None;
+        }
     }
 
     /// Wait for the back end to make progress; `false` (and the run

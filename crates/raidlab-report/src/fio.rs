@@ -118,24 +118,30 @@ pub fn fio_json(r: &RunResult, timestamp: u64) -> Value {
     let jobs: Vec<Value> = match r.sections.as_slice() {
         [] => {
             let name = r.workload.get("name").and_then(Value::as_str);
-            vec![job_entry(
-                r,
-                name.unwrap_or("raidlab"),
-                &r.workload,
-                &r.latency,
-            )]
+            let mut j = job_entry(r, name.unwrap_or("raidlab"), &r.workload, &r.latency);
+            j["error"] = json!(first_errno(r, 0..u32::MAX));
+            vec![j]
         }
         // Sections side by side: a job each, each its own reporting group
         // (fio's `new_group`, as export-fio writes them).
-        secs => secs
-            .iter()
-            .enumerate()
-            .map(|(k, s)| {
-                let mut j = job_entry(r, &s.name, &s.workload, &s.latency);
-                j["groupid"] = json!(k);
-                j
-            })
-            .collect(),
+        secs => {
+            let mut first = 0;
+            secs.iter()
+                .enumerate()
+                .map(|(k, s)| {
+                    let mut j = job_entry(r, &s.name, &s.workload, &s.latency);
+                    j["groupid"] = json!(k);
+                    let n = s
+                        .workload
+                        .get("numjobs")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(1) as u32;
+                    j["error"] = json!(first_errno(r, first..first + n));
+                    first += n;
+                    j
+                })
+                .collect()
+        }
     };
     let disk_util: Vec<Value> = r
         .components
@@ -165,6 +171,15 @@ pub fn fio_json(r: &RunResult, timestamp: u64) -> Value {
         "jobs": jobs,
         "disk_util": disk_util,
     })
+}
+
+/// fio's `error` of a reporting group whose jobs are `jobs`: the errno of
+/// the first of them that ended in error (0: none did).
+fn first_errno(r: &RunResult, jobs: std::ops::Range<u32>) -> i32 {
+    r.errors
+        .iter()
+        .find(|e| jobs.contains(&e.job))
+        .map_or(0, |e| e.errno)
 }
 
 /// One job of fio's `jobs` list: `name`, running `workload`, measured as
@@ -272,6 +287,7 @@ mod tests {
             intervals: Vec::new(),
             latency: Some(detail),
             sections: Vec::new(),
+            errors: Vec::new(),
         };
         let j = fio_json(&r, 0);
         let read = &j["jobs"][0]["read"];

@@ -95,7 +95,21 @@ pub fn sim_table(r: &RunResult) -> String {
     o += &rebuilds(r);
     o += &replay(r);
     o += &timeline(r);
+    o += &job_errors(r);
     o
+}
+
+/// The jobs that tripped one of fio's guards and stopped there.
+fn job_errors(r: &RunResult) -> String {
+    r.errors
+        .iter()
+        .map(|e| {
+            format!(
+                "error      job {}: {} (it stopped issuing there)\n",
+                e.job, e.message
+            )
+        })
+        .collect()
 }
 
 /// The timeline's spread: IOPS per interval, least, median and most.

@@ -766,6 +766,7 @@ pub(crate) fn install_host(
                 .for_each(|job| host.set_think_clock(job, clock));
         }
         host.set_rate(range.clone(), &j.w.rate, j.w.seed.unwrap_or(seed));
+        host.set_guards(range.clone(), &j.w.guards);
         first = range.end;
     }
     // fio's exitall holds for every job once any job file section sets it.

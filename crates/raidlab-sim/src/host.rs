@@ -6,6 +6,7 @@ use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
 use crate::live::Tag;
 use crate::metrics::Metrics;
 use raidlab_core::batch::Batch;
+use raidlab_core::guard::{GuardClock, Guards, JobError};
 use raidlab_core::pace::{Pacer, Rate};
 use raidlab_core::units::Ns;
 use raidlab_core::workload::{Io, JobStream, ThinkClock, ThinkCount};
@@ -77,6 +78,11 @@ pub struct Host {
     /// Host I/Os completed (all).
     pub completed: u64,
     total_inflight: u64,
+    /// Per job, its watch over fio's guards (`max_latency`, `rate_min`,
+    /// `rate_iops_min`), where it has any; empty when no job has.
+    guards: Vec<Option<Box<GuardClock>>>,
+    /// The guards the jobs tripped, in the order they did.
+    pub errors: Vec<JobError>,
     /// Each job's I/Os in issue order, when asked for.
     pub trace: Option<Vec<Vec<raidlab_core::workload::Io>>>,
     /// One-pass runs: a fifth of the pass's bytes (0: not tracked), and the
@@ -294,6 +300,8 @@ impl Host {
             metrics: Metrics::default(),
             completed: 0,
             total_inflight: 0,
+            guards: Vec::new(),
+            errors: Vec::new(),
             trace: None,
             fifth: 0,
             marks: Vec::new(),
@@ -441,6 +449,18 @@ impl Host {
         for j in jobs {
             self.pacers[j] = Pacer::new(rate, seed, j as u32);
             self.conf[j].offload = rate.offload;
+        }
+    }
+
+    /// Watch jobs `jobs` for fio's guards `g` (`max_latency`, `rate_min`,
+    /// `rate_iops_min`): a job that trips one stops issuing.
+    pub fn set_guards(&mut self, jobs: std::ops::Range<usize>, g: &Guards) {
+        let Some(clock) = GuardClock::new(g) else {
+            return;
+        };
+        self.guards.resize_with(self.jobs(), || None);
+        for job in jobs {
+            self.guards[job] = Some(Box::new(clock.clone()));
         }
     }
 
@@ -938,6 +958,9 @@ impl Host {
             }
         }
         self.completed += 1;
+        if !self.guards.is_empty() {
+            self.watch(&r, job, now);
+        }
         self.outstanding_one_less(job, now);
         self.settle(ctx, job);
         if conf.think > 0 {
@@ -949,6 +972,26 @@ impl Host {
         } else {
             self.issue(ctx, job);
         }
+    }
+
+    /// Host I/O `r` of job `job` is back at `now`: the job's guards see it
+    /// (counted from the I/O's issue and the jobs' start), and a job that
+    /// trips one stops issuing, as fio ends a job in error; what it has in
+    /// flight completes.
+    #[inline(never)]
+    fn watch(&mut self, r: &Req, job: usize, now: Ns) {
+        let Some(g) = self.guards[job].as_deref_mut() else {
+            return;
+        };
+        let read = r.op == Op::Read;
+        let Some(t) = g.completed(read, r.offset, r.len.into(), now - r.t0, now - self.started)
+        else {
+            return;
+        };
+        self.guards[job] = None;
+        self.errors.push(JobError::new(job as u32, t));
+        let v = self.roots.len();
+        self.out[job * v..(job + 1) * v].fill(true);
     }
 
     /// A host I/O of job `job`, which has think time, is back and counted:

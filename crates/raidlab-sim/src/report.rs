@@ -93,6 +93,7 @@ pub(crate) fn report(
             .map_or_else(Vec::new, |t| t.intervals(m.t0 - m.origin, m.len)),
         latency: Some(m.metrics.all.detail(m.len)),
         sections: Vec::new(),
+        errors: host.errors.clone(),
     }
 }
 

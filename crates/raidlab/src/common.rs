@@ -218,6 +218,22 @@ pub fn verify_failure(r: &raidlab_core::result::RunResult) -> Option<Failure> {
     (bad > 0).then(|| Failure::runtime(format!("verify: {bad} mismatching 512-byte blocks")))
 }
 
+/// The failure of a run whose jobs tripped fio's guards (`max_latency`,
+/// `rate_min`, `rate_iops_min`): the first job's error, and how many more
+/// there were (all are in the result's `errors`); exit status 1, as fio's
+/// for a job that ended in error.
+pub fn job_failure(r: &raidlab_core::result::RunResult) -> Option<Failure> {
+    let first = r.errors.first()?;
+    let more = match r.errors.len() - 1 {
+        0 => String::new(),
+        n => format!(" (and {n} more job(s) in error: the result's errors)"),
+    };
+    Some(Failure::runtime(format!(
+        "job {}: {}{more}",
+        first.job, first.message
+    )))
+}
+
 /// A progress bar on stderr for a job of `what` made of runs; drawn only
 /// when stderr is a terminal (indicatif hides it otherwise).
 pub fn progress_bar(what: &'static str) -> impl Fn(usize, usize) + Sync {

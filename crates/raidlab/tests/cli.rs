@@ -21,6 +21,14 @@ fn bad_input_gives_one_line_and_status_2() {
         ("s3500-800", "rw=read bs=512 rate_iops=1", "at most 1e9 s"),
         ("x25e", "rw=read bs=1m rate=1k", "at most 60 s"),
         ("x25e", "rw=read rate_process=bursty", "rate_process=bursty"),
+        ("x25e", "rw=read max_latency=0", "max_latency=0"),
+        (
+            "x25e",
+            "rw=read max_latency=1,2,3",
+            "trims are not modelled",
+        ),
+        ("x25e", "rw=read rate_iops_min=0.5", "rate_iops_min=0.5"),
+        ("x25e", "rw=read rate_min=1m rate_cycle=0", "rate_cycle=0"),
         (
             "x25e",
             "rw=read bsrange=16k-4k",
@@ -1673,4 +1681,99 @@ fn exitall_stops_the_jobs_beside_one_that_finished() {
         );
     }
     std::fs::remove_file(member).unwrap();
+}
+
+/// fio's guards: a job whose I/O takes longer than `max_latency`, or that
+/// falls below `rate_iops_min` over a cycle, stops there and the command
+/// exits 1 naming the job and the guard, in the simulator and for real; the
+/// result's `errors` give the figures, fio-json fio's errno. A guard the
+/// job keeps changes nothing.
+#[test]
+fn a_job_that_trips_a_guard_stops_and_the_run_fails() {
+    let w = "rw=randread bs=4k iodepth=64 runtime=1";
+    let sim = |extra: &str, format: &str| {
+        raidlab(&[
+            "sim",
+            "-t",
+            "x25e",
+            "-w",
+            &format!("{w} {extra}"),
+            "--format",
+            format,
+        ])
+    };
+    let kept = sim("max_latency=100ms", "json");
+    assert!(kept.status.success(), "{}", stderr(&kept));
+    let free = json_of(&["sim", "-t", "x25e", "-w", w, "--format", "json"]);
+    let kept: serde_json::Value = serde_json::from_slice(&kept.stdout).unwrap();
+    assert_eq!(kept["summary"], free["summary"]);
+    assert!(kept.get("errors").is_none());
+    // QD64 on one X25-E: reads queue for over a millisecond.
+    let o = sim("max_latency=300", "json");
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("job 0: max_latency=300us exceeded"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = &v["errors"][0];
+    assert_eq!(
+        (e["job"].as_u64(), e["errno"].as_i64()),
+        (Some(0), Some(110))
+    );
+    assert!(e["detail"]["latency_ns"].as_u64().unwrap() > 300_000);
+    // The job stopped within its first milliseconds.
+    assert!(v["sim"]["simulated_s"].as_f64().unwrap() < 0.1, "{v}");
+    let fio = sim("max_latency=300", "fio-json");
+    let fio: serde_json::Value = serde_json::from_slice(&fio.stdout).unwrap();
+    assert_eq!(fio["jobs"][0]["error"], 110);
+    // 7,000-odd random writes a second, below the minimum once checked.
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        "x25e",
+        "-w",
+        "rw=randwrite bs=4k iodepth=4 runtime=4 rate_iops_min=50000",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("rate_iops_min=50000 not met: write IOPS"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("error      job 0: rate_iops_min"));
+    // For real: no file read takes under a microsecond.
+    let file = zeros("guards.img", 16 << 20);
+    for engine in ["io_uring", "psync"] {
+        let o = raidlab(&[
+            "run",
+            "-t",
+            &file,
+            "--engine",
+            engine,
+            "-w",
+            "rw=randread bs=4k iodepth=1 runtime=2 max_latency=1",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{engine}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["errors"][0]["errno"], 110, "{engine}");
+        assert!(
+            v["real"]["read"]["ios"].as_u64().unwrap() < 100,
+            "{engine}: {v}"
+        );
+    }
+    assert_input_error(
+        &[
+            "run",
+            "-t",
+            &file,
+            "--engine",
+            "psync",
+            "-w",
+            "rw=randread bs=4k iodepth=4 runtime=1 rate_iops_min=10",
+        ],
+        "psync engine runs at iodepth > 1",
+    );
+    std::fs::remove_file(file).unwrap();
 }

@@ -869,3 +869,31 @@ fn fio_and_raidlab_take_the_same_included_options() {
     assert_eq!(ours, [(0, 128), (2048, 0)]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// fio's guards: the job file `export-fio` prints for `max_latency=1`
+/// (one microsecond, which no file read meets) ends fio's job with
+/// ETIMEDOUT, and `raidlab run` of the same workload with the same errno;
+/// with a limit every read meets, both run clean.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_end_a_job_that_misses_max_latency_alike() {
+    let (dir, path) = scratch("raidlab-fio-guards", 0);
+    for (limit, errno) in [("1", 110), ("10s", 0)] {
+        let wl = format!("rw=randread bs=4k iodepth=1 size=4m max_latency={limit}");
+        let job = export(&dir.join("g.fio"), &wl, &path, &["io_uring"]);
+        let fio = Command::new("fio")
+            .args(["--output-format=json"])
+            .arg(&job)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&fio.stdout);
+        let v: Value = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
+        assert_eq!(v["jobs"][0]["error"], errno, "fio, max_latency={limit}");
+        assert_eq!(fio.status.success(), errno == 0, "fio, max_latency={limit}");
+        let o = raidlab(&["run", "-t", &path, "-w", &wl, "--format", "fio-json"]);
+        assert_eq!(o.status.success(), errno == 0, "{}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["jobs"][0]["error"], errno, "raidlab, max_latency={limit}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -404,7 +404,14 @@ const FIO_ACCEPTED: &[&str] = &[
     "write_iops_log",
     "write_hist_log",
     "log_hist_msec",
+    "log_offset",
+    "log_prio",
     "clocksource",
+    // The spans fio averages its bandwidth and IOPS samples over, and
+    // whether it prints bits or bytes: its report, not its I/O.
+    "bwavgtime",
+    "iopsavgtime",
+    "unit_base",
     // Where fio's threads and buffers live, and what it may open.
     "numa_cpu_nodes",
     "numa_mem_policy",

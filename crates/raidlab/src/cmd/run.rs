@@ -1,7 +1,7 @@
 //! `raidlab run`: run a workload for real on files or block devices.
 
 use crate::args::{EngineArg, JobArgs, RealArgs};
-use crate::common::verify_failure;
+use crate::common::{job_failure, verify_failure};
 use crate::failure::Failure;
 use raidlab_core::workload::{JobPhase, Workload};
 
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         write_iolog(path, &expr, &out)?;
     }
     args.job.emit_result(&out.result, started, "")?;
-    match verify_failure(&out.result) {
+    match verify_failure(&out.result).or_else(|| job_failure(&out.result)) {
         Some(f) => Err(f),
         None => Ok(()),
     }
@@ -118,9 +118,14 @@ fn run_phases(args: &Args, expr: &str, phases: &[JobPhase]) -> Result<(), Failur
             raidlab_io::run_sections(expr, &sections, args.job.seed, &opts)
         })
         .map_err(|e| Failure::from(e).context(format!("[{}]", p.name)))?;
-        failed = verify_failure(&out.result).map(|f| f.context(format!("[{}]", p.name)));
+        let bad = verify_failure(&out.result).map(|f| f.context(format!("[{}]", p.name)));
+        // A job in error ends its phase only, as in fio; the command then
+        // fails once the phases have run.
+        let erred = job_failure(&out.result).map(|f| f.context(format!("[{}]", p.name)));
+        failed = failed.or(erred);
         runs.push((p.name.clone(), out.result));
-        if failed.is_some() {
+        if bad.is_some() {
+            failed = bad;
             break;
         }
     }

@@ -42,7 +42,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
             extra = raidlab_report::text::analytic_line(&result, &e);
         }
     }
-    args.job.emit_result(&result, 0, &extra)
+    args.job.emit_result(&result, 0, &extra)?;
+    crate::common::job_failure(&result).map_or(Ok(()), Err)
 }
 
 /// fio's reserved keywords on the simulated host: its cores (`$ncpus`)
@@ -75,11 +76,17 @@ fn run_phases(args: &Args, topo: &Topology, phases: &[JobPhase]) -> Result<(), F
         raidlab_sim::simulate_phases(topo, phases, args.job.seed, &|f| bar.set(f))?
     };
     if phases.len() == 1 {
-        return args.job.emit_result(&results.remove(0), 0, "");
+        let r = results.remove(0);
+        args.job.emit_result(&r, 0, "")?;
+        return crate::common::job_failure(&r).map_or(Ok(()), Err);
     }
     let runs: Vec<(String, raidlab_core::result::RunResult)> =
         phases.iter().map(|p| p.name.clone()).zip(results).collect();
-    args.job.emit_phases(&runs, 0)
+    args.job.emit_phases(&runs, 0)?;
+    let failed = runs.iter().find_map(|(name, r)| {
+        crate::common::job_failure(r).map(|f| f.context(format!("[{name}]")))
+    });
+    failed.map_or(Ok(()), Err)
 }
 
 /// Host I/Os past which a run is announced on stderr: tens of seconds of
