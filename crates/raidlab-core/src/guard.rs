@@ -10,7 +10,10 @@
 //! no `rate_min` is given for it) ends the job with `EIO`
 //! (backend.c `__check_min_rate`): the check starts 2 s into the job, its
 //! first look only marks where the cycle starts, and both directions are
-//! checked at every completion. A job that trips a guard stops issuing;
+//! checked at every completion. Neither looks at what completes during
+//! `ramp_time`, and the 2 s count from its end (fio accounts no completion
+//! in its ramp, `should_account`, and restarts the job's clock after it,
+//! `reset_all_stats`). A job that trips a guard stops issuing;
 //! its I/Os in flight complete and count, the other jobs run on, and the
 //! run reports the error (fio: the job's `error`, exit status 1).
 
@@ -45,6 +48,9 @@ pub struct Guards {
     pub rate_iops_min: [Option<u64>; 2],
     /// `rate_cycle=`: the span, ms, each minimum rate is averaged over.
     pub rate_cycle_ms: u32,
+    /// `exitall_on_error`: when the job trips a guard, every job of the
+    /// phase stops issuing (fio's `fio_terminate_threads`).
+    pub exitall_on_error: bool,
 }
 
 impl Default for Guards {
@@ -54,6 +60,7 @@ impl Default for Guards {
             rate_min: [None; 2],
             rate_iops_min: [None; 2],
             rate_cycle_ms: DEFAULT_RATE_CYCLE_MS,
+            exitall_on_error: false,
         }
     }
 }
@@ -66,10 +73,12 @@ pub const KEYS: &[&str] = &[
     "rate_iops_min",
     "rate_cycle",
     "ratecycle",
+    "exitall_on_error",
 ];
 
 impl Guards {
-    /// Whether any guard is set (`rate_cycle` alone guards nothing).
+    /// Whether any guard is set (`rate_cycle` and `exitall_on_error` alone
+    /// guard nothing).
     pub fn any(&self) -> bool {
         self.max_latency
             .iter()
@@ -126,13 +135,22 @@ impl Guards {
                         ))
                     })? as u32
             }
+            "exitall_on_error" => {
+                self.exitall_on_error = match v {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(bad("expected 0 or 1 (a bare line in a job file)")),
+                }
+            }
             _ => return Err(bad("not a guard")),
         }
         Ok(())
     }
 
     /// The guards as fio writes them, only those given (`rate_cycle` only
-    /// beside a minimum rate, and only when not fio's default).
+    /// beside a minimum rate, and only when not fio's default;
+    /// `exitall_on_error` only beside a guard, the only errors a run goes
+    /// on after).
     pub fn pairs(&self) -> Vec<(String, String)> {
         fn words<T: Copy + PartialEq>(
             c: [Option<T>; 2],
@@ -157,6 +175,9 @@ impl Guards {
         }
         if self.rates() && self.rate_cycle_ms != DEFAULT_RATE_CYCLE_MS {
             v.push(("rate_cycle".to_string(), self.rate_cycle_ms.to_string()));
+        }
+        if self.any() && self.exitall_on_error {
+            v.push(("exitall_on_error".to_string(), "1".to_string()));
         }
         v
     }
@@ -312,6 +333,11 @@ impl GuardClock {
         })
     }
 
+    /// Whether the job's error stops every job (`exitall_on_error`).
+    pub fn exits_all(&self) -> bool {
+        self.g.exitall_on_error
+    }
+
     /// The job's I/O of `len` bytes at `offset` (a read or not) completed
     /// after `latency` ns, `since_start` ns into the job: the guard it
     /// tripped, if any.
@@ -437,6 +463,7 @@ mod tests {
             ("rate_iops_min", "1.5"),
             ("rate_cycle", "0"),
             ("rate_cycle", "99999999"),
+            ("exitall_on_error", "yes"),
         ] {
             let e = guards(&[bad]).unwrap_err().to_string();
             assert!(e.contains(bad.0), "{bad:?}: {e}");
@@ -450,6 +477,7 @@ mod tests {
             ("rate_min", "1m"),
             ("rate_iops_min", ",20"),
             ("rate_cycle", "250"),
+            ("exitall_on_error", "1"),
         ])
         .unwrap();
         let p = g.pairs();

@@ -706,17 +706,26 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
         finish(&mut self.out, self.sh, t, done, now, &mut self.pool);
     }
 
-    /// The job's guards see task `t`, back at `now` (its latency from its
-    /// issue, the job's time from the run's start); once one trips, the
-    /// job issues nothing more, as fio ends a job in error.
+    /// The job's guards see task `t`, back at `now`, once the ramp is over
+    /// (its latency from its issue, the job's time from the ramp's end,
+    /// where fio restarts its clocks); once one trips, the job issues
+    /// nothing more, as fio ends a job in error.
     #[inline(never)]
     fn watch(&mut self, t: &Task, now: Instant) {
         let Some(g) = self.guard.as_mut() else {
             return;
         };
+        if now < self.sh.ramp_end {
+            // fio accounts no completion during its ramp (`should_account`).
+            return;
+        }
         let lat = ns_between(t.t0, now);
-        let since = ns_between(self.sh.start, now);
+        let since = ns_between(self.sh.ramp_end, now);
         if let Some(trip) = g.completed(t.io.read, t.io.offset, t.io.len as u64, lat, since) {
+            if g.exits_all() {
+                // fio's exitall_on_error: the job in error stops the rest.
+                self.sh.halt.store(true, Ordering::Relaxed);
+            }
             self.out.tripped = Some(trip);
             self.guard = None;
         }

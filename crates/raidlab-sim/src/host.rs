@@ -974,8 +974,9 @@ impl Host {
         }
     }
 
-    /// Host I/O `r` of job `job` is back at `now`: the job's guards see it
-    /// (counted from the I/O's issue and the jobs' start), and a job that
+    /// Host I/O `r` of job `job` is back at `now`: once the ramp is over,
+    /// the job's guards see it (its latency from its issue, the job's time
+    /// from the ramp's end, where fio restarts its clocks), and a job that
     /// trips one stops issuing, as fio ends a job in error; what it has in
     /// flight completes.
     #[inline(never)]
@@ -983,15 +984,24 @@ impl Host {
         let Some(g) = self.guards[job].as_deref_mut() else {
             return;
         };
+        if now < self.window_start {
+            // fio accounts no completion during its ramp (`should_account`).
+            return;
+        }
         let read = r.op == Op::Read;
-        let Some(t) = g.completed(read, r.offset, r.len.into(), now - r.t0, now - self.started)
-        else {
+        let since = now - self.window_start;
+        let Some(t) = g.completed(read, r.offset, r.len.into(), now - r.t0, since) else {
             return;
         };
+        let all = g.exits_all();
         self.guards[job] = None;
         self.errors.push(JobError::new(job as u32, t));
         let v = self.roots.len();
         self.out[job * v..(job + 1) * v].fill(true);
+        if all {
+            // fio's exitall_on_error: the job in error stops the rest.
+            self.halt();
+        }
     }
 
     /// A host I/O of job `job`, which has think time, is back and counted:

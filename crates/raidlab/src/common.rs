@@ -229,9 +229,22 @@ pub fn job_failure(r: &raidlab_core::result::RunResult) -> Option<Failure> {
         n => format!(" (and {n} more job(s) in error: the result's errors)"),
     };
     Some(Failure::runtime(format!(
-        "job {}: {}{more}",
-        first.job, first.message
+        "job {}{}: {}{more}",
+        first.job,
+        section_of_job(r, first.job).map_or(String::new(), |n| format!(" [{n}]")),
+        first.message
     )))
+}
+
+/// The name of the section job `job` belongs to, in a run of sections side
+/// by side (jobs numbered on across the sections in order).
+fn section_of_job(r: &raidlab_core::result::RunResult, job: u32) -> Option<&str> {
+    let mut first = 0;
+    r.sections.iter().find_map(|s| {
+        let n = s.workload.get("numjobs").and_then(|v| v.as_u64()).unwrap_or(1) as u32;
+        first += n;
+        (job < first).then_some(s.name.as_str())
+    })
 }
 
 /// A progress bar on stderr for a job of `what` made of runs; drawn only

@@ -1741,6 +1741,16 @@ fn a_job_that_trips_a_guard_stops_and_the_run_fails() {
         stderr(&o)
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("error      job 0: rate_iops_min"));
+    // Nothing is checked before 2 s past the ramp, where fio restarts the
+    // job's clock: a 3.5 s run of which 2 s are ramp keeps the same minimum.
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        "x25e",
+        "-w",
+        "rw=randwrite bs=4k iodepth=4 ramp_time=2 runtime=1.5 rate_iops_min=50000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
     // For real: no file read takes under a microsecond.
     let file = zeros("guards.img", 16 << 20);
     for engine in ["io_uring", "psync"] {
@@ -1775,5 +1785,37 @@ fn a_job_that_trips_a_guard_stops_and_the_run_fails() {
         ],
         "psync engine runs at iodepth > 1",
     );
+    std::fs::remove_file(file).unwrap();
+}
+
+/// fio's `exitall_on_error`: the section beside one that trips its guard
+/// stops with it, in the simulator and for real; without it, it runs on to
+/// its runtime.
+#[test]
+fn exitall_on_error_stops_the_jobs_beside_one_in_error() {
+    let job = |exit: &str| {
+        tmp(
+            &format!("exit-on-error{}.fio", exit.len()),
+            &format!(
+                "[global]\nioengine=libaio\nruntime=1\ntime_based\n[a]\nrw=randread\nbs=4k\niodepth=64\nmax_latency=300\n{exit}\n[b]\nrw=randread\nbs=4k\niodepth=1\n"
+            ),
+        )
+    };
+    let (with, without) = (job("exitall_on_error"), job(""));
+    let sim = |j: &str| {
+        let o = raidlab(&["sim", "-t", "x25e", "--job", j, "--format", "json"]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("[a]"), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["errors"].as_array().unwrap().len(), 1, "{v}");
+        v["sim"]["simulated_s"].as_f64().unwrap()
+    };
+    let (short, long) = (sim(&with), sim(&without));
+    assert!(short < 0.1 && long > 0.9, "sim: {short} s against {long} s");
+    let file = zeros("exit-on-error.img", 64 << 20);
+    let o = raidlab(&["run", "-t", &file, "--job", &with, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["sim"]["simulated_s"].as_f64().unwrap() < 0.5, "{v}");
     std::fs::remove_file(file).unwrap();
 }

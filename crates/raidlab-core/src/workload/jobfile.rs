@@ -684,7 +684,9 @@ impl JobOptions {
                     self.time_based = v.is_empty() || v != "0";
                 }
             }
-            "norandommap" | "hipri" | "exitall" if v.is_empty() => self.set(k, "1".to_string()),
+            "norandommap" | "hipri" | "exitall" | "exitall_on_error" if v.is_empty() => {
+                self.set(k, "1".to_string())
+            }
             _ if !all_keys().any(|n| *n == k) => {
                 return line_err(lno, format!("unsupported fio option '{k}'"));
             }
