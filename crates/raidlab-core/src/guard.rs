@@ -18,7 +18,7 @@
 //! run reports the error (fio: the job's `error`, exit status 1).
 
 use crate::error::{Error, Result};
-use crate::pace::{per_direction, MAX_RATE_BYTES, MAX_RATE_IOPS};
+use crate::pace::{direction_words, per_direction, MAX_RATE_BYTES, MAX_RATE_IOPS};
 use crate::units::{format_size, parse_duration, parse_size, Ns};
 use serde::Serialize;
 use std::fmt;
@@ -152,25 +152,14 @@ impl Guards {
     /// `exitall_on_error` only beside a guard, the only errors a run goes
     /// on after).
     pub fn pairs(&self) -> Vec<(String, String)> {
-        fn words<T: Copy + PartialEq>(
-            c: [Option<T>; 2],
-            f: impl Fn(T) -> String,
-        ) -> Option<String> {
-            let w = |x: Option<T>| x.map(&f).unwrap_or_default();
-            match c {
-                [None, None] => None,
-                [a, b] if a == b => Some(w(a)),
-                [a, b] => Some(format!("{},{}", w(a), w(b))),
-            }
-        }
         let mut v = Vec::new();
-        if let Some(s) = words(self.max_latency, format_duration_us) {
+        if let Some(s) = direction_words(self.max_latency, format_duration_us) {
             v.push(("max_latency".to_string(), s));
         }
-        if let Some(s) = words(self.rate_min, format_size) {
+        if let Some(s) = direction_words(self.rate_min, format_size) {
             v.push(("rate_min".to_string(), s));
         }
-        if let Some(s) = words(self.rate_iops_min, |n| n.to_string()) {
+        if let Some(s) = direction_words(self.rate_iops_min, |n| n.to_string()) {
             v.push(("rate_iops_min".to_string(), s));
         }
         if self.rates() && self.rate_cycle_ms != DEFAULT_RATE_CYCLE_MS {

@@ -127,19 +127,11 @@ impl Rate {
     /// The caps as fio writes them (`rate`, `rate_iops`, `rate_process`),
     /// only those given.
     pub fn pairs(&self) -> Vec<(String, String)> {
-        fn words(c: [Option<u64>; 2], f: impl Fn(u64) -> String) -> Option<String> {
-            let w = |x: Option<u64>| x.map(&f).unwrap_or_default();
-            match c {
-                [None, None] => None,
-                [a, b] if a == b => Some(w(a)),
-                [a, b] => Some(format!("{},{}", w(a), w(b))),
-            }
-        }
         let mut v = Vec::new();
-        if let Some(s) = words(self.bytes, format_size) {
+        if let Some(s) = direction_words(self.bytes, format_size) {
             v.push(("rate".to_string(), s));
         }
-        if let Some(s) = words(self.iops, |n| n.to_string()) {
+        if let Some(s) = direction_words(self.iops, |n| n.to_string()) {
             v.push(("rate_iops".to_string(), s));
         }
         if self.limits() && self.process != RateProcess::Linear {
@@ -149,6 +141,21 @@ impl Rate {
             v.push(("io_submit_mode".to_string(), "offload".to_string()));
         }
         v
+    }
+}
+
+/// A per-direction option's values as fio reads them back ([`per_direction`]):
+/// one value where both directions have it, else `R,W` with an empty side
+/// for a direction without one; `None` where neither has one.
+pub(crate) fn direction_words<T: Copy + PartialEq>(
+    c: [Option<T>; 2],
+    f: impl Fn(T) -> String,
+) -> Option<String> {
+    let w = |x: Option<T>| x.map(&f).unwrap_or_default();
+    match c {
+        [None, None] => None,
+        [a, b] if a == b => Some(w(a)),
+        [a, b] => Some(format!("{},{}", w(a), w(b))),
     }
 }
 

@@ -241,7 +241,11 @@ pub fn job_failure(r: &raidlab_core::result::RunResult) -> Option<Failure> {
 fn section_of_job(r: &raidlab_core::result::RunResult, job: u32) -> Option<&str> {
     let mut first = 0;
     r.sections.iter().find_map(|s| {
-        let n = s.workload.get("numjobs").and_then(|v| v.as_u64()).unwrap_or(1) as u32;
+        let n = s
+            .workload
+            .get("numjobs")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(1) as u32;
         first += n;
         (job < first).then_some(s.name.as_str())
     })
