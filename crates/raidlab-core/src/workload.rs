@@ -409,6 +409,11 @@ pub struct Workload {
     /// after `offset`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset_increment: Option<Extent>,
+    /// fio's `offset_align`: what a start placed by a percentage (of
+    /// `offset` or `offset_increment`) is rounded up to a multiple of
+    /// (`None`: the smallest block size, fio's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset_align: Option<u64>,
     /// fio's `io_size` (`io_limit`): bytes one pass moves, within the
     /// region, wrapping round it when larger (`None`: the region's bytes).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -584,6 +589,7 @@ impl Default for Workload {
             size_pct: None,
             offset: None,
             offset_increment: None,
+            offset_align: None,
             io_size: None,
             loops: 1,
             number_ios: None,
@@ -704,6 +710,7 @@ pub const KEYS: &[&str] = &[
     "size",
     "offset",
     "offset_increment",
+    "offset_align",
     "io_size",
     "zonemode",
     "zonesize",
@@ -792,6 +799,22 @@ fn think_time(key: &str, v: &str) -> Result<Ns> {
                 "{key}={v}: give a time up to 60 s in whole microseconds (microseconds unless a unit is given: 250, 100ms, 1s)"
             ))
         })
+}
+
+/// Largest `offset_align`: 1 TiB, past any region's alignment.
+const MAX_OFFSET_ALIGN: u64 = 1 << 40;
+
+/// fio's `offset_align` (bytes): 0 is fio's default, the smallest block
+/// size (`None`); otherwise a multiple of 512, so that the starts it makes
+/// stay sector-aligned for direct I/O.
+fn offset_align(v: &str) -> Result<Option<u64>> {
+    match parse_size(v) {
+        Ok(0) => Ok(None),
+        Ok(a) if a % 512 == 0 && a <= MAX_OFFSET_ALIGN => Ok(Some(a)),
+        _ => werr(format!(
+            "offset_align={v}: give 0 (the smallest block size) or a multiple of 512 bytes up to 1t"
+        )),
+    }
 }
 
 fn block(key: &str, v: &str) -> Result<u64> {
@@ -1068,6 +1091,7 @@ impl Workload {
             },
             "offset" => self.offset = Some(Extent::parse_place(k, v)?),
             "offset_increment" => self.offset_increment = Some(Extent::parse_place(k, v)?),
+            "offset_align" => self.offset_align = offset_align(v)?,
             "io_size" => match Extent::parse(k, v)? {
                 Extent::Bytes(b) if b > 0 => self.io_size = Some(b),
                 _ => return werr(format!("io_size={v}: give a positive number of bytes")),
@@ -1269,7 +1293,7 @@ impl Workload {
     /// `zoned_abs` zones.
     pub fn regions(&self, cap: u64) -> std::result::Result<Vec<Region>, SpanError> {
         let size = self.size_on(cap)?;
-        let align = self.min_bs();
+        let align = self.offset_align.unwrap_or(self.min_bs());
         // fio takes a percentage of the volume as it is, unrounded, and
         // rounds the sum up.
         let raw = |e: Option<Extent>| {
@@ -1571,6 +1595,9 @@ impl Workload {
         if let Some(o) = self.offset_increment {
             m.insert("offset_increment".into(), o.json());
         }
+        if let Some(a) = self.offset_align {
+            m.insert("offset_align".into(), a.into());
+        }
         if let Some(b) = self.io_size {
             m.insert("io_size".into(), b.into());
         }
@@ -1740,6 +1767,9 @@ impl Workload {
         }
         if let Some(o) = self.offset_increment {
             v.push(("offset_increment".into(), o.word()));
+        }
+        if let Some(a) = self.offset_align {
+            v.push(("offset_align".into(), a.to_string()));
         }
         if let Some(b) = self.io_size {
             v.push(("io_size".into(), format_size(b)));
@@ -2014,6 +2044,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r[2].start, 77 * 65536);
+        // fio's offset_align rounds a percentage start up to its own
+        // multiple instead (1 MiB: 10 % of 1e9 is 95.37 MiB, so 96 MiB);
+        // 0 is the smallest block, as unset; byte offsets stay as given.
+        let at = |extra: &str| {
+            regions(&format!("rw=read bs=4k offset=10% {extra}"), 1_000_000_000).unwrap()[0].start
+        };
+        assert_eq!(at("offset_align=1m"), 96 << 20);
+        assert_eq!(at("offset_align=0"), at(""));
+        assert_eq!(at(""), 100_003_840);
+        let r = regions("rw=read offset=1m offset_align=64m", gib).unwrap();
+        assert_eq!(r[0].start, 1 << 20);
+        for bad in ["offset_align=100", "offset_align=2t", "offset_align=big"] {
+            assert!(Workload::parse(bad).is_err(), "{bad}");
+        }
         // The last region is cut at the volume's end.
         let r = regions("rw=read numjobs=2 size=3g offset_increment=2g", 4 * gib).unwrap();
         assert_eq!((r[1].start, r[1].span), (2 * gib, 2 * gib));

@@ -897,3 +897,48 @@ fn fio_and_raidlab_end_a_job_that_misses_max_latency_alike() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// fio's `offset_align`: fio and `raidlab run` both put a job at
+/// `offset=10%` of a 16 MiB file (1,677,721 bytes) on the next 1 MiB
+/// boundary, 2 MiB, and write nothing before it.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_align_a_percentage_offset_alike() {
+    let (dir, fio_file) = scratch("raidlab-fio-offset-align", 0);
+    let ours = dir.join("ours.img").display().to_string();
+    std::fs::write(&ours, vec![0u8; 16 << 20]).unwrap();
+    let wl = "rw=write bs=4k size=4k offset=10% offset_align=1m";
+    let fio = Command::new("fio")
+        .args([
+            "--name=oa",
+            "--rw=write",
+            "--bs=4k",
+            "--size=4k",
+            "--offset=10%",
+        ])
+        .args([
+            "--offset_align=1m",
+            "--buffer_pattern=0xff",
+            "--output=/dev/null",
+        ])
+        .arg(format!("--filename={fio_file}"))
+        .output()
+        .unwrap();
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let o = raidlab(&["run", "-t", &ours, "-w", wl, "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (who, path) in [("fio", &fio_file), ("raidlab", &ours)] {
+        let d = std::fs::read(path).unwrap();
+        let at = 2 << 20;
+        assert!(d[..at].iter().all(|&b| b == 0), "{who} wrote before 2 MiB");
+        assert!(
+            d[at..at + 4096].iter().any(|&b| b != 0),
+            "{who} wrote elsewhere"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

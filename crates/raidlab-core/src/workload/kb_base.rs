@@ -17,6 +17,7 @@ pub(crate) const SIZE_KEYS: &[&str] = &[
     "filesize",
     "offset",
     "offset_increment",
+    "offset_align",
     "io_size",
     "zonesize",
     "zonerange",
