@@ -161,6 +161,10 @@ pub struct Row {
     /// Hours the rebuild takes at its rate under the workload (the
     /// heaviest workload's), md's `speed_limit_min` as the floor.
     pub rebuild_hours: Option<f64>,
+    /// The first guard of the workload (`max_latency`, `rate_min`,
+    /// `rate_iops_min`) a job tripped on this configuration, which then
+    /// does not meet the question (`None`: none did).
+    pub tripped: Option<String>,
 }
 
 /// Failures a level over `n` members survives whatever members fail.
@@ -712,9 +716,13 @@ fn evaluate_for(
         steady: true,
         degraded_iops: None,
         rebuild_hours: None,
+        tripped: None,
     };
     let (mut wear_rate, mut rated, mut heaviest) = (0.0, true, 0.0);
     for (share, r) in runs(&c.topology, q, db, runtime)? {
+        if let Some(e) = r.errors.first().filter(|_| row.tripped.is_none()) {
+            row.tripped = Some(e.message.clone());
+        }
         row.iops += share * r.summary.iops;
         row.mbps += share * r.summary.mbps;
         row.lat_p99_ms = row.lat_p99_ms.max(r.summary.lat_p99_ms);
@@ -857,6 +865,9 @@ pub struct Outcome {
     pub screened: usize,
     /// Rows dropped for `--min-years`.
     pub worn: usize,
+    /// Rows dropped because a job tripped one of the workload's guards
+    /// (`max_latency`, `rate_min`, `rate_iops_min`).
+    pub tripped: usize,
 }
 
 /// Longest simulated time of a screening run: a quarter second holds 10^4
@@ -976,13 +987,15 @@ pub fn run(
 }
 
 /// The outcome of the rows measured in full, `done` of `considered`
-/// candidates having been screened: rows short of `--min-years` dropped,
-/// the rest ranked.
+/// candidates having been screened: rows whose jobs tripped a guard of the
+/// workload and rows short of `--min-years` dropped, the rest ranked.
 fn finish(rows: Vec<Row>, q: &Question, considered: usize, done: usize) -> Outcome {
     let measured = rows.len();
+    let tripped = rows.iter().filter(|r| r.tripped.is_some()).count();
     let rows = ranked(rows, q);
     Outcome {
-        worn: measured - rows.len(),
+        tripped,
+        worn: measured - tripped - rows.len(),
         rows,
         considered,
         pruned: considered - done,
@@ -990,8 +1003,10 @@ fn finish(rows: Vec<Row>, q: &Question, considered: usize, done: usize) -> Outco
     }
 }
 
-/// `rows` short of `--min-years` dropped, the rest ranked.
+/// `rows` whose jobs tripped a guard of the workload, or short of
+/// `--min-years`, dropped; the rest ranked.
 fn ranked(mut rows: Vec<Row>, q: &Question) -> Vec<Row> {
+    rows.retain(|r| r.tripped.is_none());
     if let Some(min) = q.min_years {
         let reads_only = no_writes(q);
         rows.retain(|r| r.endurance_years.map_or(reads_only, |y| y >= min));
@@ -1046,7 +1061,14 @@ fn screen_pass(
     let mut done = 0;
     while done < order.len() && !stops(&rows, &cands[order[done]], q.objective, top) {
         let end = (done + SCREEN_BATCH).min(order.len());
-        rows.extend(eval(&order[done..end])?);
+        // A configuration whose jobs trip the workload's guard (its
+        // max_latency, say) does not meet the question: the pass goes on
+        // until enough others do.
+        rows.extend(
+            eval(&order[done..end])?
+                .into_iter()
+                .filter(|r| r.tripped.is_none()),
+        );
         done = end;
         progress(done, order.len());
     }

@@ -256,3 +256,40 @@ fn sharded_plans_merge_to_the_unsharded_output() {
     assert_input_error(&[&base[..], &["--shard", "3/2"]].concat(), "--shard");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A workload with one of fio's guards (`max_latency`): configurations
+/// whose jobs trip it do not meet the question and are counted apart, and
+/// the rows `plan` ranks run clean under `sim`.
+#[test]
+fn plan_drops_configurations_that_trip_the_workloads_guard() {
+    let v = json_of(&[
+        "plan",
+        "-w",
+        "rw=randwrite bs=4k iodepth=32 max_latency=5ms",
+        "--capacity",
+        "100g",
+        "--survive",
+        "1",
+        "--drives",
+        "x25e,s3500-800",
+        "--controllers",
+        "none",
+        "--format",
+        "json",
+    ]);
+    assert!(v["plan"]["tripped_a_guard"].as_u64().unwrap() >= 1, "{v}");
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty(), "{v}");
+    for r in rows.iter().take(3) {
+        let o = raidlab(&[
+            "sim",
+            "-t",
+            r["topology"].as_str().unwrap(),
+            "-w",
+            r["workload"].as_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        assert!(o.status.success(), "{}: {}", r["topology"], stderr(&o));
+    }
+}

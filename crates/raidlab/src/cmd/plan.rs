@@ -333,7 +333,7 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
 /// The ranked table.
 fn table(q: &Question, out: &Outcome, top: usize) -> String {
     let mut o = format!(
-        "workload   {}\nquestion   {} usable, survive {} failure(s), objective {}\nconsidered {} configurations: {} pruned by the analytic model, {} by a screening run of at most {} s, {} measured; {} short of --min-years\n\n",
+        "workload   {}\nquestion   {} usable, survive {} failure(s), objective {}\nconsidered {} configurations: {} pruned by the analytic model, {} by a screening run of at most {} s, {} measured; {} short of --min-years{}\n\n",
         workload_text(q),
         gb(q.capacity),
         q.survive,
@@ -343,7 +343,8 @@ fn table(q: &Question, out: &Outcome, top: usize) -> String {
         out.screened,
         plan::SCREEN_RUNTIME_NS as f64 / 1e9,
         out.considered - out.pruned - out.screened,
-        out.worn
+        out.worn,
+        tripped_words(out.tripped)
     );
     o += &format!(
         "{:>4} {:>10} {:>8} {:>8} {:>9} {:>8} {:>7} {:>4} {:>10} {:>9}  {:<24} {}\n",
@@ -429,6 +430,7 @@ fn to_json(q: &Question, out: &Outcome, top: usize) -> serde_json::Value {
             "pruned": out.pruned,
             "screened_out": out.screened,
             "short_of_min_years": out.worn,
+            "tripped_a_guard": out.tripped,
         },
         "rows": rows,
     })
@@ -463,4 +465,14 @@ fn csv(q: &Question, out: &Outcome, top: usize) -> String {
         );
     }
     o
+}
+
+/// `; N failed the workload's guards` where a job of N measured rows
+/// tripped `max_latency`, `rate_min` or `rate_iops_min`.
+fn tripped_words(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!("; {n} failed the workload's guards (max_latency, rate_min or rate_iops_min)")
+    }
 }

@@ -38,6 +38,9 @@ struct RowRecord {
     bottleneck: String,
     endurance_years: Option<f64>,
     steady: bool,
+    /// The guard a job tripped (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tripped: Option<String>,
 }
 
 /// Degraded IOPS and rebuild hours of a candidate (`null`: none).
@@ -97,6 +100,7 @@ pub fn document(
         bottleneck: r.bottleneck.clone(),
         endurance_years: r.endurance_years,
         steady: r.steady,
+        tripped: r.tripped.clone(),
     };
     let doc = Document {
         raidlab_plan_shard: Header {
@@ -222,6 +226,7 @@ pub fn rows_of(raw: RawWork, cands: &[Candidate]) -> Result<Work, Failure> {
                 steady: r.steady,
                 degraded_iops: None,
                 rebuild_hours: None,
+                tripped: r.tripped,
             },
         ))
     };
