@@ -195,20 +195,14 @@ pub fn run_sections(
 
 /// Refuse what the engine cannot watch: psync runs a job of `iodepth` > 1
 /// as that many workers, each seeing its share of the job's I/Os, so a
-/// minimum rate over the whole job is not one any of them can check.
+/// minimum rate over the whole job is not one any of them can check, nor
+/// can one that trips `max_latency` stop the others.
 fn check_guards(sections: &[(&str, &Workload)], engine: EngineKind) -> Result<(), Error> {
-    let split = |w: &Workload| {
-        let g = &w.guards;
-        w.effective_iodepth() > 1
-            && g.rate_min
-                .iter()
-                .chain(&g.rate_iops_min)
-                .any(Option::is_some)
-    };
+    let split = |w: &Workload| w.effective_iodepth() > 1 && w.guards.any();
     if engine == EngineKind::Psync && sections.iter().any(|(_, w)| split(w)) {
         return Err(Error::new(
             ErrorKind::Expression,
-            "rate_min and rate_iops_min watch a whole job, which the psync engine runs at iodepth > 1 as several workers: use --engine io_uring, or iodepth=1 (as fio's psync does)",
+            "max_latency, rate_min and rate_iops_min watch a whole job, which the psync engine runs at iodepth > 1 as several workers: use --engine io_uring, or iodepth=1 (as fio's psync does)",
         ));
     }
     Ok(())

@@ -1785,6 +1785,18 @@ fn a_job_that_trips_a_guard_stops_and_the_run_fails() {
         ],
         "psync engine runs at iodepth > 1",
     );
+    assert_input_error(
+        &[
+            "run",
+            "-t",
+            &file,
+            "--engine",
+            "psync",
+            "-w",
+            "rw=randread bs=4k iodepth=2 runtime=1 max_latency=1s",
+        ],
+        "psync engine runs at iodepth > 1",
+    );
     std::fs::remove_file(file).unwrap();
 }
 
