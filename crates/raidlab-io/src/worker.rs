@@ -700,7 +700,7 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
     fn complete(&mut self, t: Task, done: Done) {
         self.pace.completed(&t);
         let now = Instant::now();
-        if self.guard.is_some() && done.res.is_ok() && !t.flush {
+        if done.res.is_ok() && !t.flush {
             self.watch(&t, now);
         }
         finish(&mut self.out, self.sh, t, done, now, &mut self.pool);
@@ -710,7 +710,6 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
     /// (its latency from its issue, the job's time from the ramp's end,
     /// where fio restarts its clocks); once one trips, the job issues
     /// nothing more, as fio ends a job in error.
-    #[inline(never)]
     fn watch(&mut self, t: &Task, now: Instant) {
         let Some(g) = self.guard.as_mut() else {
             return;

@@ -51,17 +51,9 @@ fn plan_rows_are_reproduced_by_sim() {
             r["topology"].as_str().unwrap().contains("[op=20%]"),
             op == 20
         );
-        let s = json_of(&[
-            "sim",
-            "-t",
-            r["topology"].as_str().unwrap(),
-            "-w",
-            r["workload"].as_str().unwrap(),
-            "--format",
-            "json",
-            "--presets",
-            &prices,
-        ]);
+        let o = sim_row(r, &["--presets", &prices]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(s["summary"]["iops"], r["iops"], "{}", r["topology"]);
     }
     let best = rows[0]["iops"].as_f64().unwrap();
@@ -281,15 +273,23 @@ fn plan_drops_configurations_that_trip_the_workloads_guard() {
     let rows = v["rows"].as_array().expect("rows");
     assert!(!rows.is_empty(), "{v}");
     for r in rows.iter().take(3) {
-        let o = raidlab(&[
-            "sim",
-            "-t",
-            r["topology"].as_str().unwrap(),
-            "-w",
-            r["workload"].as_str().unwrap(),
-            "--format",
-            "json",
-        ]);
+        let o = sim_row(r, &[]);
         assert!(o.status.success(), "{}: {}", r["topology"], stderr(&o));
     }
+}
+
+/// `raidlab sim` of plan row `r`'s expression and workload, JSON out,
+/// with `extra` arguments.
+fn sim_row(r: &serde_json::Value, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "sim",
+        "-t",
+        r["topology"].as_str().unwrap(),
+        "-w",
+        r["workload"].as_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    raidlab(&args)
 }
