@@ -97,13 +97,30 @@ fn round_trip(name: &str) -> (f64, String) {
     (worst, table)
 }
 
+/// A drive fitted from its probes predicts its arrays within 10 %.
+fn predicts_its_arrays(name: &str) {
+    let (worst, table) = round_trip(name);
+    assert!(worst <= 10.0, "{name}: worst {worst:.1} %\n{table}");
+}
+
+// One test per drive, so that the test threads share the fits and the
+// arrays simulated after each.
 #[test]
-#[ignore = "slow tier: three full-effort calibrate fits; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
-fn slow_a_drive_fitted_from_its_probes_predicts_its_arrays_within_10_percent() {
-    for name in ["s3500-800", "s3500-480", "s3500-80"] {
-        let (worst, table) = round_trip(name);
-        assert!(worst <= 10.0, "{name}: worst {worst:.1} %\n{table}");
-    }
+#[ignore = "slow tier: a full-effort calibrate fit; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
+fn slow_an_s3500_800_fitted_from_its_probes_predicts_its_arrays_within_10_percent() {
+    predicts_its_arrays("s3500-800");
+}
+
+#[test]
+#[ignore = "slow tier: a full-effort calibrate fit; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
+fn slow_an_s3500_480_fitted_from_its_probes_predicts_its_arrays_within_10_percent() {
+    predicts_its_arrays("s3500-480");
+}
+
+#[test]
+#[ignore = "slow tier: a full-effort calibrate fit; .ci/run runs it (cargo test --workspace -- --ignored slow_)"]
+fn slow_an_s3500_80_fitted_from_its_probes_predicts_its_arrays_within_10_percent() {
+    predicts_its_arrays("s3500-80");
 }
 
 #[test]
