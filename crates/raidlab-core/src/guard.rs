@@ -175,7 +175,7 @@ impl Guards {
 /// A `max_latency` value as fio reads a time option, ns: microseconds
 /// unless a unit is given, in whole microseconds (fio's resolution); above
 /// 0 and at most [`MAX_LATENCY_US`].
-fn latency(p: &str) -> Option<Ns> {
+pub(crate) fn latency(p: &str) -> Option<Ns> {
     let ns = if p.bytes().all(|b| b.is_ascii_digit()) {
         p.parse::<u64>().ok()?.checked_mul(1000)?
     } else {
@@ -187,7 +187,7 @@ fn latency(p: &str) -> Option<Ns> {
 /// A `max_latency` as fio reads it back: whole seconds or milliseconds
 /// with their unit, else bare microseconds (a bare number is microseconds
 /// to fio, never seconds).
-fn format_duration_us(ns: Ns) -> String {
+pub(crate) fn format_duration_us(ns: Ns) -> String {
     match ns {
         n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
         n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
@@ -197,7 +197,7 @@ fn format_duration_us(ns: Ns) -> String {
 
 /// [`format_duration_us`] with the microseconds' unit written out, for
 /// people.
-fn format_time(ns: Ns) -> String {
+pub(crate) fn format_time(ns: Ns) -> String {
     let t = format_duration_us(ns);
     if t.ends_with('s') {
         t
@@ -241,14 +241,29 @@ pub enum Tripped {
         /// The minimum.
         min: u64,
     },
+    /// An I/O at queue depth 1 took longer than `latency_target`, with
+    /// `latency_percentile` 100: no depth meets the target (fio:
+    /// `ETIMEDOUT`, [`crate::depth_search`]).
+    LatencyTarget {
+        /// Whether it was a read.
+        read: bool,
+        /// Its latency, ns.
+        latency_ns: Ns,
+        /// The target, ns.
+        target_ns: Ns,
+        /// Where it went: byte offset in its volume.
+        offset: u64,
+        /// Its length, bytes.
+        len: u64,
+    },
 }
 
 impl Tripped {
     /// fio's error number for it (Linux errno): `ETIMEDOUT` 110 or `EIO` 5.
     pub fn errno(&self) -> i32 {
         match self {
-            Tripped::MaxLatency { .. } => 110,
-            _ => 5,
+            Tripped::MaxLatency { .. } | Tripped::LatencyTarget { .. } => 110,
+            Tripped::RateMin { .. } | Tripped::RateIopsMin { .. } => 5,
         }
     }
 }
@@ -287,6 +302,19 @@ impl fmt::Display for Tripped {
                 f,
                 "rate_iops_min={min} not met: {} IOPS over the cycle was {got} (EIO)",
                 dir(read)
+            ),
+            Tripped::LatencyTarget {
+                read,
+                latency_ns,
+                target_ns,
+                offset,
+                len,
+            } => write!(
+                f,
+                "latency_target={} not met at queue depth 1: a {len}-byte {} at offset {offset} took {:.3} ms (ETIMEDOUT)",
+                format_time(target_ns),
+                dir(read),
+                latency_ns as f64 / 1e6
             ),
         }
     }

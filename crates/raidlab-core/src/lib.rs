@@ -11,6 +11,7 @@
 pub mod analytic;
 pub mod batch;
 mod canonical;
+pub mod depth_search;
 pub mod error;
 pub mod guard;
 pub mod ioreq;

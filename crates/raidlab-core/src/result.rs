@@ -422,6 +422,10 @@ pub struct RunResult {
     /// did; the run then exits with status 1. Empty when none did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<crate::guard::JobError>,
+    /// Each `latency_target` search: the depth its job ended at (fio's
+    /// `latency_depth`). Empty when no job searched.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub latency_target: Vec<crate::depth_search::Found>,
 }
 
 /// One job section's figures in a run of sections side by side.

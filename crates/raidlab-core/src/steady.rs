@@ -143,6 +143,14 @@ pub struct Steady {
     pub after_s: f64,
     /// The test applied, and how the warm-up was chosen.
     pub criterion: String,
+    /// Whether the window was tested: not where a job's `latency_target`
+    /// search chose it (`reached` is then false, and `criterion` says so).
+    #[serde(skip_serializing_if = "is_true")]
+    pub judged: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! deterministic I/O stream generator both engines use.
 
 use crate::batch::{Batch, MAX_BATCH};
+use crate::depth_search::LatencyTarget;
 use crate::error::{Error, Result};
 use crate::guard::Guards;
 use crate::pace::Rate;
@@ -532,10 +533,19 @@ pub struct Workload {
     /// what a job must keep to, or end in error ([`crate::guard`]).
     #[serde(skip_serializing_if = "no_guard")]
     pub guards: Guards,
+    /// fio's `latency_target`, `latency_window`, `latency_percentile` and
+    /// `latency_run`: the job searches for the deepest queue that keeps
+    /// to a latency ([`crate::depth_search`]).
+    #[serde(skip_serializing_if = "no_latency_target")]
+    pub latency_target: LatencyTarget,
 }
 
 fn no_guard(g: &Guards) -> bool {
     !g.any()
+}
+
+fn no_latency_target(t: &LatencyTarget) -> bool {
+    !t.any()
 }
 
 fn no_limit(r: &Rate) -> bool {
@@ -620,6 +630,7 @@ impl Default for Workload {
             backlog: None,
             exitall: false,
             guards: Guards::default(),
+            latency_target: LatencyTarget::default(),
         }
     }
 }
@@ -687,12 +698,13 @@ fn unknown_key(k: &str) -> String {
 }
 
 /// Every key of the `k=v` language: [`KEYS`], the batching keys
-/// ([`Batch::KEYS`]), the guards' ([`crate::guard::KEYS`]), then
-/// [`REPLAY_KEYS`].
+/// ([`Batch::KEYS`]), the guards' ([`crate::guard::KEYS`]), the latency
+/// target's ([`crate::depth_search::KEYS`]), then [`REPLAY_KEYS`].
 pub fn all_keys() -> impl Iterator<Item = &'static &'static str> {
     KEYS.iter()
         .chain(Batch::KEYS)
         .chain(crate::guard::KEYS)
+        .chain(crate::depth_search::KEYS)
         .chain(REPLAY_KEYS)
 }
 
@@ -943,6 +955,7 @@ impl Workload {
         }
         w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
         w.check_rate_gap()?;
+        w.check_latency_target()?;
         Ok(w)
     }
 
@@ -1180,6 +1193,7 @@ impl Workload {
                 self.batch.set(k, int(k, v, 0, MAX_BATCH.into())? as u32)
             }
             k if crate::guard::KEYS.contains(&k) => self.guards.set(k, v)?,
+            k if crate::depth_search::KEYS.contains(&k) => self.latency_target.set(k, v)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -1392,6 +1406,26 @@ impl Workload {
 
     /// A byte cap must not hold a job back longer between two I/Os than the
     /// longest `thinktime` (60 s): a time no run can be asked to wait out.
+    /// What a `latency_target` search runs beside: one job at a time (the
+    /// search sets the job's depth and clears its statistics once it has
+    /// converged), refilling its queue one completion at a time, from
+    /// drawn offsets.
+    fn check_latency_target(&self) -> Result<()> {
+        if !self.latency_target.any() {
+            return Ok(());
+        }
+        if self.numjobs > 1 {
+            return werr("latency_target searches one job's queue depth: give numjobs=1 (or one job file section each)");
+        }
+        if !self.batch.is_default() {
+            return werr("latency_target sets the depth a job refills to one completion at a time: leave out iodepth_batch_submit, iodepth_batch_complete_min and iodepth_low");
+        }
+        if self.replay.is_some() {
+            return werr("latency_target sets a job's queue depth; a replayed trace keeps its own");
+        }
+        Ok(())
+    }
+
     fn check_rate_gap(&self) -> Result<()> {
         for b in self.rate.bytes.iter().flatten() {
             let gap_s = self.max_bs() as f64 / *b as f64;
@@ -1705,6 +1739,9 @@ impl Workload {
         for (k, v) in self.guards.pairs() {
             m.insert(k, v.into());
         }
+        for (k, v) in self.latency_target.pairs() {
+            m.insert(k, v.into());
+        }
         if let Some(ms) = self.log_avg_msec {
             m.insert("log_avg_msec".into(), ms.into());
         }
@@ -1858,6 +1895,7 @@ impl Workload {
         v.extend(self.rate.pairs());
         v.extend(self.batch.pairs());
         v.extend(self.guards.pairs());
+        v.extend(self.latency_target.pairs());
         if let Some(ms) = self.log_avg_msec {
             v.push(("log_avg_msec".into(), ms.to_string()));
         }

@@ -154,6 +154,8 @@ pub fn run_sections(
         mark_clean(&mut topo, &members, &asm, &sizes, &mut life)?;
     }
     save_state(&gens, state)?;
+    // A converged latency_target search measured from where it converged.
+    let (ramp_end, end) = merged.window_from.unwrap_or((ramp_end, end));
     let secs = window_secs(end, merged.last, wall_end, ramp_end);
     let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
     let (mstats, components) = member_reports(&topo, &members, &kinds, &asm.offsets, run_ns);
@@ -179,6 +181,7 @@ pub fn run_sections(
         sections: per_section
             .map_or_else(Vec::new, |m| section_results(sections, &m, seed, window_ns)),
         errors: merged.errors,
+        latency_target: merged.found,
         real: Some(RealStats {
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
@@ -196,13 +199,29 @@ pub fn run_sections(
 /// Refuse what the engine cannot watch: psync runs a job of `iodepth` > 1
 /// as that many workers, each seeing its share of the job's I/Os, so a
 /// minimum rate over the whole job is not one any of them can check, nor
-/// can one that trips `max_latency` stop the others.
+/// can one that trips `max_latency` stop the others, nor can one set the
+/// job's depth (`latency_target`); and a `latency_target` search measures
+/// its job alone, so no other section may run beside it.
 fn check_guards(sections: &[(&str, &Workload)], engine: EngineKind) -> Result<(), Error> {
     let split = |w: &Workload| w.effective_iodepth() > 1 && w.guards.any();
     if engine == EngineKind::Psync && sections.iter().any(|(_, w)| split(w)) {
         return Err(Error::new(
             ErrorKind::Expression,
             "max_latency, rate_min and rate_iops_min watch a whole job, which the psync engine runs at iodepth > 1 as several workers: use --engine io_uring, or iodepth=1 (as fio's psync does)",
+        ));
+    }
+    let searches = |w: &Workload| w.latency_target.any();
+    if sections.len() > 1 && sections.iter().any(|(_, w)| searches(w)) {
+        return Err(Error::new(
+            ErrorKind::Expression,
+            "latency_target searches one job's queue depth and measures that job alone: run its section on its own (stonewall, or a job file of one section)",
+        ));
+    }
+    let split_search = |w: &Workload| w.effective_iodepth() > 1 && searches(w);
+    if engine == EngineKind::Psync && sections.iter().any(|(_, w)| split_search(w)) {
+        return Err(Error::new(
+            ErrorKind::Expression,
+            "latency_target sets a job's queue depth, which the psync engine runs at iodepth > 1 as several workers: use --engine io_uring",
         ));
     }
     Ok(())

@@ -260,6 +260,11 @@ pub(crate) struct Merged {
     pub(crate) timeline: Option<raidlab_core::metrics::Timeline>,
     /// The guards the jobs tripped, one a job, in job order.
     pub(crate) errors: Vec<raidlab_core::guard::JobError>,
+    /// What the jobs' `latency_target` searches found, in job order.
+    pub(crate) found: Vec<raidlab_core::depth_search::Found>,
+    /// Where a converged search restarted the window, and its end from
+    /// there (one job searches at a time).
+    pub(crate) window_from: Option<(Instant, Option<Instant>)>,
 }
 
 impl Merged {
@@ -321,6 +326,8 @@ pub(crate) fn merge(
         replay: Default::default(),
         timeline: None,
         errors: Vec::new(),
+        found: Vec::new(),
+        window_from: None,
     };
     for (j, o) in outs {
         if let Some(t) = o
@@ -333,6 +340,11 @@ pub(crate) fn merge(
         if let Some(e) = o.error {
             return Err(Error::from_io(e));
         }
+        if let Some(f) = o.found {
+            m.found
+                .push(raidlab_core::depth_search::Found { job: j as u32, ..f });
+        }
+        m.window_from = m.window_from.or(o.window_from);
         m.metrics.merge(&o.metrics);
         for (t, o) in m.totals.iter_mut().zip(o.totals) {
             t.0 += o.0;
@@ -368,6 +380,7 @@ pub(crate) fn merge(
         m.registered &= o.registered;
     }
     m.errors.sort_by_key(|e| e.job);
+    m.found.sort_by_key(|f| f.job);
     Ok(m)
 }
 

@@ -6,6 +6,7 @@ use crate::backend::{Backend, EngineKind, Members, Tries};
 use crate::buf::ABuf;
 use crate::exec::{Exec, LockFut, Locks, Vol};
 use crate::verify::{self, Generations, Mismatch};
+use raidlab_core::depth_search::{DepthSearch, Step};
 use raidlab_core::metrics::Metrics;
 use raidlab_core::pace::Pacer;
 use raidlab_core::workload::{Io, JobStream, ThinkClock};
@@ -101,6 +102,11 @@ pub struct JobOpts {
     /// fio's guards (`max_latency`, `rate_min`, `rate_iops_min`): a
     /// worker that trips one stops issuing.
     pub guards: raidlab_core::guard::Guards,
+    /// fio's `latency_target` and its options: the worker searches for
+    /// the deepest queue that keeps to it.
+    pub latency_target: raidlab_core::depth_search::LatencyTarget,
+    /// `runtime`, ns: a converged search counts it again from there.
+    pub runtime_ns: Option<u64>,
 }
 
 impl JobOpts {
@@ -118,6 +124,8 @@ impl JobOpts {
             end_fsync: w.end_fsync && w.runtime.is_none(),
             batch: w.batch,
             guards: w.guards,
+            latency_target: w.latency_target,
+            runtime_ns: w.runtime,
         }
     }
 }
@@ -213,6 +221,11 @@ pub struct WorkerOut {
     pub replay: Option<(raidlab_core::trace::replay::Tally, Option<String>)>,
     /// The guard the job tripped, if it did (it then stopped issuing).
     pub tripped: Option<raidlab_core::guard::Tripped>,
+    /// The job's `latency_target` search, where it has one: what it found.
+    pub found: Option<raidlab_core::depth_search::Found>,
+    /// Where a converged search restarted the window (its figures are
+    /// from then on), and the runtime's end from there.
+    pub window_from: Option<(Instant, Option<Instant>)>,
 }
 
 struct Done {
@@ -483,10 +496,14 @@ pub fn run_worker(
         pool,
         depth,
         guard: raidlab_core::guard::GuardClock::new(&sh.job.guards),
+        search: DepthSearch::new(&sh.job.latency_target, depth as u32, 0).map(Box::new),
+        reset_pending: false,
+        window: (sh.ramp_end, sh.end),
     };
     lane.run(&mut src, &task);
     drop(lane.slots);
     let mut out = lane.out;
+    out.found = lane.search.map(|s| s.found(0));
     if let Source::Own(s, t, _) = src {
         out.trace = t;
         out.replay = replay_of(&s);
@@ -508,6 +525,15 @@ struct Lane<'w, 'm, F> {
     depth: usize,
     /// The job's watch over its guards, while it has any to keep.
     guard: Option<raidlab_core::guard::GuardClock>,
+    /// The job's `latency_target` search (its clock in ns from the ramp's
+    /// end), where it has one.
+    search: Option<Box<DepthSearch>>,
+    /// The search has converged: restart the window once the job's I/Os
+    /// in flight are back.
+    reset_pending: bool,
+    /// The measured window: from the ramp's end (or where a search
+    /// converged) to the runtime's end from there.
+    window: (Instant, Option<Instant>),
 }
 
 impl<F: Future<Output = Done>> Lane<'_, '_, F> {
@@ -555,7 +581,7 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
                 }
                 return;
             }
-            let room = self.slots.active < self.depth && self.pace.gate == 0;
+            let room = self.slots.active < self.limit() && self.pace.gate == 0;
             if self.slots.active == 0 || (freed && !exhausted && room) {
                 // Refill the freed slots before waiting: waiting first would
                 // leave them empty until the next completion, and the job
@@ -573,11 +599,11 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
     /// (a flush, its batch of completions); `false` when it issues no more
     /// (its I/Os are done, its time is up, the run stopped or failed).
     fn fill(&mut self, src: &mut Source<'_>, task: &impl Fn(Io, ABuf, bool) -> F) -> bool {
-        while !self.pace.holding && self.pace.gate == 0 && self.slots.active < self.depth {
+        while !self.pace.holding && self.pace.gate == 0 && self.slots.active < self.limit() {
             // One clock reading serves the run's end, the job's rate clock
             // and the I/O's issue time.
             let mut at = Instant::now();
-            if stop_before_next(self.sh, at) || self.out.tripped.is_some() {
+            if self.stop_before_next(at) || self.out.tripped.is_some() || self.ended() {
                 return false;
             }
             if self.pace.think_due() {
@@ -622,7 +648,7 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
         think(self.sh);
         let at = Instant::now();
         self.pace.thought(ns_between(self.sh.start, at));
-        (!stop_before_next(self.sh, at) && !self.failed()).then_some(at)
+        (!self.stop_before_next(at) && !self.failed()).then_some(at)
     }
 
     /// Ahead of the job's rate clock, at `now`, with its next I/O due at
@@ -644,7 +670,7 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
             }
         }
         let at = Instant::now();
-        (!self.failed() && self.sh.end.is_none_or(|e| at < e)).then_some(at)
+        (!self.failed() && self.window.1.is_none_or(|e| at < e)).then_some(at)
     }
 
     /// Issue a flush of the whole volume (`fsync=N`, `end_fsync`).
@@ -700,10 +726,96 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
     fn complete(&mut self, t: Task, done: Done) {
         self.pace.completed(&t);
         let now = Instant::now();
-        if done.res.is_ok() && !t.flush {
+        let counted = done.res.is_ok() && !t.flush;
+        if counted {
             self.watch(&t, now);
+            self.search(&t, now);
         }
-        finish(&mut self.out, self.sh, t, done, now, &mut self.pool);
+        finish(
+            &mut self.out,
+            self.sh,
+            t,
+            done,
+            now,
+            &mut self.pool,
+            self.window,
+        );
+        if counted {
+            self.search_quiesced(now);
+        }
+    }
+
+    /// The I/Os the job keeps in flight now: its depth, or its search's
+    /// (none while the search waits for those in flight).
+    fn limit(&self) -> usize {
+        match self.search.as_deref() {
+            Some(s) if s.quiescing() => 0,
+            Some(s) => s.depth() as usize,
+            None => self.depth,
+        }
+    }
+
+    /// Whether the job stops before its next I/O: the run was stopped or
+    /// its time is up.
+    fn stop_before_next(&self, at: Instant) -> bool {
+        stop_before_next(self.sh, at) || self.window.1.is_some_and(|e| at >= e)
+    }
+
+    /// Whether the job's search has measured its depth (the job ends).
+    fn ended(&self) -> bool {
+        self.out.found.is_some()
+    }
+
+    /// The job's `latency_target` search sees task `t`, back at `now`,
+    /// once the ramp is over; it moves the job's depth, ends the job
+    /// (measured, or in error), or has it wait for its I/Os in flight.
+    fn search(&mut self, t: &Task, now: Instant) {
+        let Some(s) = self.search.as_deref_mut() else {
+            return;
+        };
+        if now < self.sh.ramp_end {
+            // fio's search looks at nothing in the ramp (depth 1 there).
+            return;
+        }
+        let lat = ns_between(t.t0, now);
+        let at = ns_between(self.sh.ramp_end, now);
+        match s.completed(t.io.read, t.io.offset, t.io.len as u64, lat, at) {
+            Step::Go | Step::Quiesce => {}
+            Step::Reset => self.reset_pending = true,
+            Step::Done => {
+                self.out.found = Some(s.found(0));
+                // The window ends with the job's last completion.
+                self.out.window_from = Some((self.window.0, None));
+            }
+            Step::Fatal(trip) => {
+                self.out.tripped = Some(trip);
+                self.out.found = Some(s.found(0));
+            }
+        }
+    }
+
+    /// A completion at `now` has left the job's I/Os in flight: a search
+    /// that waited for them all goes on, first restarting the window
+    /// (the figures cleared, the runtime counted again from here) where it
+    /// has converged, as fio's `reset_all_stats`.
+    fn search_quiesced(&mut self, now: Instant) {
+        let quiet = self.search.as_deref().is_some_and(DepthSearch::quiescing);
+        if !quiet || self.slots.active > 0 {
+            return;
+        }
+        if std::mem::take(&mut self.reset_pending) {
+            let runtime = self.sh.job.runtime_ns.map(std::time::Duration::from_nanos);
+            self.window = (now, runtime.map(|r| now + r));
+            self.out.metrics = Metrics::default();
+            if let Some(tl) = &mut self.out.timeline {
+                *tl = self.sh.timeline.clone().unwrap_or_else(|| tl.clone());
+            }
+            self.out.window_from = Some(self.window);
+        }
+        let at = ns_between(self.sh.ramp_end, now);
+        if let Some(s) = self.search.as_deref_mut() {
+            s.resume(at);
+        }
     }
 
     /// The job's guards see task `t`, back at `now`, once the ramp is over
@@ -1088,6 +1200,7 @@ fn finish(
     done: Done,
     now: Instant,
     pool: &mut Vec<ABuf>,
+    window: (Instant, Option<Instant>),
 ) {
     pool.push(done.buf);
     if let Err(e) = done.res {
@@ -1120,12 +1233,12 @@ fn finish(
         }
     }
     out.last_done = Some(now);
-    let in_window = now >= sh.ramp_end && sh.end.is_none_or(|e| now <= e);
+    let in_window = now >= window.0 && window.1.is_none_or(|e| now <= e);
     if in_window {
         let lat = now.duration_since(t.t0).as_nanos() as u64;
         out.metrics.record(t.io.read, t.io.len, lat);
         if let Some(tl) = &mut out.timeline {
-            let at = now.duration_since(sh.ramp_end).as_nanos() as u64;
+            let at = now.duration_since(window.0).as_nanos() as u64;
             tl.record(at, t.io.len, lat);
         }
     }

@@ -120,6 +120,9 @@ pub fn fio_json(r: &RunResult, timestamp: u64) -> Value {
             let name = r.workload.get("name").and_then(Value::as_str);
             let mut j = job_entry(r, name.unwrap_or("raidlab"), &r.workload, &r.latency);
             j["error"] = json!(first_errno(r, 0..u32::MAX));
+            if let Some(f) = r.latency_target.first() {
+                latency_search(&mut j, f);
+            }
             vec![j]
         }
         // Sections side by side: a job each, each its own reporting group
@@ -180,6 +183,17 @@ fn first_errno(r: &RunResult, jobs: std::ops::Range<u32>) -> i32 {
         .iter()
         .find(|e| jobs.contains(&e.job))
         .map_or(0, |e| e.errno)
+}
+
+/// A job's `latency_target` search in its fio entry, as fio's stat.c
+/// writes it: the target in ns, the window in µs.
+fn latency_search(j: &mut Value, f: &raidlab_core::depth_search::Found) {
+    j["latency_depth"] = json!(f.depth);
+    j["latency_target"] = json!(f.target_ns);
+    j["latency_target_ns"] = json!(f.target_ns);
+    j["latency_percentile"] = json!(f.percentile);
+    j["latency_window"] = json!(f.window_ns / 1000);
+    j["latency_window_us"] = json!(f.window_ns / 1000);
 }
 
 /// One job of fio's `jobs` list: `name`, running `workload`, measured as
@@ -288,6 +302,7 @@ mod tests {
             latency: Some(detail),
             sections: Vec::new(),
             errors: Vec::new(),
+            latency_target: Vec::new(),
         };
         let j = fio_json(&r, 0);
         let read = &j["jobs"][0]["read"];

@@ -96,7 +96,17 @@ pub fn sim_table(r: &RunResult) -> String {
     o += &replay(r);
     o += &timeline(r);
     o += &job_errors(r);
+    o += &latency_targets(r);
     o
+}
+
+/// Each `latency_target` search and the depth it ended at, as fio's
+/// "latency : target=…, window=…, percentile=…, depth=…" line.
+fn latency_targets(r: &RunResult) -> String {
+    r.latency_target
+        .iter()
+        .map(|f| format!("latency    job {}: {f} (fio's latency_target)\n", f.job))
+        .collect()
 }
 
 /// The jobs that tripped one of fio's guards and stopped there.
@@ -224,7 +234,12 @@ fn run_header(r: &RunResult) -> String {
 /// Whether the window was steady, and after how long; an unsteady window
 /// is flagged in capitals.
 pub fn steady_line(st: &raidlab_core::steady::Steady) -> String {
-    if st.reached {
+    if !st.judged {
+        format!(
+            "steady     not judged: measured from {} s ({})",
+            st.after_s, st.criterion
+        )
+    } else if st.reached {
         format!(
             "steady     yes: measured from {} s ({})",
             st.after_s, st.criterion

@@ -790,11 +790,25 @@ pub(crate) fn install_host(
         host.trace = Some(vec![Vec::new(); first]);
     }
     // With a given ramp the jobs stop at the window's end; without, the
-    // run stops when the window is found steady.
+    // run stops when the window is found steady. A latency_target search
+    // has no steady-state rounds: its runtime counts from the ramp's end
+    // (and again from where the search converges).
+    let searching = lead.latency_target.any();
     host.window_end = lead
         .runtime
-        .zip(lead.ramp_time)
+        .zip(lead.ramp_time.or(searching.then_some(0)))
         .map(|(r, ramp)| origin + ramp + r);
+    let mut first_job = 0;
+    for j in jobs {
+        let range = first_job..first_job + j.w.numjobs as usize;
+        host.set_latency_target(
+            range.clone(),
+            &j.w.latency_target,
+            j.w.effective_iodepth(),
+            j.w.runtime,
+        );
+        first_job = range.end;
+    }
     if lead.runtime.is_none() {
         let pass: u64 = jobs
             .iter()

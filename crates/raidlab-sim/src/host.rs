@@ -6,6 +6,7 @@ use crate::engine::{CompId, Ctx, Op, PoolId, Req, ReqId, HOST_CPU, NONE};
 use crate::live::Tag;
 use crate::metrics::Metrics;
 use raidlab_core::batch::Batch;
+use raidlab_core::depth_search::{DepthSearch, Found, LatencyTarget, Step};
 use raidlab_core::guard::{GuardClock, Guards, JobError};
 use raidlab_core::pace::{Pacer, Rate};
 use raidlab_core::units::Ns;
@@ -83,6 +84,17 @@ pub struct Host {
     guards: Vec<Option<Box<GuardClock>>>,
     /// The guards the jobs tripped, in the order they did.
     pub errors: Vec<JobError>,
+    /// Per job, its `latency_target` search, where it has one; empty when
+    /// no job has.
+    searches: Vec<Option<Box<DepthSearch>>>,
+    /// A search has converged and cleared the figures: when (taken by
+    /// [`Host::take_reset`]).
+    reset_at: Option<Ns>,
+    /// A search has converged: clear the figures once its job's I/Os in
+    /// flight are back.
+    reset_pending: bool,
+    /// The jobs' runtime, which a converged search restarts.
+    runtime: Option<Ns>,
     /// Each job's I/Os in issue order, when asked for.
     pub trace: Option<Vec<Vec<raidlab_core::workload::Io>>>,
     /// One-pass runs: a fifth of the pass's bytes (0: not tracked), and the
@@ -302,6 +314,10 @@ impl Host {
             total_inflight: 0,
             guards: Vec::new(),
             errors: Vec::new(),
+            searches: Vec::new(),
+            reset_at: None,
+            reset_pending: false,
+            runtime: None,
             trace: None,
             fifth: 0,
             marks: Vec::new(),
@@ -464,6 +480,57 @@ impl Host {
         }
     }
 
+    /// Jobs `jobs`, of queue depth `iodepth`, search for the deepest
+    /// queue that keeps to `t` (fio's `latency_target`) from the
+    /// window's start, and run `runtime` (if given) from there, or from
+    /// where the search converges.
+    pub fn set_latency_target(
+        &mut self,
+        jobs: std::ops::Range<usize>,
+        t: &LatencyTarget,
+        iodepth: u32,
+        runtime: Option<Ns>,
+    ) {
+        let Some(search) = DepthSearch::new(t, iodepth, self.window_start) else {
+            return;
+        };
+        self.searches.resize_with(self.jobs(), || None);
+        for job in jobs {
+            self.searches[job] = Some(Box::new(search.clone()));
+        }
+        self.runtime = runtime;
+    }
+
+    /// When a search converged and cleared the figures, once.
+    pub fn take_reset(&mut self) -> Option<Ns> {
+        self.reset_at.take()
+    }
+
+    /// Whether a job searches (fio's `latency_target`).
+    pub fn searches(&self) -> bool {
+        !self.searches.is_empty()
+    }
+
+    /// What each job's search found, by job.
+    pub fn found(&self) -> Vec<Found> {
+        self.searches
+            .iter()
+            .enumerate()
+            .filter_map(|(j, s)| s.as_ref().map(|s| s.found(j as u32)))
+            .collect()
+    }
+
+    /// The depth job `job` keeps now: its `iodepth`, or its search's (0
+    /// while the search waits for its I/Os in flight).
+    #[inline]
+    fn depth(&self, job: usize) -> u32 {
+        match self.searches.get(job).and_then(Option::as_deref) {
+            Some(s) if s.quiescing() => 0,
+            Some(s) => s.depth(),
+            None => self.conf[job].iodepth,
+        }
+    }
+
     /// Issue a replayed trace's I/Os at their recorded times.
     pub fn set_replay_timed(&mut self, timed: bool) {
         self.replay_timed = timed;
@@ -548,10 +615,10 @@ impl Host {
         if batch.is_some() {
             self.staging = Some(job);
         }
-        while self.inflight[job] < iodepth && self.issue(ctx, job) {
+        while self.inflight[job] < self.depth(job) && self.issue(ctx, job) {
             // fio checks its think time after an I/O that left room in the
             // queue; a full queue first waits for a completion (`done`).
-            if think > 0 && self.inflight[job] < iodepth {
+            if think > 0 && self.inflight[job] < self.depth(job) {
                 self.check_think(job, ctx.now);
             }
         }
@@ -961,7 +1028,13 @@ impl Host {
         if !self.guards.is_empty() {
             self.watch(&r, job, now);
         }
+        if !self.searches.is_empty() {
+            self.search(&r, job, now);
+        }
         self.outstanding_one_less(job, now);
+        if !self.searches.is_empty() {
+            self.search_quiesced(job, now);
+        }
         self.settle(ctx, job);
         if conf.think > 0 {
             return self.done_thinking(ctx, id, job);
@@ -970,8 +1043,81 @@ impl Host {
         if conf.batch.is_some() {
             self.reaped(ctx, job);
         } else {
-            self.issue(ctx, job);
+            self.refill(ctx, job);
         }
+    }
+
+    /// Job `job` has room for another I/O: one more in its slot, or, while
+    /// its search moves its depth, as many as the depth now allows.
+    #[inline]
+    fn refill(&mut self, ctx: &mut Ctx, job: usize) {
+        if self.searches.is_empty() {
+            self.issue(ctx, job);
+        } else {
+            self.fill(ctx, job);
+        }
+    }
+
+    /// Host I/O `r` of job `job` is back at `now`: once the ramp is over,
+    /// the job's `latency_target` search sees it and moves the job's
+    /// depth, ends the job (measured, or in error), or has it wait for
+    /// its I/Os in flight.
+    #[inline(never)]
+    fn search(&mut self, r: &Req, job: usize, now: Ns) {
+        let Some(s) = self.searches[job].as_deref_mut() else {
+            return;
+        };
+        if now < self.window_start {
+            // fio's search looks at nothing in the ramp (depth 1 there).
+            return;
+        }
+        let read = r.op == Op::Read;
+        match s.completed(read, r.offset, r.len.into(), now - r.t0, now) {
+            Step::Go | Step::Quiesce => {}
+            Step::Reset => self.reset_pending = true,
+            Step::Done => self.end_job(job),
+            Step::Fatal(t) => {
+                self.errors.push(JobError::new(job as u32, t));
+                self.end_job(job);
+            }
+        }
+    }
+
+    /// Job `job` has an I/O fewer in flight at `now`: a search that waited
+    /// for them all goes on, first clearing the figures and restarting the
+    /// runtime where it has converged (fio's `reset_all_stats`).
+    fn search_quiesced(&mut self, job: usize, now: Ns) {
+        let quiet = self.searches[job]
+            .as_deref()
+            .is_some_and(DepthSearch::quiescing);
+        if !quiet || self.inflight[job] > 0 {
+            return;
+        }
+        if std::mem::take(&mut self.reset_pending) {
+            self.clear_figures(now);
+        }
+        if let Some(s) = self.searches[job].as_deref_mut() {
+            s.resume(now);
+        }
+    }
+
+    /// Start the measurement over at `now`: the figures cleared, the
+    /// window (and the runtime, where one is given) from here.
+    fn clear_figures(&mut self, now: Ns) {
+        self.metrics = Metrics::default();
+        self.sections
+            .iter_mut()
+            .for_each(|m| *m = Metrics::default());
+        self.window_start = now;
+        self.window_end = self.runtime.map(|r| now + r);
+        self.last_completion = now;
+        self.reset_at = Some(now);
+    }
+
+    /// Job `job` issues nothing more; what it has in flight completes.
+    fn end_job(&mut self, job: usize) {
+        let v = self.roots.len();
+        self.out[job * v..(job + 1) * v].fill(true);
     }
 
     /// Host I/O `r` of job `job` is back at `now`: once the ramp is over,
@@ -996,8 +1142,7 @@ impl Host {
         let all = g.exits_all();
         self.guards[job] = None;
         self.errors.push(JobError::new(job as u32, t));
-        let v = self.roots.len();
-        self.out[job * v..(job + 1) * v].fill(true);
+        self.end_job(job);
         if all {
             // fio's exitall_on_error: the job in error stops the rest.
             self.halt();
@@ -1017,7 +1162,7 @@ impl Host {
         self.check_think(job, ctx.now);
         if !self.thinking[job] {
             ctx.reqs.release(id);
-            self.issue(ctx, job);
+            self.refill(ctx, job);
         } else if self.inflight[job] == 0 {
             // Quiesced: the job thinks. The request stays allocated through
             // the think time, and the event names it (and so its job).

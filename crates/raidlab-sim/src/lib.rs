@@ -96,6 +96,10 @@ pub enum SimError {
     /// A live run (a served simulated array) answers for one volume.
     #[error("the root exposes {0} volumes side by side; serve one array (or device) at a time")]
     LiveVolumes(usize),
+    /// A `latency_target` search beside other jobs: it sets one job's
+    /// depth and clears the figures once it has converged.
+    #[error("latency_target searches one job's queue depth and measures that job alone: run its section on its own (stonewall, or a job file of one section)")]
+    LatencyTargetBeside,
     /// The array cannot be laid out.
     #[error("topology: column {col}: {err}")]
     Layout {
@@ -350,6 +354,9 @@ impl Phase {
         jobs: &[(&str, &Workload)],
         mut heap: u64,
     ) -> Result<Phase, SimError> {
+        if jobs.len() > 1 && jobs.iter().any(|(_, w)| w.latency_target.any()) {
+            return Err(SimError::LatencyTargetBeside);
+        }
         let mut regions = Vec::with_capacity(jobs.len());
         // The I/Os in flight of the sections before, side by side with
         // this one's.

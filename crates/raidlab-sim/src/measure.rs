@@ -154,7 +154,9 @@ pub(crate) fn run_events(
     progress: Option<&dyn Fn(f64)>,
 ) -> Measured {
     let origin = sim.ctx.now;
-    let mut rounds = window::Rounds::of(w, origin);
+    // A latency_target search sets its own window: where it converged.
+    let searching = w.latency_target.any();
+    let mut rounds = window::Rounds::of(w, origin).filter(|_| !searching);
     // The end of the ramp, on the clock.
     let ramp = origin + w.ramp_time.unwrap_or(0);
     let pass_bytes = (regions.iter().map(|r| w.pass_bytes(r.span)).sum::<u64>() as f64).max(1.0);
@@ -194,6 +196,21 @@ pub(crate) fn run_events(
             start = snap(comps, ctx);
             snapped = true;
         }
+        if searching {
+            if let Comp::Host(h) = &mut comps[HOST.index()] {
+                if h.window_end.is_some_and(|e| ctx.now >= e) && h.drained() {
+                    // The runtime is over and the jobs' I/Os are back.
+                    ctx.put_back(c, r, k);
+                    return Watch::Stop;
+                }
+                if h.take_reset().is_some() {
+                    // The search converged and cleared the host's figures:
+                    // the devices' count from here too.
+                    start = snap(comps, ctx);
+                    snapped = true;
+                }
+            }
+        }
         if let Some(report) = progress.filter(|_| ctx.events % PROGRESS_EVERY == 0) {
             report(match (&rounds, &comps[HOST.index()]) {
                 (Some(rs), _) => (ctx.now - origin) as f64 / (rs.horizon() - origin).max(1) as f64,
@@ -201,7 +218,13 @@ pub(crate) fn run_events(
                 (None, _) => 0.0,
             });
         }
-        Watch::Until(due(&rounds, snapped, ramp))
+        // A search may clear the figures at any completion: look at
+        // every event.
+        Watch::Until(if searching {
+            0
+        } else {
+            due(&rounds, snapped, ramp)
+        })
     });
     if let Some((metrics, start, t0, len, steady)) = rounds.and_then(|r| r.window()) {
         return Measured {
@@ -265,14 +288,27 @@ fn pass_measured(
     ramp_ended: bool,
     start: Snapshot,
 ) -> Measured {
-    let end = host.last_completion.max(ramp);
+    // The window starts at the ramp's end, or later where a
+    // latency_target search cleared the figures.
+    let t0 = host.window_start.max(ramp);
+    let end = host.last_completion.max(t0);
+    let steady = if host.searches() {
+        raidlab_core::steady::Steady {
+            reached: false,
+            after_s: (t0 - origin) as f64 / 1e9,
+            criterion: "fio's latency_target: the window is the depth the search found, from where it converged (or the ramp's end)".into(),
+            judged: false,
+        }
+    } else {
+        window::one_pass(origin, ramp, &host.marks, host.fifth)
+    };
     Measured {
         metrics: host.take_figures(),
         start,
         origin,
-        t0: ramp,
-        len: if ramp_ended { end - ramp } else { 0 },
-        steady: window::one_pass(origin, ramp, &host.marks, host.fifth),
+        t0,
+        len: if ramp_ended { end - t0 } else { 0 },
+        steady,
     }
 }
 

@@ -94,6 +94,7 @@ pub(crate) fn report(
         latency: Some(m.metrics.all.detail(m.len)),
         sections: Vec::new(),
         errors: host.errors.clone(),
+        latency_target: host.found(),
     }
 }
 

@@ -212,6 +212,7 @@ impl<S> Rounds<S> {
             reached: self.steady(),
             after_s: (t0 - self.origin) as f64 / 1e9,
             criterion: how,
+            judged: true,
         };
         Some((m, start, t0, n * self.len, steady))
     }
@@ -235,5 +236,6 @@ pub(crate) fn one_pass(origin: Ns, start: Ns, marks: &[(Ns, u64)], fifth: u64) -
         reached: marks.len() == WINDOW_ROUNDS && is_steady(&rates),
         after_s: (start - origin) as f64 / 1e9,
         criterion: format!("{CRITERION}; one pass over size, rounds of a fifth of its bytes"),
+        judged: true,
     }
 }

@@ -929,3 +929,117 @@ fn one_phase_is_the_plain_simulation() {
     let plain = run("raid5(4*x25e)", wl);
     assert_eq!(json_without_wall(&one[0]), json_without_wall(&plain));
 }
+
+/// fio's `latency_target`: the search settles on a deeper queue for a
+/// looser target, and the window it measures (the depth it found, from
+/// where it converged) keeps to the target at the percentile asked for.
+/// A fixed run at the depth found meets the target too, and one at twice
+/// the depth does not.
+#[test]
+fn a_latency_target_search_finds_the_deepest_queue_within_it() {
+    let topo = "raid5(4*s3500-800)";
+    let search = |target_us: u64| {
+        run(
+            topo,
+            &format!("rw=randread bs=4k iodepth=128 runtime=5 latency_target={target_us} latency_window=100ms latency_percentile=99"),
+        )
+    };
+    let mut depths = Vec::new();
+    for target_us in [200u64, 500, 1000] {
+        let r = search(target_us);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        let [f] = r.latency_target[..] else {
+            panic!("one search: {:?}", r.latency_target)
+        };
+        assert!((1..=128).contains(&f.depth), "{f:?}");
+        let target_ms = target_us as f64 / 1e3;
+        assert!(
+            r.summary.lat_p99_ms <= target_ms * 1.02,
+            "{target_us} us: p99 {} ms at depth {}",
+            r.summary.lat_p99_ms,
+            f.depth
+        );
+        let steady = r.sim.steady.as_ref().expect("a simulated window");
+        assert!(!steady.judged && !steady.reached);
+        let fixed = |qd: u32| {
+            run(
+                topo,
+                &format!("rw=randread bs=4k iodepth={qd} runtime=1 ramp_time=0.2"),
+            )
+            .summary
+            .lat_p99_ms
+        };
+        assert!(
+            fixed(f.depth) <= target_ms * 1.02,
+            "{target_us} us at {}",
+            f.depth
+        );
+        if f.depth < 64 {
+            assert!(
+                fixed(2 * f.depth) > target_ms,
+                "{target_us} us at {}",
+                2 * f.depth
+            );
+        }
+        depths.push(f.depth);
+    }
+    assert!(depths.windows(2).all(|w| w[0] < w[1]), "{depths:?}");
+    // The same search twice: the same depth and figures.
+    assert_eq!(
+        json_without_wall(&search(500)),
+        json_without_wall(&search(500))
+    );
+}
+
+/// A target no queue depth meets (every I/O at depth 1 slower than it,
+/// latency_percentile 100) ends the job in error, as fio's `lat_fatal`;
+/// below 100 % fio stays at depth 1 instead.
+#[test]
+fn a_latency_target_missed_at_depth_1_ends_the_job_in_error() {
+    let r = run(
+        "x25e",
+        "rw=randread bs=4k iodepth=32 runtime=1 latency_target=50",
+    );
+    let [e] = &r.errors[..] else {
+        panic!("{:?}", r.errors)
+    };
+    assert_eq!(e.errno, 110);
+    assert!(
+        e.message
+            .contains("latency_target=50us not met at queue depth 1"),
+        "{}",
+        e.message
+    );
+    let r = run(
+        "x25e",
+        "rw=randread bs=4k iodepth=32 runtime=1 latency_target=50 latency_percentile=90",
+    );
+    assert!(r.errors.is_empty());
+    assert_eq!(r.latency_target[0].depth, 1);
+    assert!(
+        (r.summary.iops
+            - run("x25e", "rw=randread bs=4k iodepth=1 runtime=1")
+                .summary
+                .iops)
+            .abs()
+            < 0.02 * r.summary.iops
+    );
+}
+
+/// A search runs alone: beside another job section it is refused.
+#[test]
+fn a_latency_target_beside_other_jobs_is_refused() {
+    let e = Workload::parse("rw=randread numjobs=2 latency_target=1ms")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("numjobs=1"), "{e}");
+    let t = resolve("x25e", &PresetDb::builtin()).unwrap();
+    let p = raidlab_core::workload::parse_job_phases(
+        "[global]\nruntime=1\n[a]\nrw=randread\nlatency_target=1ms\n[b]\nrw=randwrite\n",
+    )
+    .unwrap();
+    let e = raidlab_sim::simulate_phases(&t, &p, 1, &|_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("latency_target searches one job"), "{e}");
+}

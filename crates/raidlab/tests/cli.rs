@@ -29,6 +29,13 @@ fn bad_input_gives_one_line_and_status_2() {
         ),
         ("x25e", "rw=read rate_iops_min=0.5", "rate_iops_min=0.5"),
         ("x25e", "rw=read rate_min=1m rate_cycle=0", "rate_cycle=0"),
+        ("x25e", "rw=read latency_target=0", "latency_target=0"),
+        (
+            "x25e",
+            "rw=read latency_target=1ms latency_percentile=101",
+            "latency_percentile=101",
+        ),
+        ("x25e", "rw=read numjobs=2 latency_target=1ms", "numjobs=1"),
         (
             "x25e",
             "rw=read bsrange=16k-4k",
@@ -1796,6 +1803,71 @@ fn a_job_that_trips_a_guard_stops_and_the_run_fails() {
             "rw=randread bs=4k iodepth=2 runtime=1 max_latency=1s",
         ],
         "psync engine runs at iodepth > 1",
+    );
+    std::fs::remove_file(file).unwrap();
+}
+
+/// fio's `latency_target` from a job file: the table names the depth the
+/// search found, fio-json carries it as fio's `latency_depth`, and the
+/// window is the depth found alone. A target missed at depth 1 fails the
+/// run as fio's does (exit 1, ETIMEDOUT); psync, which runs a deeper job
+/// as several workers, refuses a search.
+#[test]
+fn a_latency_target_search_reports_the_depth_it_found() {
+    let job = tmp(
+        "latency-target.fio",
+        "[global]\nioengine=io_uring\nruntime=2\ntime_based\n[search]\nrw=randread\nbs=4k\niodepth=128\nlatency_target=1ms\nlatency_window=100ms\nlatency_percentile=99\n",
+    );
+    let o = raidlab(&["sim", "-t", "raid5(4*s3500-800)", "--job", &job]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("latency    job 0: target=1ms, window=100ms, percentile=99.00%, depth="),
+        "{table}"
+    );
+    assert!(table.contains("steady     not judged"), "{table}");
+    let v = json_of(&[
+        "sim",
+        "-t",
+        "raid5(4*s3500-800)",
+        "--job",
+        &job,
+        "--format",
+        "fio-json",
+    ]);
+    let j = &v["jobs"][0];
+    let depth = j["latency_depth"].as_u64().unwrap();
+    assert!((2..128).contains(&depth), "{j}");
+    assert_eq!(
+        (j["latency_target"].as_u64(), j["latency_window"].as_u64()),
+        (Some(1_000_000), Some(100_000))
+    );
+    let o = raidlab(&[
+        "sim",
+        "-t",
+        "x25e",
+        "-w",
+        "rw=randread iodepth=8 runtime=1 latency_target=20",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("latency_target=20us not met at queue depth 1"),
+        "{}",
+        stderr(&o)
+    );
+    let file = zeros("latency-target.img", 16 << 20);
+    assert_input_error(
+        &[
+            "run",
+            "-t",
+            &file,
+            "--engine",
+            "psync",
+            "-w",
+            "rw=randread bs=4k iodepth=4 runtime=1 latency_target=1s",
+        ],
+        "latency_target sets a job's queue depth",
     );
     std::fs::remove_file(file).unwrap();
 }

@@ -898,6 +898,43 @@ fn fio_and_raidlab_end_a_job_that_misses_max_latency_alike() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's `latency_target`: the job file `export-fio` prints for a target
+/// of one microsecond (which no read meets, at depth 1 either) ends fio's
+/// job with ETIMEDOUT, and `raidlab run` of the same workload with the
+/// same errno; with a target every read meets, both searches double the
+/// depth up to the job's `iodepth` and report it as `latency_depth`.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_search_a_latency_target_alike() {
+    let (dir, path) = scratch("raidlab-fio-latency-target", 0);
+    for (target, errno, depth) in [("1", 110, None), ("10s", 0, Some(8))] {
+        let wl = format!(
+            "rw=randread bs=4k iodepth=8 size=4m runtime=2 latency_target={target} latency_window=20ms"
+        );
+        let job = export(&dir.join("lt.fio"), &wl, &path, &["io_uring"]);
+        let fio = Command::new("fio")
+            .args(["--output-format=json"])
+            .arg(&job)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&fio.stdout);
+        let v: Value = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
+        let o = raidlab(&["run", "-t", &path, "-w", &wl, "--format", "fio-json"]);
+        assert_eq!(o.status.success(), errno == 0, "{}", stderr(&o));
+        let ours: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for (who, v) in [("fio", &v), ("raidlab", &ours)] {
+            let j = &v["jobs"][0];
+            assert_eq!(j["error"], errno, "{who}, latency_target={target}");
+            if let Some(d) = depth {
+                assert_eq!(j["latency_depth"], d, "{who}, latency_target={target}");
+                assert_eq!(j["latency_target"], 10_000_000_000u64, "{who}");
+                assert_eq!(j["latency_window"], 20_000, "{who}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// fio's `offset_align`: fio and `raidlab run` both put a job at
 /// `offset=10%` of a 16 MiB file (1,677,721 bytes) on the next 1 MiB
 /// boundary, 2 MiB, and write nothing before it.
