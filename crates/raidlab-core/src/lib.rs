@@ -24,6 +24,7 @@ pub mod published;
 pub mod result;
 pub mod rng;
 pub mod steady;
+pub mod steadystate;
 pub mod topology;
 pub mod trace;
 pub mod units;

@@ -426,6 +426,10 @@ pub struct RunResult {
     /// `latency_depth`). Empty when no job searched.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub latency_target: Vec<crate::depth_search::Found>,
+    /// fio's `steadystate` stop, where the jobs had one: whether they
+    /// reached it, and the last window's samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<crate::steadystate::SteadyReport>,
 }
 
 /// One job section's figures in a run of sections side by side.

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::guard::Guards;
 use crate::pace::Rate;
 use crate::rng::{mix, Rng};
+use crate::steadystate::SteadyStop;
 use crate::topology::SsdState;
 use crate::trace::replay::{Feed, Replay, Tally};
 use crate::units::{format_duration, format_size, parse_duration, parse_size, Ns};
@@ -538,6 +539,15 @@ pub struct Workload {
     /// to a latency ([`crate::depth_search`]).
     #[serde(skip_serializing_if = "no_latency_target")]
     pub latency_target: LatencyTarget,
+    /// fio's `steadystate`, `ss_dur`, `ss_ramp` and `ss_interval`: the
+    /// jobs stop once their rate is steady by fio's criterion
+    /// ([`crate::steadystate`]).
+    #[serde(skip_serializing_if = "no_steadystate")]
+    pub steadystate: SteadyStop,
+}
+
+fn no_steadystate(s: &SteadyStop) -> bool {
+    !s.any()
 }
 
 fn no_guard(g: &Guards) -> bool {
@@ -631,6 +641,7 @@ impl Default for Workload {
             exitall: false,
             guards: Guards::default(),
             latency_target: LatencyTarget::default(),
+            steadystate: SteadyStop::default(),
         }
     }
 }
@@ -699,12 +710,14 @@ fn unknown_key(k: &str) -> String {
 
 /// Every key of the `k=v` language: [`KEYS`], the batching keys
 /// ([`Batch::KEYS`]), the guards' ([`crate::guard::KEYS`]), the latency
-/// target's ([`crate::depth_search::KEYS`]), then [`REPLAY_KEYS`].
+/// target's ([`crate::depth_search::KEYS`]), fio's steady-state stop's
+/// ([`crate::steadystate::KEYS`]), then [`REPLAY_KEYS`].
 pub fn all_keys() -> impl Iterator<Item = &'static &'static str> {
     KEYS.iter()
         .chain(Batch::KEYS)
         .chain(crate::guard::KEYS)
         .chain(crate::depth_search::KEYS)
+        .chain(crate::steadystate::KEYS)
         .chain(REPLAY_KEYS)
 }
 
@@ -956,6 +969,7 @@ impl Workload {
         w.percentage_random = explicit_random.unwrap_or(if w.rw.is_random() { 100 } else { 0 });
         w.check_rate_gap()?;
         w.check_latency_target()?;
+        w.steadystate.check()?;
         Ok(w)
     }
 
@@ -1194,6 +1208,7 @@ impl Workload {
             }
             k if crate::guard::KEYS.contains(&k) => self.guards.set(k, v)?,
             k if crate::depth_search::KEYS.contains(&k) => self.latency_target.set(k, v)?,
+            k if crate::steadystate::KEYS.contains(&k) => self.steadystate.set(k, v)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -1742,6 +1757,9 @@ impl Workload {
         for (k, v) in self.latency_target.pairs() {
             m.insert(k, v.into());
         }
+        for (k, v) in self.steadystate.pairs() {
+            m.insert(k, v.into());
+        }
         if let Some(ms) = self.log_avg_msec {
             m.insert("log_avg_msec".into(), ms.into());
         }
@@ -1896,6 +1914,7 @@ impl Workload {
         v.extend(self.batch.pairs());
         v.extend(self.guards.pairs());
         v.extend(self.latency_target.pairs());
+        v.extend(self.steadystate.pairs());
         if let Some(ms) = self.log_avg_msec {
             v.push(("log_avg_msec".into(), ms.to_string()));
         }
@@ -2823,10 +2842,8 @@ mod tests {
             (8192, 16, 10, 70)
         );
         assert_eq!(w.rw, Rw::RandWrite);
-        let e = parse_job_file("[j]\nsteadystate=iops:1%\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("unsupported fio option 'steadystate'"), "{e}");
+        let e = parse_job_file("[j]\nflow=1\n").unwrap_err().to_string();
+        assert!(e.contains("unsupported fio option 'flow'"), "{e}");
         // fio's buffered is direct turned round, not an option to pass over.
         assert!(parse_job_file("[j]\nbuffered=1\n").unwrap().buffered);
         assert!(parse_job_file("[j]\nbuffered\n").unwrap().buffered);

@@ -127,7 +127,10 @@ pub fn run_sections(
         .collect::<Result<Vec<_>, _>>()?;
     let engine = choose_engine(opts.engine)?;
     check_guards(sections, engine)?;
-    let common = Common::default();
+    let common = Common {
+        steady: std::sync::Mutex::new(raidlab_core::steadystate::SteadyWatch::new(&w.steadystate)),
+        ..Common::default()
+    };
     let run = RunShare {
         vol: &vol,
         members: &members,
@@ -154,8 +157,19 @@ pub fn run_sections(
         mark_clean(&mut topo, &members, &asm, &sizes, &mut life)?;
     }
     save_state(&gens, state)?;
-    // A converged latency_target search measured from where it converged.
+    // A converged latency_target search measured from where it converged;
+    // jobs stopped at fio's steady state, to their last completion.
     let (ramp_end, end) = merged.window_from.unwrap_or((ramp_end, end));
+    let stopped_steady = common
+        .steady_stop
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let end = end.filter(|_| !stopped_steady);
+    let steadystate = common
+        .steady
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|w| w.report());
     let secs = window_secs(end, merged.last, wall_end, ramp_end);
     let run_ns = wall_end.duration_since(t_start).as_nanos().max(1) as f64;
     let (mstats, components) = member_reports(&topo, &members, &kinds, &asm.offsets, run_ns);
@@ -182,6 +196,7 @@ pub fn run_sections(
             .map_or_else(Vec::new, |m| section_results(sections, &m, seed, window_ns)),
         errors: merged.errors,
         latency_target: merged.found,
+        steadystate,
         real: Some(RealStats {
             members: mstats,
             verify: opts.verify.then_some(merged.verify),
@@ -215,6 +230,12 @@ fn check_guards(sections: &[(&str, &Workload)], engine: EngineKind) -> Result<()
         return Err(Error::new(
             ErrorKind::Expression,
             "latency_target searches one job's queue depth and measures that job alone: run its section on its own (stonewall, or a job file of one section)",
+        ));
+    }
+    if sections.len() > 1 && sections.iter().any(|(_, w)| w.steadystate.any()) {
+        return Err(Error::new(
+            ErrorKind::Expression,
+            "steadystate stops one section's jobs on their own rate: run its section on its own (stonewall, or a job file of one section)",
         ));
     }
     let split_search = |w: &Workload| w.effective_iodepth() > 1 && searches(w);
@@ -272,6 +293,10 @@ struct Common {
     stop: AtomicBool,
     /// Set when a job has finished under fio's `exitall`.
     halt: AtomicBool,
+    /// fio's `steadystate` watch over the run's jobs, where they have one.
+    steady: std::sync::Mutex<Option<raidlab_core::steadystate::SteadyWatch>>,
+    /// Set when the jobs have reached fio's steady state: they stop.
+    steady_stop: AtomicBool,
 }
 
 /// The run's parts every section's [`worker::Shared`] is made of.
@@ -315,6 +340,10 @@ impl<'a> RunShare<'a> {
                 .map(|r| ramp_end + std::time::Duration::from_nanos(r)),
             stop: &self.common.stop,
             halt: &self.common.halt,
+            steady: lead
+                .steadystate
+                .any()
+                .then_some((&self.common.steady, &self.common.steady_stop)),
             exitall: self.exitall,
             max_bs: self.max_bs,
             seed: self.seed,

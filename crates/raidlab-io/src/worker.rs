@@ -53,6 +53,12 @@ pub struct Shared<'a> {
     /// Set when a job has finished and `exitall` holds: every worker
     /// stops issuing, its I/Os in flight completing and counting.
     pub halt: &'a AtomicBool,
+    /// fio's `steadystate`: the watch every worker's completions feed, and
+    /// the flag that stops them all once it is met (`None`: no such stop).
+    pub steady: Option<(
+        &'a Mutex<Option<raidlab_core::steadystate::SteadyWatch>>,
+        &'a AtomicBool,
+    )>,
     /// fio's `exitall`: a job that finishes sets `halt`.
     pub exitall: bool,
     /// Largest block size of any section.
@@ -730,6 +736,7 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
         if counted {
             self.watch(&t, now);
             self.search(&t, now);
+            self.steady_watch(&t, now);
         }
         finish(
             &mut self.out,
@@ -742,6 +749,24 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
         );
         if counted {
             self.search_quiesced(now);
+        }
+    }
+
+    /// fio's `steadystate` watch counts task `t`, back at `now` after the
+    /// ramp; once the jobs' rate is steady, every worker stops issuing.
+    fn steady_watch(&mut self, t: &Task, now: Instant) {
+        let Some((watch, stop)) = self.sh.steady else {
+            return;
+        };
+        if now < self.sh.ramp_end {
+            return;
+        }
+        let since = ns_between(self.sh.ramp_end, now);
+        let mut w = watch.lock().unwrap_or_else(|e| e.into_inner());
+        if w.as_mut()
+            .is_some_and(|w| w.completed(t.io.len as u64, since))
+        {
+            stop.store(true, Ordering::Relaxed);
         }
     }
 
@@ -874,6 +899,9 @@ const FLUSH_IO: Io = Io {
 fn stop_before_next(sh: &Shared<'_>, at: Instant) -> bool {
     sh.stop.load(Ordering::Relaxed)
         || sh.halt.load(Ordering::Relaxed)
+        || sh
+            .steady
+            .is_some_and(|(_, stop)| stop.load(Ordering::Relaxed))
         || sh.end.is_some_and(|e| at >= e)
 }
 

@@ -123,6 +123,9 @@ pub fn fio_json(r: &RunResult, timestamp: u64) -> Value {
             if let Some(f) = r.latency_target.first() {
                 latency_search(&mut j, f);
             }
+            if let Some(s) = &r.steadystate {
+                j["steadystate"] = steadystate(s);
+            }
             vec![j]
         }
         // Sections side by side: a job each, each its own reporting group
@@ -194,6 +197,29 @@ fn latency_search(j: &mut Value, f: &raidlab_core::depth_search::Found) {
     j["latency_percentile"] = json!(f.percentile);
     j["latency_window"] = json!(f.window_ns / 1000);
     j["latency_window_us"] = json!(f.window_ns / 1000);
+}
+
+/// A job's `steadystate` stop as fio's stat.c writes it.
+fn steadystate(s: &raidlab_core::steadystate::SteadyReport) -> Value {
+    let pct = if s.pct { "%" } else { "" };
+    let (what, limit) = s.ss.split_once(':').unwrap_or((&s.ss, ""));
+    let limit: f64 = limit.trim_end_matches('%').parse().unwrap_or(0.0);
+    let mean = |v: &[u64]| v.iter().sum::<u64>() / (v.len().max(1) as u64);
+    let raw = s.raw.unwrap_or(0.0);
+    json!({
+        "ss": format!("{what}:{limit:.6}{pct}"),
+        "duration": s.duration_s as u64,
+        "attained": u8::from(s.attained),
+        "criterion": format!("{:.6}{pct}", s.criterion.unwrap_or(0.0)),
+        "max_deviation": if s.slope { 0.0 } else { raw },
+        "slope": if s.slope { raw } else { 0.0 },
+        "data": {
+            "bw": s.bw_bytes,
+            "iops": s.iops,
+            "bw_mean": mean(&s.bw_bytes),
+            "iops_mean": mean(&s.iops),
+        },
+    })
 }
 
 /// One job of fio's `jobs` list: `name`, running `workload`, measured as
@@ -303,6 +329,7 @@ mod tests {
             sections: Vec::new(),
             errors: Vec::new(),
             latency_target: Vec::new(),
+            steadystate: None,
         };
         let j = fio_json(&r, 0);
         let read = &j["jobs"][0]["read"];

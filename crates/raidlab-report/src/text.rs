@@ -97,7 +97,32 @@ pub fn sim_table(r: &RunResult) -> String {
     o += &timeline(r);
     o += &job_errors(r);
     o += &latency_targets(r);
+    o += &steadystate(r);
     o
+}
+
+/// fio's `steadystate` stop: whether the jobs reached it, and the last
+/// window's criterion and means.
+fn steadystate(r: &RunResult) -> String {
+    let Some(s) = &r.steadystate else {
+        return String::new();
+    };
+    let n = s.iops.len().max(1) as f64;
+    let criterion = s.criterion.map_or("no full window".to_string(), |c| {
+        format!(
+            "{}={c:.3}{}",
+            if s.slope { "slope" } else { "mean dev" },
+            if s.pct { "%" } else { "" }
+        )
+    });
+    format!(
+        "steadystate {}: attained={}, {criterion}, iops mean {:.0}, bw mean {:.1} MB/s over the last {} samples (fio's steadystate)\n",
+        s.ss,
+        if s.attained { "yes" } else { "no" },
+        s.iops.iter().sum::<u64>() as f64 / n,
+        s.bw_bytes.iter().sum::<u64>() as f64 / n / 1e6,
+        s.iops.len()
+    )
 }
 
 /// Each `latency_target` search and the depth it ended at, as fio's

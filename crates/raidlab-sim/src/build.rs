@@ -793,7 +793,8 @@ pub(crate) fn install_host(
     // run stops when the window is found steady. A latency_target search
     // has no steady-state rounds: its runtime counts from the ramp's end
     // (and again from where the search converges).
-    let searching = lead.latency_target.any();
+    let searching = lead.latency_target.any() || lead.steadystate.any();
+    host.set_steadystate(&lead.steadystate);
     host.window_end = lead
         .runtime
         .zip(lead.ramp_time.or(searching.then_some(0)))

@@ -9,6 +9,7 @@ use raidlab_core::batch::Batch;
 use raidlab_core::depth_search::{DepthSearch, Found, LatencyTarget, Step};
 use raidlab_core::guard::{GuardClock, Guards, JobError};
 use raidlab_core::pace::{Pacer, Rate};
+use raidlab_core::steadystate::{SteadyReport, SteadyStop, SteadyWatch};
 use raidlab_core::units::Ns;
 use raidlab_core::workload::{Io, JobStream, ThinkClock, ThinkCount};
 
@@ -95,6 +96,8 @@ pub struct Host {
     reset_pending: bool,
     /// The jobs' runtime, which a converged search restarts.
     runtime: Option<Ns>,
+    /// fio's `steadystate` watch over all the jobs, where they have one.
+    steady_stop: Option<Box<SteadyWatch>>,
     /// Each job's I/Os in issue order, when asked for.
     pub trace: Option<Vec<Vec<raidlab_core::workload::Io>>>,
     /// One-pass runs: a fifth of the pass's bytes (0: not tracked), and the
@@ -318,6 +321,7 @@ impl Host {
             reset_at: None,
             reset_pending: false,
             runtime: None,
+            steady_stop: None,
             trace: None,
             fifth: 0,
             marks: Vec::new(),
@@ -501,14 +505,33 @@ impl Host {
         self.runtime = runtime;
     }
 
+    /// Stop every job once their rate is steady by fio's `steadystate`
+    /// criterion `s`, sampled from the window's start.
+    pub fn set_steadystate(&mut self, s: &SteadyStop) {
+        self.steady_stop = SteadyWatch::new(s).map(Box::new);
+    }
+
+    /// What the `steadystate` watch saw, where there is one.
+    pub fn steadystate(&self) -> Option<SteadyReport> {
+        self.steady_stop.as_ref().map(|w| w.report())
+    }
+
+    /// Why the window is the jobs' own rather than one the steady-state
+    /// rounds chose, where it is: a `latency_target` search or fio's
+    /// `steadystate` stop.
+    pub fn own_window(&self) -> Option<&'static str> {
+        if !self.searches.is_empty() {
+            Some("fio's latency_target: the window is the depth the search found, from where it converged (or the ramp's end)")
+        } else if self.steady_stop.is_some() {
+            Some("fio's steadystate: the window runs from the ramp's end until the jobs stopped, steady by its criterion, or their runtime ended")
+        } else {
+            None
+        }
+    }
+
     /// When a search converged and cleared the figures, once.
     pub fn take_reset(&mut self) -> Option<Ns> {
         self.reset_at.take()
-    }
-
-    /// Whether a job searches (fio's `latency_target`).
-    pub fn searches(&self) -> bool {
-        !self.searches.is_empty()
     }
 
     /// What each job's search found, by job.
@@ -1031,6 +1054,9 @@ impl Host {
         if !self.searches.is_empty() {
             self.search(&r, job, now);
         }
+        if self.steady_stop.is_some() {
+            self.steady_watch(&r, now);
+        }
         self.outstanding_one_less(job, now);
         if !self.searches.is_empty() {
             self.search_quiesced(job, now);
@@ -1080,6 +1106,24 @@ impl Host {
                 self.errors.push(JobError::new(job as u32, t));
                 self.end_job(job);
             }
+        }
+    }
+
+    /// Host I/O `r` is back at `now`: once the ramp is over, fio's
+    /// `steadystate` watch counts it, and stops every job once their rate
+    /// is steady.
+    #[inline(never)]
+    fn steady_watch(&mut self, r: &Req, now: Ns) {
+        if now < self.window_start {
+            return;
+        }
+        let since = now - self.window_start;
+        let steady = self
+            .steady_stop
+            .as_mut()
+            .is_some_and(|w| w.completed(r.len.into(), since));
+        if steady {
+            (0..self.jobs()).for_each(|j| self.end_job(j));
         }
     }
 

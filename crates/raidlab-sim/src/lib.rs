@@ -100,6 +100,10 @@ pub enum SimError {
     /// depth and clears the figures once it has converged.
     #[error("latency_target searches one job's queue depth and measures that job alone: run its section on its own (stonewall, or a job file of one section)")]
     LatencyTargetBeside,
+    /// fio's `steadystate` in a section beside others: its watch and its
+    /// stop cover one section's jobs.
+    #[error("steadystate stops one section's jobs on their own rate: run its section on its own (stonewall, or a job file of one section)")]
+    SteadyStopBeside,
     /// The array cannot be laid out.
     #[error("topology: column {col}: {err}")]
     Layout {
@@ -356,6 +360,9 @@ impl Phase {
     ) -> Result<Phase, SimError> {
         if jobs.len() > 1 && jobs.iter().any(|(_, w)| w.latency_target.any()) {
             return Err(SimError::LatencyTargetBeside);
+        }
+        if jobs.len() > 1 && jobs.iter().any(|(_, w)| w.steadystate.any()) {
+            return Err(SimError::SteadyStopBeside);
         }
         let mut regions = Vec::with_capacity(jobs.len());
         // The I/Os in flight of the sections before, side by side with

@@ -154,8 +154,9 @@ pub(crate) fn run_events(
     progress: Option<&dyn Fn(f64)>,
 ) -> Measured {
     let origin = sim.ctx.now;
-    // A latency_target search sets its own window: where it converged.
-    let searching = w.latency_target.any();
+    // A latency_target search sets its own window (where it converged),
+    // and fio's steadystate stop its own end.
+    let searching = w.latency_target.any() || w.steadystate.any();
     let mut rounds = window::Rounds::of(w, origin).filter(|_| !searching);
     // The end of the ramp, on the clock.
     let ramp = origin + w.ramp_time.unwrap_or(0);
@@ -292,11 +293,11 @@ fn pass_measured(
     // latency_target search cleared the figures.
     let t0 = host.window_start.max(ramp);
     let end = host.last_completion.max(t0);
-    let steady = if host.searches() {
+    let steady = if let Some(why) = host.own_window() {
         raidlab_core::steady::Steady {
             reached: false,
             after_s: (t0 - origin) as f64 / 1e9,
-            criterion: "fio's latency_target: the window is the depth the search found, from where it converged (or the ramp's end)".into(),
+            criterion: why.into(),
             judged: false,
         }
     } else {

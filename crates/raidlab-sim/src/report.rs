@@ -95,6 +95,7 @@ pub(crate) fn report(
         sections: Vec::new(),
         errors: host.errors.clone(),
         latency_target: host.found(),
+        steadystate: host.steadystate(),
     }
 }
 

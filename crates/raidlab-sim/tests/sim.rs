@@ -1043,3 +1043,45 @@ fn a_latency_target_beside_other_jobs_is_refused() {
         .to_string();
     assert!(e.contains("latency_target searches one job"), "{e}");
 }
+
+/// fio's `steadystate`: jobs stop once the last `ss_dur` of their rate is
+/// steady by the criterion. A drive in steady state stops after one
+/// window; a fresh drive whose random writes slow as it fills runs on
+/// until they level off; a criterion no rate meets runs to the runtime.
+#[test]
+fn fio_steadystate_stops_the_jobs_once_their_rate_is_steady() {
+    let secs = |r: &RunResult| r.sim.simulated_s;
+    let steady = run(
+        "s3500-800",
+        "rw=randwrite bs=4k iodepth=32 runtime=120 ss=iops_slope:1% ss_dur=10",
+    );
+    let s = steady.steadystate.as_ref().expect("a steadystate report");
+    assert!(s.attained && s.iops.len() == 10, "{s:?}");
+    assert!((10.0..11.5).contains(&secs(&steady)), "{}", secs(&steady));
+    let fresh = run(
+        "s3500-80[state=fob]",
+        "rw=randwrite bs=4k iodepth=32 runtime=300 ss=iops:5% ss_dur=20",
+    );
+    let s = fresh.steadystate.as_ref().unwrap();
+    assert!(s.attained && s.criterion.unwrap() < 5.0, "{s:?}");
+    assert!((30.0..300.0).contains(&secs(&fresh)), "{}", secs(&fresh));
+    // Its last window's rate is well below the fresh drive's first
+    // seconds.
+    let early = run(
+        "s3500-80[state=fob]",
+        "rw=randwrite bs=4k iodepth=32 runtime=5 ramp_time=0",
+    );
+    assert!(
+        fresh.summary.iops < early.summary.iops,
+        "{} vs {}",
+        fresh.summary.iops,
+        early.summary.iops
+    );
+    let never = run(
+        "s3500-800",
+        "rw=randwrite bs=4k iodepth=32 runtime=15 ss=iops:0.0001% ss_dur=5",
+    );
+    let s = never.steadystate.as_ref().unwrap();
+    assert!(!s.attained && s.criterion.is_some(), "{s:?}");
+    assert!((14.9..15.1).contains(&secs(&never)), "{}", secs(&never));
+}

@@ -36,6 +36,8 @@ fn bad_input_gives_one_line_and_status_2() {
             "latency_percentile=101",
         ),
         ("x25e", "rw=read numjobs=2 latency_target=1ms", "numjobs=1"),
+        ("x25e", "rw=read ss=lat:1% ss_dur=10", "'lat' is not iops"),
+        ("x25e", "rw=read ss=iops:1% ss_dur=1", "samples a window"),
         (
             "x25e",
             "rw=read bsrange=16k-4k",
@@ -121,13 +123,10 @@ fn bad_input_gives_one_line_and_status_2() {
         &["sim", "-t", "@/nonexistent/file", "-w", w],
         "cannot read topology file",
     );
-    let job = tmp(
-        "bad.fio",
-        "[global]\nbs=4k\n[job]\nrw=randread\nsteadystate=iops:1%\n",
-    );
+    let job = tmp("bad.fio", "[global]\nbs=4k\n[job]\nrw=randread\nflow=1\n");
     assert_input_error(
         &["sim", "-t", "x25e", "--job", &job],
-        "unsupported fio option 'steadystate'",
+        "unsupported fio option 'flow'",
     );
     assert_input_error(&["presets", "nope"], "unknown preset 'nope'");
     let bad = tmp("bad.toml", "[d]\nbase = \"x25e\"\nwarp = 9\n");
@@ -1405,11 +1404,11 @@ fn job_files_include_files_beside_them_and_errors_name_the_included_line() {
     assert_eq!(v["workload"]["bs"], 8192, "{}", v["workload"]);
     assert_eq!(v["workload"]["iodepth"], 4, "{}", v["workload"]);
     // An option fio does not know, in an included file: its file and line.
-    tmp("inc-bad.fio", "bs=4k\nsteadystate=iops:1%\n");
+    tmp("inc-bad.fio", "bs=4k\nflow=1\n");
     let bad = tmp("inc-badjob.fio", "[a]\nrw=read\ninclude inc-bad.fio\n");
     assert_input_error(
         &["sim", "-t", "x25e", "--job", &bad],
-        "inc-bad.fio line 2: unsupported fio option 'steadystate'",
+        "inc-bad.fio line 2: unsupported fio option 'flow'",
     );
     let missing = tmp("inc-missing.fio", "[a]\nrw=read\ninclude inc-nowhere.fio\n");
     assert_input_error(
@@ -1811,7 +1810,8 @@ fn a_job_that_trips_a_guard_stops_and_the_run_fails() {
 /// search found, fio-json carries it as fio's `latency_depth`, and the
 /// window is the depth found alone. A target missed at depth 1 fails the
 /// run as fio's does (exit 1, ETIMEDOUT); psync, which runs a deeper job
-/// as several workers, refuses a search.
+/// as several workers, refuses a search. fio's `steadystate` beside
+/// another section is refused too.
 #[test]
 fn a_latency_target_search_reports_the_depth_it_found() {
     let job = tmp(
@@ -1856,7 +1856,21 @@ fn a_latency_target_search_reports_the_depth_it_found() {
         "{}",
         stderr(&o)
     );
+    // fio's steadystate watches one section's jobs: beside another
+    // section it is refused, in the simulator and for real.
+    let beside = tmp(
+        "steadystate-beside.fio",
+        "[global]\nruntime=5\ntime_based\n[a]\nrw=randread\nss=iops:5%\nss_dur=2\n[b]\nrw=randwrite\n",
+    );
+    assert_input_error(
+        &["sim", "-t", "x25e", "--job", &beside],
+        "steadystate stops one section's jobs",
+    );
     let file = zeros("latency-target.img", 16 << 20);
+    assert_input_error(
+        &["run", "-t", &file, "--job", &beside],
+        "steadystate stops one section's jobs",
+    );
     assert_input_error(
         &[
             "run",

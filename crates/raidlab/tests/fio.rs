@@ -935,6 +935,48 @@ fn fio_and_raidlab_search_a_latency_target_alike() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's `steadystate`: with a criterion any device meets (every 1 s
+/// sample within 90 % of the mean), fio and `raidlab run` of the job file
+/// `export-fio` prints both stop once two samples are in, long before the
+/// runtime, and both report the stop in fio's `steadystate` object.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_stop_at_steady_state_alike() {
+    let (dir, path) = scratch("raidlab-fio-steadystate", 0);
+    let wl = "rw=randread bs=4k iodepth=4 size=4m runtime=20 ss=iops:90% ss_dur=2";
+    let job = export(&dir.join("ss.fio"), wl, &path, &["io_uring"]);
+    let fio = Command::new("fio")
+        .args(["--output-format=json"])
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let out = String::from_utf8_lossy(&fio.stdout);
+    let v: Value = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
+    let o = raidlab(&["run", "-t", &path, "-w", wl, "--format", "fio-json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for (who, v) in [("fio", &v), ("raidlab", &ours)] {
+        let j = &v["jobs"][0];
+        let ss = &j["steadystate"];
+        assert_eq!(ss["attained"], 1, "{who}: {ss}");
+        assert_eq!(ss["ss"], "iops:90.000000%", "{who}: {ss}");
+        assert_eq!(ss["duration"], 2, "{who}: {ss}");
+        assert_eq!(
+            ss["data"]["iops"].as_array().unwrap().len(),
+            2,
+            "{who}: {ss}"
+        );
+        let ms = j["job_runtime"].as_u64().unwrap();
+        assert!((1_500..6_000).contains(&ms), "{who}: ran {ms} ms");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// fio's `offset_align`: fio and `raidlab run` both put a job at
 /// `offset=10%` of a 16 MiB file (1,677,721 bytes) on the next 1 MiB
 /// boundary, 2 MiB, and write nothing before it.
