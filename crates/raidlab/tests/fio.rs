@@ -32,6 +32,19 @@ fn export(job: &std::path::Path, wl: &str, filename: &str, engine: &[&str]) -> s
     job.to_path_buf()
 }
 
+/// Whether fio ran the job file at `job` cleanly, and its JSON output
+/// (which a job in error still prints).
+fn fio_outcome(job: &std::path::Path) -> (bool, Value) {
+    let fio = Command::new("fio")
+        .args(["--output-format=json"])
+        .arg(job)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&fio.stdout);
+    let v = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
+    (fio.status.success(), v)
+}
+
 /// fio's JSON output for the job file at `job`, which it must run cleanly.
 fn fio_json(job: &std::path::Path) -> Value {
     fio_json_in(job, std::path::Path::new("."))
@@ -881,15 +894,9 @@ fn fio_and_raidlab_end_a_job_that_misses_max_latency_alike() {
     for (limit, errno) in [("1", 110), ("10s", 0)] {
         let wl = format!("rw=randread bs=4k iodepth=1 size=4m max_latency={limit}");
         let job = export(&dir.join("g.fio"), &wl, &path, &["io_uring"]);
-        let fio = Command::new("fio")
-            .args(["--output-format=json"])
-            .arg(&job)
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&fio.stdout);
-        let v: Value = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
+        let (clean, v) = fio_outcome(&job);
         assert_eq!(v["jobs"][0]["error"], errno, "fio, max_latency={limit}");
-        assert_eq!(fio.status.success(), errno == 0, "fio, max_latency={limit}");
+        assert_eq!(clean, errno == 0, "fio, max_latency={limit}");
         let o = raidlab(&["run", "-t", &path, "-w", &wl, "--format", "fio-json"]);
         assert_eq!(o.status.success(), errno == 0, "{}", stderr(&o));
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -912,13 +919,8 @@ fn fio_and_raidlab_search_a_latency_target_alike() {
             "rw=randread bs=4k iodepth=8 size=4m runtime=2 latency_target={target} latency_window=20ms"
         );
         let job = export(&dir.join("lt.fio"), &wl, &path, &["io_uring"]);
-        let fio = Command::new("fio")
-            .args(["--output-format=json"])
-            .arg(&job)
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&fio.stdout);
-        let v: Value = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
+        let (clean, v) = fio_outcome(&job);
+        assert_eq!(clean, errno == 0, "fio, latency_target={target}");
         let o = raidlab(&["run", "-t", &path, "-w", &wl, "--format", "fio-json"]);
         assert_eq!(o.status.success(), errno == 0, "{}", stderr(&o));
         let ours: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -945,18 +947,7 @@ fn fio_and_raidlab_stop_at_steady_state_alike() {
     let (dir, path) = scratch("raidlab-fio-steadystate", 0);
     let wl = "rw=randread bs=4k iodepth=4 size=4m runtime=20 ss=iops:90% ss_dur=2";
     let job = export(&dir.join("ss.fio"), wl, &path, &["io_uring"]);
-    let fio = Command::new("fio")
-        .args(["--output-format=json"])
-        .arg(&job)
-        .output()
-        .unwrap();
-    assert!(
-        fio.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fio.stderr)
-    );
-    let out = String::from_utf8_lossy(&fio.stdout);
-    let v: Value = serde_json::from_str(&out[out.find('{').expect("fio JSON")..]).unwrap();
+    let v = fio_json(&job);
     let o = raidlab(&["run", "-t", &path, "-w", wl, "--format", "fio-json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let ours: Value = serde_json::from_slice(&o.stdout).unwrap();
