@@ -14,6 +14,7 @@ use crate::units::{format_duration, format_size, parse_duration, parse_size, Ns}
 use serde::Serialize;
 
 mod backlog;
+mod fileservice;
 mod include;
 mod jobfile;
 mod kb_base;
@@ -34,6 +35,7 @@ pub mod jobfile_limits {
     pub use super::jobfile::{MAX_LINE, MAX_PHASES};
 }
 pub use backlog::{Backlog, MAX_BACKLOG};
+pub use fileservice::{FileChooser, FileService, FileServiceKind};
 pub use sequencer::Sequencer;
 pub use strided::Strided;
 pub use zoned::Zones;
@@ -544,6 +546,10 @@ pub struct Workload {
     /// ([`crate::steadystate`]).
     #[serde(skip_serializing_if = "no_steadystate")]
     pub steadystate: SteadyStop,
+    /// fio's `file_service_type`: which of a job's volumes its next I/O
+    /// goes to.
+    #[serde(skip_serializing_if = "FileService::is_default")]
+    pub file_service: FileService,
 }
 
 fn no_steadystate(s: &SteadyStop) -> bool {
@@ -642,6 +648,7 @@ impl Default for Workload {
             guards: Guards::default(),
             latency_target: LatencyTarget::default(),
             steadystate: SteadyStop::default(),
+            file_service: FileService::default(),
         }
     }
 }
@@ -745,6 +752,7 @@ pub const KEYS: &[&str] = &[
     "verify_backlog",
     "verify_backlog_batch",
     "exitall",
+    "file_service_type",
     "loops",
     "number_ios",
     "filesize",
@@ -970,6 +978,7 @@ impl Workload {
         w.check_rate_gap()?;
         w.check_latency_target()?;
         w.steadystate.check()?;
+        w.check_file_service()?;
         Ok(w)
     }
 
@@ -1131,6 +1140,7 @@ impl Workload {
             // Applied in `from_pairs`, where `size` and `io_size` are known.
             "filesize" => {}
             "exitall" => self.exitall = int(k, v, 0, 1)? == 1,
+            "file_service_type" => self.file_service = FileService::parse(v).or_else(werr)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -1441,6 +1451,20 @@ impl Workload {
         Ok(())
     }
 
+    /// `file_service_type=sequential` moves to a volume once the job has
+    /// run out of the one before, which a time-based job (wrapping round
+    /// each volume) never does; a replayed trace names its own volume
+    /// order.
+    fn check_file_service(&self) -> Result<()> {
+        if self.file_service.kind == FileServiceKind::Sequential && self.runtime.is_some() {
+            return werr("file_service_type=sequential moves on once a volume's pass is done, which a job with runtime (wrapping round each volume) never finishes: give roundrobin or random, or leave out runtime");
+        }
+        if !self.file_service.is_default() && self.replay.is_some() {
+            return werr("file_service_type picks the volumes of drawn I/Os; a replayed trace keeps its own order");
+        }
+        Ok(())
+    }
+
     fn check_rate_gap(&self) -> Result<()> {
         for b in self.rate.bytes.iter().flatten() {
             let gap_s = self.max_bs() as f64 / *b as f64;
@@ -1653,6 +1677,9 @@ impl Workload {
         if self.exitall {
             m.insert("exitall".into(), 1.into());
         }
+        if !self.file_service.is_default() {
+            m.insert("file_service_type".into(), self.file_service.text().into());
+        }
         if let Some(b) = self.backlog {
             m.insert("verify_backlog".into(), b.every.into());
             if b.batch > 0 {
@@ -1834,6 +1861,9 @@ impl Workload {
         }
         if self.exitall {
             v.push(("exitall".into(), "1".into()));
+        }
+        if !self.file_service.is_default() {
+            v.push(("file_service_type".into(), self.file_service.text()));
         }
         if let Some(b) = self.backlog {
             v.push(("verify_backlog".into(), b.every.to_string()));

@@ -767,6 +767,7 @@ pub(crate) fn install_host(
         }
         host.set_rate(range.clone(), &j.w.rate, j.w.seed.unwrap_or(seed));
         host.set_guards(range.clone(), &j.w.guards);
+        host.set_file_service(range.clone(), j.w.file_service, j.w.seed.unwrap_or(seed));
         first = range.end;
     }
     // fio's exitall holds for every job once any job file section sets it.

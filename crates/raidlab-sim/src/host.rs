@@ -11,6 +11,7 @@ use raidlab_core::guard::{GuardClock, Guards, JobError};
 use raidlab_core::pace::{Pacer, Rate};
 use raidlab_core::steadystate::{SteadyReport, SteadyStop, SteadyWatch};
 use raidlab_core::units::Ns;
+use raidlab_core::workload::{FileChooser, FileService};
 use raidlab_core::workload::{Io, JobStream, ThinkClock, ThinkCount};
 
 events! {
@@ -48,10 +49,10 @@ pub struct Host {
     /// One stream per job and volume, job-major: each file of a fio job
     /// keeps its own offsets.
     streams: Vec<JobStream>,
-    /// Per job, the volume its next I/O goes to (fio's default
-    /// `file_service_type=roundrobin`: the next file after every I/O);
+    /// Per job, how it picks the volume of its next I/O (fio's
+    /// `file_service_type`; by default the next file after every I/O);
     /// per stream, whether it has run out.
-    next_vol: Vec<u32>,
+    choosers: Vec<FileChooser>,
     out: Vec<bool>,
     /// Per job, the volume its `fsync=N` flush goes to: that of the write
     /// that called for it (fio syncs the file it wrote).
@@ -299,7 +300,9 @@ impl Host {
             conf,
             thinking: vec![false; n],
             streams,
-            next_vol: vec![0; n],
+            choosers: (0..n)
+                .map(|j| FileChooser::new(FileService::default(), 0, j as u32))
+                .collect(),
             out: vec![false; n * v],
             flush_vol: vec![0; n],
             inflight: vec![0; n],
@@ -469,6 +472,14 @@ impl Host {
         for j in jobs {
             self.pacers[j] = Pacer::new(rate, seed, j as u32);
             self.conf[j].offload = rate.offload;
+        }
+    }
+
+    /// Jobs `jobs` pick their volumes as `svc` says (fio's
+    /// `file_service_type`), random picks drawn from `seed`.
+    pub fn set_file_service(&mut self, jobs: std::ops::Range<usize>, svc: FileService, seed: u64) {
+        for j in jobs {
+            self.choosers[j] = FileChooser::new(svc, seed, j as u32);
         }
     }
 
@@ -693,18 +704,16 @@ impl Host {
         }
     }
 
-    /// The job's next I/O and the volume it goes to, from its volumes in
-    /// turn; `None` once every one of its streams has run out.
+    /// The job's next I/O and the volume it goes to, as its
+    /// `file_service_type` picks; `None` once every one of its streams has
+    /// run out.
     fn next_io(&mut self, job: usize, now: Ns) -> Option<(raidlab_core::workload::Io, usize)> {
         let v = self.roots.len();
         let since = now - self.started;
-        for _ in 0..v {
-            let vol = self.next_vol[job] as usize;
-            self.next_vol[job] = ((vol + 1) % v) as u32;
+        loop {
+            let out = &self.out[job * v..(job + 1) * v];
+            let vol = self.choosers[job].next(v, |x| out[x])?;
             let k = job * v + vol;
-            if self.out[k] {
-                continue;
-            }
             let pacer = &self.pacers[job];
             let io = self.streams[k].next_choosing(|read| match pacer {
                 Some(p) => p.pick(read, since),
@@ -715,15 +724,14 @@ impl Host {
                 None => self.out[k] = true,
             }
         }
-        None
     }
 
     /// The volume whose replayed trace flushes before job `job`'s next
     /// I/O, if the stream it draws from next does.
     fn trace_flush(&mut self, job: usize) -> Option<u32> {
-        let vol = self.next_vol[job];
-        let k = job * self.roots.len() + vol as usize;
-        (!self.out[k] && self.streams[k].flush_first()).then_some(vol)
+        let vol = self.choosers[job].upcoming(self.roots.len());
+        let k = job * self.roots.len() + vol;
+        (!self.out[k] && self.streams[k].flush_first()).then_some(vol as u32)
     }
 
     /// fio's `exitall`: a job has finished, so none issues any more; each

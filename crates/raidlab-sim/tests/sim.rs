@@ -1085,3 +1085,46 @@ fn fio_steadystate_stops_the_jobs_once_their_rate_is_steady() {
     assert!(!s.attained && s.criterion.is_some(), "{s:?}");
     assert!((14.9..15.1).contains(&secs(&never)), "{}", secs(&never));
 }
+
+/// fio's `file_service_type` over a root of two volumes: round robin and
+/// random spread a job's queue over both drives, so large reads move
+/// about twice one drive's bandwidth; `sequential` keeps the queue on one
+/// drive until its pass is done, so the pair reads at one drive's rate.
+#[test]
+fn file_service_type_decides_how_a_jobs_queue_spreads_over_volumes() {
+    let mbps_of = |svc: &str| {
+        let r = run(
+            "host(2*x25e)",
+            &format!("rw=read bs=1m iodepth=4 size=256m file_service_type={svc}"),
+        );
+        let reads: Vec<u64> = r
+            .components
+            .iter()
+            .filter_map(|c| c.io.map(|io| io.reads))
+            .collect();
+        assert_eq!(reads.len(), 2);
+        assert!(
+            reads[0].abs_diff(reads[1]) * 20 < reads[0],
+            "{svc}: {reads:?}"
+        );
+        r.summary.mbps
+    };
+    let (rr, random, seq) = (
+        mbps_of("roundrobin"),
+        mbps_of("random"),
+        mbps_of("sequential"),
+    );
+    let one = mbps("x25e", "rw=read bs=1m iodepth=4 size=256m");
+    assert!(
+        rr > 1.8 * one && random > 1.5 * one,
+        "rr {rr}, random {random}, one drive {one}"
+    );
+    assert!(
+        (seq / one - 1.0).abs() < 0.05,
+        "sequential {seq}, one drive {one}"
+    );
+    let e = Workload::parse("rw=read runtime=1 file_service_type=sequential")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("never finishes"), "{e}");
+}

@@ -37,6 +37,11 @@ fn bad_input_gives_one_line_and_status_2() {
         ),
         ("x25e", "rw=read numjobs=2 latency_target=1ms", "numjobs=1"),
         ("x25e", "rw=read ss=lat:1% ss_dur=10", "'lat' is not iops"),
+        (
+            "x25e",
+            "rw=read file_service_type=zipf:1.2",
+            "a skewed choice of volume is not modelled",
+        ),
         ("x25e", "rw=read ss=iops:1% ss_dur=1", "samples a window"),
         (
             "x25e",
