@@ -550,6 +550,10 @@ pub struct Workload {
     /// goes to.
     #[serde(skip_serializing_if = "FileService::is_default")]
     pub file_service: FileService,
+    /// fio's `bs_is_seq_rand`: the reads' block sizes serve sequential
+    /// I/Os and the writes' random ones, whatever their direction.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bs_is_seq_rand: bool,
 }
 
 fn no_steadystate(s: &SteadyStop) -> bool {
@@ -649,6 +653,7 @@ impl Default for Workload {
             latency_target: LatencyTarget::default(),
             steadystate: SteadyStop::default(),
             file_service: FileService::default(),
+            bs_is_seq_rand: false,
         }
     }
 }
@@ -753,6 +758,7 @@ pub const KEYS: &[&str] = &[
     "verify_backlog_batch",
     "exitall",
     "file_service_type",
+    "bs_is_seq_rand",
     "loops",
     "number_ios",
     "filesize",
@@ -1141,6 +1147,7 @@ impl Workload {
             "filesize" => {}
             "exitall" => self.exitall = int(k, v, 0, 1)? == 1,
             "file_service_type" => self.file_service = FileService::parse(v).or_else(werr)?,
+            "bs_is_seq_rand" => self.bs_is_seq_rand = int(k, v, 0, 1)? == 1,
             _ => return Ok(false),
         }
         Ok(true)
@@ -1680,6 +1687,9 @@ impl Workload {
         if !self.file_service.is_default() {
             m.insert("file_service_type".into(), self.file_service.text().into());
         }
+        if self.bs_is_seq_rand {
+            m.insert("bs_is_seq_rand".into(), 1.into());
+        }
         if let Some(b) = self.backlog {
             m.insert("verify_backlog".into(), b.every.into());
             if b.batch > 0 {
@@ -1864,6 +1874,9 @@ impl Workload {
         }
         if !self.file_service.is_default() {
             v.push(("file_service_type".into(), self.file_service.text()));
+        }
+        if self.bs_is_seq_rand {
+            v.push(("bs_is_seq_rand".into(), "1".into()));
         }
         if let Some(b) = self.backlog {
             v.push(("verify_backlog".into(), b.every.to_string()));
@@ -2091,6 +2104,62 @@ mod tests {
         assert_eq!(
             w("rw=randrw rwmixread=100").default_ssd_state(),
             w("rw=randread").default_ssd_state()
+        );
+    }
+
+    /// fio's `bs_is_seq_rand`: random I/Os take the writes' sizes and
+    /// sequential ones the reads', whatever their direction; without it
+    /// each direction keeps its own. The flag leaves the default's draws
+    /// as they were.
+    #[test]
+    fn bs_is_seq_rand_sizes_by_kind_of_offset_not_direction() {
+        let sizes = |wl: &str| -> Vec<(bool, u32)> {
+            let w = Workload::parse(wl).unwrap();
+            JobStream::new(&w, 1 << 30, 3, 0, Some(2000))
+                .map(|io| (io.read, io.len))
+                .collect()
+        };
+        let by_dir = sizes("rw=randrw bs=4k,64k");
+        assert!(by_dir
+            .iter()
+            .all(|&(r, l)| l == if r { 4096 } else { 65536 }));
+        assert!(by_dir.iter().any(|x| x.0) && by_dir.iter().any(|x| !x.0));
+        let random = sizes("rw=randrw bs=4k,64k bs_is_seq_rand=1");
+        assert!(
+            random.iter().all(|&(_, l)| l == 65536),
+            "random I/Os take the writes' size"
+        );
+        let seq = sizes("rw=rw bs=4k,64k bs_is_seq_rand=1");
+        assert!(
+            seq.iter().all(|&(_, l)| l == 4096),
+            "sequential I/Os take the reads' size"
+        );
+        // Half random: each I/O's size says whether it went on from its
+        // direction's last end.
+        let w =
+            Workload::parse("rw=randrw percentage_random=50 bs=4k,64k bs_is_seq_rand=1").unwrap();
+        let mut end = [0u64; 2];
+        let mut kinds = [0; 2];
+        for io in JobStream::new(&w, 1 << 30, 3, 0, Some(4000)) {
+            let d = usize::from(!io.read);
+            if io.len == 4096 {
+                assert_eq!(
+                    io.offset, end[d],
+                    "a read-sized I/O went on from its last end"
+                );
+            }
+            kinds[usize::from(io.len == 4096)] += 1;
+            end[d] = io.offset + u64::from(io.len);
+        }
+        assert!(kinds[0] > 1000 && kinds[1] > 1000, "{kinds:?}");
+        assert_eq!(
+            Workload::parse("rw=randrw bs_is_seq_rand=1")
+                .unwrap()
+                .to_pairs()
+                .iter()
+                .filter(|(k, _)| k == "bs_is_seq_rand")
+                .count(),
+            1
         );
     }
 

@@ -968,6 +968,40 @@ fn fio_and_raidlab_stop_at_steady_state_alike() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio's `bs_is_seq_rand`: with reads' size 4 KiB and writes' 64 KiB,
+/// fio and `raidlab run` of the job file `export-fio` prints read and
+/// write 64 KiB at random offsets and 4 KiB sequentially, whatever the
+/// direction.
+#[test]
+#[cfg_attr(raidlab_no_fio, ignore = "fio is not installed (apt-get install fio)")]
+fn fio_and_raidlab_size_by_kind_of_offset_alike() {
+    let (dir, path) = scratch("raidlab-fio-bs-seq-rand", 0);
+    for (rw, size) in [("randrw", 65536), ("rw", 4096)] {
+        let wl = format!("rw={rw} bs=4k,64k bs_is_seq_rand=1 size=4m");
+        let job = export(&dir.join("bsr.fio"), &wl, &path, &["io_uring"]);
+        let v = fio_json(&job);
+        let o = raidlab(&["run", "-t", &path, "-w", &wl, "--format", "fio-json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let ours: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for (who, v) in [("fio", &v), ("raidlab", &ours)] {
+            for d in ["read", "write"] {
+                let j = &v["jobs"][0][d];
+                let (bytes, ios) = (
+                    j["io_bytes"].as_u64().unwrap(),
+                    j["total_ios"].as_u64().unwrap(),
+                );
+                assert!(ios > 0, "{who} {rw}: no {d}s");
+                assert_eq!(
+                    bytes / ios,
+                    size,
+                    "{who} {rw}: {d}s of {bytes} bytes in {ios}"
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// fio's `offset_align`: fio and `raidlab run` both put a job at
 /// `offset=10%` of a 16 MiB file (1,677,721 bytes) on the next 1 MiB
 /// boundary, 2 MiB, and write nothing before it.

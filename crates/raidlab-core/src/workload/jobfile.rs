@@ -684,7 +684,10 @@ impl JobOptions {
                     self.time_based = v.is_empty() || v != "0";
                 }
             }
-            "norandommap" | "hipri" | "exitall" | "exitall_on_error" if v.is_empty() => {
+            "norandommap" | "hipri" | "exitall" | "exitall_on_error" | "bs_is_seq_rand"
+            | "latency_run"
+                if v.is_empty() =>
+            {
                 self.set(k, "1".to_string())
             }
             _ if !all_keys().any(|n| *n == k) => {

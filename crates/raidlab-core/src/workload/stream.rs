@@ -120,6 +120,19 @@ pub struct JobStream {
     zones: Option<Box<ZoneWalk>>,
     /// The writes it has yet to read back (`verify_backlog`).
     backlog: Option<Box<BacklogLog>>,
+    /// fio's `bs_is_seq_rand`: sequential I/Os take the reads' sizes and
+    /// random ones the writes', whatever their direction.
+    bs_is_seq_rand: bool,
+}
+
+/// Where an I/O goes, decided before its offset is drawn: the direction's
+/// last start again (`rw_sequencer=identical`), a random offset, or on
+/// from the direction's last end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    Same,
+    Random,
+    Next,
 }
 
 impl JobStream {
@@ -161,6 +174,7 @@ impl JobStream {
             backlog: w
                 .backlog
                 .map(|b| Box::new(BacklogLog::new(b, w.uses_random_map()))),
+            bs_is_seq_rand: w.bs_is_seq_rand,
         }
     }
 
@@ -319,7 +333,16 @@ impl JobStream {
                 }
             }
         };
-        let split = if read || self.split_write.is_empty() {
+        // fio draws the offset first and the size after; raidlab draws the
+        // size first (the offset must leave room for it), so only
+        // bs_is_seq_rand, whose size depends on the offset's kind, decides
+        // the kind first: the default's draws stay in their order.
+        let decided = self.bs_is_seq_rand.then(|| self.decide());
+        let write_sizes = match decided {
+            Some(p) => p == Placement::Random,
+            None => !read,
+        };
+        let split = if !write_sizes || self.split_write.is_empty() {
             &self.split
         } else {
             &self.split_write
@@ -335,7 +358,7 @@ impl JobStream {
             // One pass: the last I/O takes the largest size that still fits,
             // as fio's buffer-length choice does near the end of `size`.
             Some(b) if len > b => {
-                let fits = (if read || self.split_write.is_empty() {
+                let fits = (if !write_sizes || self.split_write.is_empty() {
                     &self.split
                 } else {
                     &self.split_write
@@ -361,7 +384,11 @@ impl JobStream {
         if self.zones.is_some() {
             self.enter_zone(d, len);
         }
-        let offset = match self.place(read, len) {
+        let placed = match decided {
+            Some(p) => self.place_as(read, len, p),
+            None => self.place(read, len),
+        };
+        let offset = match placed {
             Some(o) => o,
             None => {
                 // A hole ran past the region's end: in a one-pass run that
@@ -393,21 +420,40 @@ impl JobStream {
     /// sequential one after the direction's last (or, `identical`, that
     /// same offset). `None`: a hole ran past the end.
     fn place(&mut self, read: bool, len: u64) -> Option<u64> {
-        let d = self.seq.slot(read);
-        let (lo, hi) = self.bounds();
+        let p = self.decide();
+        self.place_as(read, len, p)
+    }
+
+    /// Whether the next I/O's offset is the direction's last start again,
+    /// a random one, or on from the direction's last end: the sequencer's
+    /// count, then the mix's draw.
+    fn decide(&mut self) -> Placement {
         self.seq_left -= 1;
         let fresh = self.seq_left == 0;
         if fresh {
             self.seq_left = self.seq.every;
         }
         if !fresh && self.seq.identical {
-            return Some(self.last_start[d].unwrap_or(lo).clamp(lo, hi - len));
+            return Placement::Same;
         }
         let random = fresh
             && (self.pct_random >= 100
                 || (self.pct_random > 0 && self.rng.below(100) < self.pct_random as u64));
         if random {
-            return Some(self.random_offset(read, len));
+            Placement::Random
+        } else {
+            Placement::Next
+        }
+    }
+
+    /// [`JobStream::place`] once decided as `p`.
+    fn place_as(&mut self, read: bool, len: u64, p: Placement) -> Option<u64> {
+        let d = self.seq.slot(read);
+        let (lo, hi) = self.bounds();
+        match p {
+            Placement::Same => return Some(self.last_start[d].unwrap_or(lo).clamp(lo, hi - len)),
+            Placement::Random => return Some(self.random_offset(read, len)),
+            Placement::Next => {}
         }
         let at = self.cursor[d].saturating_sub(lo);
         match self.seq.next_offset(at, len, hi - lo) {
