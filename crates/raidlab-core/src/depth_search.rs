@@ -210,9 +210,9 @@ impl DepthSearch {
         self.qd
     }
 
-    /// The options searched by.
-    pub fn options(&self) -> &LatencyTarget {
-        &self.opts
+    /// Whether the search has ended its job (measured, or in error).
+    pub fn over(&self) -> bool {
+        self.over
     }
 
     /// Start again from depth 1 at `now` unless converged (fio's
@@ -297,6 +297,10 @@ impl DepthSearch {
         self.qd = (self.qd + self.low) / 2;
         self.stable = 0;
         self.quiet = true;
+        debug_assert!(
+            (1..=self.iodepth).contains(&self.qd) && self.low >= 1,
+            "the depth stays within the queue: {self:?}"
+        );
     }
 
     /// fio's `lat_target_success`.
@@ -318,6 +322,7 @@ impl DepthSearch {
             self.qd * 2
         }
         .min(self.iodepth);
+        debug_assert!(self.qd >= was, "a success never lowers the depth: {self:?}");
         if !self.opts.keep_running && self.qd == was {
             if self.end_run {
                 return Step::Done;

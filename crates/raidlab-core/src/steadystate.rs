@@ -18,7 +18,7 @@
 //! each interval's end, which counts that interval's completions alike.
 
 use crate::error::{Error, Result};
-use crate::units::{parse_duration, parse_size, Ns};
+use crate::units::{format_duration, parse_duration, parse_size, Ns};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -85,15 +85,10 @@ impl Default for SteadyStop {
     }
 }
 
-/// A time option as fio's `is_seconds` options read it: seconds unless a
-/// unit is given.
+/// A time option as fio's `is_seconds` options read it (seconds unless a
+/// unit is given, as raidlab's own durations), up to [`MAX_TIME_NS`].
 fn seconds(v: &str) -> Option<Ns> {
-    let ns = if v.bytes().all(|b| b.is_ascii_digit()) {
-        v.parse::<u64>().ok()?.checked_mul(1_000_000_000)?
-    } else {
-        parse_duration(v).ok()?
-    };
-    (ns <= MAX_TIME_NS).then_some(ns)
+    parse_duration(v).ok().filter(|&ns| ns <= MAX_TIME_NS)
 }
 
 impl SteadyStop {
@@ -188,12 +183,12 @@ impl SteadyStop {
             return Vec::new();
         }
         let mut v = vec![("steadystate".to_string(), self.criterion_text())];
-        v.push(("ss_dur".to_string(), fio_seconds(self.dur_ns)));
+        v.push(("ss_dur".to_string(), format_duration(self.dur_ns)));
         if self.ramp_ns > 0 {
-            v.push(("ss_ramp".to_string(), fio_seconds(self.ramp_ns)));
+            v.push(("ss_ramp".to_string(), format_duration(self.ramp_ns)));
         }
         if self.interval_ns != 1_000_000_000 {
-            v.push(("ss_interval".to_string(), fio_seconds(self.interval_ns)));
+            v.push(("ss_interval".to_string(), format_duration(self.interval_ns)));
         }
         v
     }
@@ -207,15 +202,6 @@ impl SteadyStop {
             (Measure::Bw, true) => "bw_slope",
         };
         format!("{what}:{}{}", self.limit, if self.pct { "%" } else { "" })
-    }
-}
-
-/// A time as fio's `is_seconds` options read it back.
-fn fio_seconds(ns: Ns) -> String {
-    match ns {
-        n if n % 1_000_000_000 == 0 => (n / 1_000_000_000).to_string(),
-        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
-        n => format!("{}us", n / 1000),
     }
 }
 

@@ -1438,6 +1438,13 @@ impl Workload {
 
     /// A byte cap must not hold a job back longer between two I/Os than the
     /// longest `thinktime` (60 s): a time no run can be asked to wait out.
+    /// Whether the jobs set their own measurement window instead of the
+    /// steady-state rounds: a `latency_target` search (from where it
+    /// converges) or a `steadystate` stop (to where it is met).
+    pub fn sets_own_window(&self) -> bool {
+        self.latency_target.any() || self.steadystate.any()
+    }
+
     /// What a `latency_target` search runs beside: one job at a time (the
     /// search sets the job's depth and clears its statistics once it has
     /// converged), refilling its queue one completion at a time, from

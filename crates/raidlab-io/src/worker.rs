@@ -786,9 +786,9 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
         stop_before_next(self.sh, at) || self.window.1.is_some_and(|e| at >= e)
     }
 
-    /// Whether the job's search has measured its depth (the job ends).
+    /// Whether the job's search has ended it (measured, or in error).
     fn ended(&self) -> bool {
-        self.out.found.is_some()
+        self.search.as_deref().is_some_and(DepthSearch::over)
     }
 
     /// The job's `latency_target` search sees task `t`, back at `now`,
@@ -807,15 +807,9 @@ impl<F: Future<Output = Done>> Lane<'_, '_, F> {
         match s.completed(t.io.read, t.io.offset, t.io.len as u64, lat, at) {
             Step::Go | Step::Quiesce => {}
             Step::Reset => self.reset_pending = true,
-            Step::Done => {
-                self.out.found = Some(s.found(0));
-                // The window ends with the job's last completion.
-                self.out.window_from = Some((self.window.0, None));
-            }
-            Step::Fatal(trip) => {
-                self.out.tripped = Some(trip);
-                self.out.found = Some(s.found(0));
-            }
+            // The window ends with the job's last completion.
+            Step::Done => self.out.window_from = Some((self.window.0, None)),
+            Step::Fatal(trip) => self.out.tripped = Some(trip),
         }
     }
 

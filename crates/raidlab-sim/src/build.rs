@@ -757,6 +757,11 @@ pub(crate) fn install_host(
     }
     let mut host = Host::new(HOST, sim.roots.clone(), confs, streams);
     host.set_on_submitter(on_submitter(sim));
+    // The jobs start now: at 0, or where an earlier phase left the clock;
+    // they are measured from the ramp's end.
+    let origin = sim.ctx.now;
+    host.set_origin(origin);
+    host.window_start = origin + lead.ramp_time.unwrap_or(0);
     let mut first = 0;
     for j in jobs {
         let range = first..first + j.w.numjobs as usize;
@@ -768,6 +773,12 @@ pub(crate) fn install_host(
         host.set_rate(range.clone(), &j.w.rate, j.w.seed.unwrap_or(seed));
         host.set_guards(range.clone(), &j.w.guards);
         host.set_file_service(range.clone(), j.w.file_service, j.w.seed.unwrap_or(seed));
+        host.set_latency_target(
+            range.clone(),
+            &j.w.latency_target,
+            j.w.effective_iodepth(),
+            j.w.runtime,
+        );
         first = range.end;
     }
     // fio's exitall holds for every job once any job file section sets it.
@@ -781,10 +792,6 @@ pub(crate) fn install_host(
             .collect();
         host.set_sections(section_of);
     }
-    // The jobs start now: at 0, or where an earlier phase left the clock.
-    let origin = sim.ctx.now;
-    host.set_origin(origin);
-    host.window_start = origin + lead.ramp_time.unwrap_or(0);
     host.set_replay_timed(lead.replay.as_ref().is_some_and(|r| r.timed()));
     host.timeline = lead.timeline();
     if trace {
@@ -792,25 +799,13 @@ pub(crate) fn install_host(
     }
     // With a given ramp the jobs stop at the window's end; without, the
     // run stops when the window is found steady. A latency_target search
-    // has no steady-state rounds: its runtime counts from the ramp's end
-    // (and again from where the search converges).
-    let searching = lead.latency_target.any() || lead.steadystate.any();
+    // or a steadystate stop has no steady-state rounds: the runtime counts
+    // from the ramp's end (and again from where a search converges).
     host.set_steadystate(&lead.steadystate);
     host.window_end = lead
         .runtime
-        .zip(lead.ramp_time.or(searching.then_some(0)))
+        .zip(lead.ramp_time.or(lead.sets_own_window().then_some(0)))
         .map(|(r, ramp)| origin + ramp + r);
-    let mut first_job = 0;
-    for j in jobs {
-        let range = first_job..first_job + j.w.numjobs as usize;
-        host.set_latency_target(
-            range.clone(),
-            &j.w.latency_target,
-            j.w.effective_iodepth(),
-            j.w.runtime,
-        );
-        first_job = range.end;
-    }
     if lead.runtime.is_none() {
         let pass: u64 = jobs
             .iter()

@@ -156,8 +156,8 @@ pub(crate) fn run_events(
     let origin = sim.ctx.now;
     // A latency_target search sets its own window (where it converged),
     // and fio's steadystate stop its own end.
-    let searching = w.latency_target.any() || w.steadystate.any();
-    let mut rounds = window::Rounds::of(w, origin).filter(|_| !searching);
+    let own_window = w.sets_own_window();
+    let mut rounds = window::Rounds::of(w, origin).filter(|_| !own_window);
     // The end of the ramp, on the clock.
     let ramp = origin + w.ramp_time.unwrap_or(0);
     let pass_bytes = (regions.iter().map(|r| w.pass_bytes(r.span)).sum::<u64>() as f64).max(1.0);
@@ -197,7 +197,7 @@ pub(crate) fn run_events(
             start = snap(comps, ctx);
             snapped = true;
         }
-        if searching {
+        if own_window {
             if let Comp::Host(h) = &mut comps[HOST.index()] {
                 if h.window_end.is_some_and(|e| ctx.now >= e) && h.drained() {
                     // The runtime is over and the jobs' I/Os are back.
@@ -221,7 +221,7 @@ pub(crate) fn run_events(
         }
         // A search may clear the figures at any completion: look at
         // every event.
-        Watch::Until(if searching {
+        Watch::Until(if own_window {
             0
         } else {
             due(&rounds, snapped, ramp)
