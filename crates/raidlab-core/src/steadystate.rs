@@ -37,8 +37,15 @@ pub const KEYS: &[&str] = &[
 /// Longest `ss_dur`, `ss_ramp` and `ss_interval`: a day.
 const MAX_TIME_NS: Ns = 86_400_000_000_000;
 
-/// Most samples a window holds (`ss_dur / ss_interval`).
-const MAX_SAMPLES: u64 = 1 << 20;
+/// Most samples a window holds (`ss_dur / ss_interval`): an hour of fio's
+/// 1 s samples. Each judgement looks at the whole window, so this and
+/// [`MIN_INTERVAL_NS`] bound the watch's work (at most 36,000 sample
+/// looks a second of the run).
+const MAX_SAMPLES: u64 = 3600;
+
+/// Shortest `ss_interval`, 100 ms: fio warns that too short an interval
+/// keeps steady state from converging (its default is 1 s).
+const MIN_INTERVAL_NS: Ns = 100_000_000;
 
 /// What fio's criterion looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -117,9 +124,9 @@ impl SteadyStop {
             }
             "steadystate_check_interval" | "ss_interval" => {
                 self.interval_ns =
-                    time("give a time above 0 and up to a day (seconds unless a unit is given)")?;
-                if self.interval_ns == 0 {
-                    return Err(bad("the interval must be above 0"));
+                    time("give a time from 100ms to a day (seconds unless a unit is given)")?;
+                if self.interval_ns < MIN_INTERVAL_NS {
+                    return Err(bad("the interval is at least 100ms"));
                 }
             }
             _ => return Err(bad("not a steadystate option")),
@@ -245,6 +252,7 @@ impl SteadyWatch {
         }
         let mut reached = false;
         while since >= self.next {
+            self.skip_idle(since);
             reached |= self.sample();
             self.next += self.opts.interval_ns;
             if reached {
@@ -257,6 +265,19 @@ impl SteadyWatch {
             self.bytes += len;
         }
         false
+    }
+
+    /// Over a gap without completions: once a whole window of empty
+    /// samples is in, every further empty sample is judged alike, so the
+    /// intervals up to the one `since` falls in are passed over at once.
+    fn skip_idle(&mut self, since: Ns) {
+        let n = self.opts.samples();
+        let idle =
+            self.ios == 0 && self.window.len() == n && self.window.iter().all(|&s| s == (0, 0));
+        if idle {
+            let i = self.opts.interval_ns;
+            self.next += (since - self.next) / i * i;
+        }
     }
 
     /// Close the interval: its sample, and the window's judgement once
@@ -397,6 +418,7 @@ mod tests {
             ("ss", "iops:-1"),
             ("ss_dur", "2d"),
             ("ss_interval", "0"),
+            ("ss_interval", "10ms"),
         ] {
             let e = opts(&[bad]).unwrap_err().to_string();
             assert!(e.contains(bad.0), "{bad:?}: {e}");
@@ -446,6 +468,29 @@ mod tests {
             (35.0..35.1).contains(&at.unwrap()),
             "samples start after ss_ramp"
         );
+    }
+
+    #[test]
+    fn a_long_gap_without_completions_is_passed_over_in_one_step() {
+        // 3,600 samples of 100 ms, then a day with no completion: the
+        // window fills with empty samples once, and the rest of the day
+        // is judged alike without a look each.
+        let o = opts(&[
+            ("ss", "iops:1%"),
+            ("ss_dur", "360"),
+            ("ss_interval", "100ms"),
+        ])
+        .unwrap();
+        let mut w = SteadyWatch::new(&o).unwrap();
+        assert!(!w.completed(4096, 0));
+        assert!(!w.completed(4096, 86_400 * S));
+        let r = w.report();
+        assert_eq!(r.iops.len(), 3600);
+        assert!(r.iops.iter().all(|&i| i == 0) && !r.attained, "{r:?}");
+        // An absolute limit is met by the empty window, as fio's is.
+        let o = opts(&[("ss", "iops:5"), ("ss_dur", "2")]).unwrap();
+        let mut w = SteadyWatch::new(&o).unwrap();
+        assert!(w.completed(4096, 86_400 * S));
     }
 
     #[test]
